@@ -1,0 +1,331 @@
+"""Request/response codec on top of kio: headers, bodies and version-independent message building.
+
+Handlers in the broker (and the raw-protocol client of the suites) describe messages as plain
+nested dicts; `build` turns such a dict into the kio entity of the exact version negotiated,
+dropping fields that version lacks and filling defaults. That keeps one handler for all versions
+of an API instead of one per version.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import struct
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, fields, is_dataclass
+from functools import cache
+from typing import Any
+
+from kio.index import KioIndexError, load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.schema.index import api_key_map
+from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
+from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
+from kio.serial import entity_reader, entity_writer
+from kio.serial._introspect import EntityField, EntityTupleField, classify_field, is_optional
+from kio.static.constants import EntityType
+
+from .tags import strip_unknown_tags
+
+API_VERSIONS_KEY = 18
+_I32 = struct.Struct(">i")
+_HEADER_PREFIX = struct.Struct(">hhi")
+
+
+class ProtocolError(Exception):
+    """A frame the broker cannot process; the connection that sent it is closed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: Any  # the kio request entity
+
+    @property
+    def api_name(self) -> str:
+        return api_key_map.get(self.api_key, f"api_{self.api_key}")
+
+
+def api_name(api_key: int) -> str:
+    return api_key_map.get(api_key, f"unknown({api_key})")
+
+
+@cache
+def request_class(api_key: int, version: int) -> type | None:
+    return _payload_class(api_key, version, EntityType.request)
+
+
+@cache
+def response_class(api_key: int, version: int) -> type | None:
+    return _payload_class(api_key, version, EntityType.response)
+
+
+def _payload_class(api_key: int, version: int, kind: EntityType) -> type | None:
+    loader = load_request_schema if kind is EntityType.request else load_response_schema
+    try:
+        return loader(api_key, version)
+    except (KioIndexError, ImportError):
+        return None
+
+
+@cache
+def modelled_versions(api_key: int) -> tuple[int, ...]:
+    """Every version of an API for which kio has both a request and a response type."""
+    return tuple(
+        v for v in range(0, 40)
+        if request_class(api_key, v) is not None and response_class(api_key, v) is not None
+    )
+
+
+def is_flexible(api_key: int, version: int) -> bool:
+    cls = request_class(api_key, version)
+    return bool(cls is not None and cls.__flexible__)
+
+
+_read_header_v1 = entity_reader(RequestHeaderV1)
+_read_header_v2 = entity_reader(RequestHeaderV2)
+
+
+def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
+    """api_key, api_version, correlation_id: readable from any frame with at least 8 bytes."""
+    if len(frame) < 8:
+        raise ProtocolError(f"truncated request header ({len(frame)} bytes)")
+    return _HEADER_PREFIX.unpack_from(frame, 0)
+
+
+def decode_request(
+    frame: bytes | memoryview, supported: Callable[[int, int], bool] | None = None
+) -> Request:
+    """Decode one frame (without its size prefix). Raises ProtocolError with the reason.
+
+    `supported(api_key, version)` lets the caller reject versions it does not implement before
+    any body parsing; ApiVersions is always parsed leniently (KIP-511) by the caller instead.
+    """
+    api_key, version, correlation_id = peek_header(frame)
+    if api_key not in api_key_map:
+        raise ProtocolError(f"unknown api key {api_key}")
+    if supported is not None and not supported(api_key, version):
+        raise ProtocolError(f"unsupported version {version} of {api_name(api_key)}")
+    cls = request_class(api_key, version)
+    if cls is None:
+        raise ProtocolError(f"unsupported version {version} of {api_name(api_key)}")
+    flexible = cls.__flexible__
+    header_reader = _read_header_v2 if flexible else _read_header_v1
+    try:
+        header, header_size = _read_entity(header_reader, RequestHeaderV2 if flexible else
+                                           RequestHeaderV1, frame, 0)
+        body, _body_size = _read_entity(entity_reader(cls), cls, frame, header_size)
+    except ProtocolError:
+        raise
+    except Exception as exc:  # kio raises assorted errors on short or invalid input
+        raise ProtocolError(
+            f"malformed {api_name(api_key)} v{version} request: {type(exc).__name__}: {exc}"
+        ) from exc
+    # Bytes after the body are ignored, as Kafka's own request parsing does: librdkafka 2.x
+    # appends some to Metadata v13 requests, and the broker must serve it anyway.
+    return Request(api_key, version, correlation_id, header.client_id, body)
+
+
+def _read_entity(reader: Callable, cls: type, frame: bytes | memoryview, offset: int) -> tuple:
+    try:
+        return reader(frame, offset)
+    except KeyError:
+        # kio rejects tagged fields it does not know; the protocol says to ignore them.
+        cleaned, consumed = strip_unknown_tags(cls, bytes(frame), offset)
+        value, size = reader(cleaned, 0)
+        if size != len(cleaned):
+            raise ProtocolError("inconsistent tagged fields") from None
+        return value, consumed
+
+
+def encode_request(request: Request | None = None, *, api_key: int = -1, api_version: int = -1,
+                   correlation_id: int = 0, client_id: str | None = "kafka-harness",
+                   body: Any = None) -> bytes:
+    """Encode a request with its size prefix (used by the raw-protocol client and tests)."""
+    if request is not None:
+        api_key, api_version = request.api_key, request.api_version
+        correlation_id, client_id, body = request.correlation_id, request.client_id, request.body
+    cls = request_class(api_key, api_version)
+    if cls is None:
+        raise ValueError(f"kio does not model {api_name(api_key)} v{api_version}")
+    if isinstance(body, Mapping):
+        body = build(cls, body)
+    out = io.BytesIO()
+    out.write(b"\0\0\0\0")
+    header_cls = RequestHeaderV2 if cls.__flexible__ else RequestHeaderV1
+    header = header_cls(request_api_key=api_key, request_api_version=api_version,
+                        correlation_id=correlation_id, client_id=client_id)
+    entity_writer(header_cls)(out, header)
+    entity_writer(cls)(out, body)
+    data = out.getbuffer()
+    _I32.pack_into(data, 0, len(data) - 4)
+    return bytes(data)
+
+
+def encode_response(api_key: int, version: int, correlation_id: int, body: Any) -> bytes:
+    """Encode a response with size prefix; header v1 for flexible versions except ApiVersions."""
+    cls = response_class(api_key, version)
+    if cls is None:
+        raise ValueError(f"kio does not model {api_name(api_key)} v{version}")
+    if isinstance(body, Mapping):
+        body = build(cls, body)
+    out = io.BytesIO()
+    out.write(b"\0\0\0\0")
+    out.write(_I32.pack(correlation_id))
+    if cls.__flexible__ and api_key != API_VERSIONS_KEY:
+        out.write(b"\0")  # empty tagged fields of response header v1
+    _writer(cls)(out, body)
+    data = out.getbuffer()
+    _I32.pack_into(data, 0, len(data) - 4)
+    return bytes(data)
+
+
+def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Any]:
+    """Decode a response frame (without size prefix) → (correlation_id, body entity)."""
+    cls = response_class(api_key, version)
+    if cls is None:
+        raise ValueError(f"kio does not model {api_name(api_key)} v{version}")
+    (correlation_id,) = _I32.unpack_from(frame, 0)
+    offset = 4
+    if cls.__flexible__ and api_key != API_VERSIONS_KEY:
+        offset += 1
+        if frame[4] != 0:
+            _, offset = strip_unknown_tags(None, frame, 4)
+    body, _size = _read_entity(entity_reader(cls), cls, frame, offset)
+    return correlation_id, body
+
+
+@cache
+def _writer(cls: type) -> Callable:
+    return entity_writer(cls)
+
+
+# --- building entities from plain data --------------------------------------------------------
+
+
+def build(cls: type, data: Any) -> Any:
+    """Turn nested dicts/lists into the kio entity `cls`, keeping only fields `cls` has."""
+    if data is None or isinstance(data, cls):
+        return data
+    kwargs = {}
+    for name, convert, zero in _plan(cls):
+        if name in data:
+            kwargs[name] = convert(data[name])
+        elif zero is not MISSING:
+            kwargs[name] = convert(zero)
+    return cls(**kwargs)
+
+
+@cache
+def _plan(cls: type) -> tuple[tuple[str, Callable[[Any], Any], Any], ...]:
+    """Per field: its name, a converter, and the zero value used when a required one is absent."""
+    return tuple((f.name, _converter(f), _zero(f)) for f in fields(cls))
+
+
+def _zero(f: Any) -> Any:
+    if f.default is not MISSING or f.default_factory is not MISSING:
+        return MISSING
+    kind = classify_field(f)
+    if kind.is_array:
+        return ()
+    if isinstance(kind, EntityField):
+        return None if is_optional(f) else {}
+    if is_optional(f):
+        return None
+    return _ZEROS.get(f.metadata.get("kafka_type"), 0)
+
+
+_ZEROS = {"string": "", "bytes": b"", "records": b"", "bool": False, "float64": 0.0,
+          "uuid": uuid.UUID(int=0)}
+
+
+def _converter(f: Any) -> Callable[[Any], Any]:
+    kind = classify_field(f)
+    if isinstance(kind, EntityField):
+        inner = kind.type_
+        return lambda v: build(inner, v)
+    if isinstance(kind, EntityTupleField):
+        inner = kind.type_
+        return lambda v: None if v is None else tuple(build(inner, x) for x in v)
+    kafka_type = f.metadata.get("kafka_type")
+    scalar = _SCALARS.get(kafka_type)
+    if scalar is None:
+        return (lambda v: None if v is None else tuple(v)) if kind.is_array else _identity
+    if kind.is_array:
+        return lambda v: None if v is None else tuple(scalar(x) for x in v)
+    return lambda v: None if v is None else scalar(v)
+
+
+def _identity(v: Any) -> Any:
+    return v
+
+
+def _to_error_code(v: Any) -> ErrorCode:
+    if isinstance(v, ErrorCode):
+        return v
+    if isinstance(v, str):
+        return ErrorCode[v.lower()]
+    return ErrorCode(v)
+
+
+def _to_timedelta(v: Any) -> datetime.timedelta:
+    return v if isinstance(v, datetime.timedelta) else datetime.timedelta(milliseconds=v)
+
+
+def _to_uuid(v: Any) -> uuid.UUID:
+    return v if isinstance(v, uuid.UUID) else uuid.UUID(str(v))
+
+
+def _to_datetime(v: Any) -> datetime.datetime | None:
+    if isinstance(v, datetime.datetime):
+        return v
+    if v < 0:
+        return None  # Kafka's -1: no timestamp
+    return datetime.datetime.fromtimestamp(v / 1000, tz=datetime.UTC)
+
+
+_SCALARS: dict[str, Callable[[Any], Any]] = {
+    "error_code": _to_error_code,
+    "timedelta_i32": _to_timedelta,
+    "timedelta_i64": _to_timedelta,
+    "uuid": _to_uuid,
+    "datetime_i64": _to_datetime,
+}
+
+
+def to_plain(value: Any) -> Any:
+    """The inverse of `build`, for tests and logs: entity → dicts/lists/ints/strings."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, tuple):
+        return [to_plain(x) for x in value]
+    if isinstance(value, ErrorCode):
+        return int(value.value)
+    if isinstance(value, datetime.timedelta):
+        return int(value.total_seconds() * 1000)
+    return value
+
+
+def error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name.upper()
+    except ValueError:
+        return f"UNKNOWN_ERROR_{code}"
+
+
+def error_code(name: str) -> ErrorCode:
+    return ErrorCode[name.lower()]
+
+
+def field_default(cls: type, name: str) -> Any:
+    for f in fields(cls):
+        if f.name == name:
+            if f.default is not MISSING:
+                return f.default
+            if f.default_factory is not MISSING:
+                return f.default_factory()
+    raise KeyError(name)

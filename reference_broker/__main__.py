@@ -1,0 +1,72 @@
+"""`reference-broker server.properties [--override key=value ...]`.
+
+Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT), 2 for an invalid configuration
+(one line naming the key, the value and what is allowed), 1 when the broker cannot start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from reference_broker.config import ConfigError, load
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="reference-broker",
+                                     description="Kafka-compatible reference broker")
+    parser.add_argument("config", type=Path, help="path to server.properties")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a property (repeatable)")
+    parser.add_argument("--log-level", default="INFO",
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    return parser.parse_args(argv)
+
+
+async def _serve(config) -> int:  # type: ignore[no-untyped-def]
+    from reference_broker.server.kafka_server import KafkaServer
+
+    server = KafkaServer(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await server.startup()
+    except Exception as exc:
+        logging.getLogger("reference_broker").error("Broker could not start: %s", exc)
+        await server.shutdown()
+        return 1
+    await stop.wait()
+    await server.shutdown()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
+    overrides = {}
+    for item in args.override:
+        key, sep, value = item.partition("=")
+        if not sep:
+            print(f"--override expects KEY=VALUE, got {item!r}", file=sys.stderr)
+            return 2
+        overrides[key] = value
+    if not args.config.is_file():
+        print(f"Configuration file {args.config} does not exist", file=sys.stderr)
+        return 2
+    try:
+        config = load(args.config, overrides)
+    except ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    return asyncio.run(_serve(config))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""Broker configuration: Kafka's server.properties key names, types, defaults and validation.
+
+Every key is declared once in `DEFINITIONS` with its parser and what is allowed, so an invalid
+value produces one line naming the key, the value and the allowed range, and an unknown key a
+warning naming it — the behaviour operators know from Kafka's own KafkaConfig.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("reference_broker.config")
+
+MAX_LONG = 2**63 - 1
+MAX_INT = 2**31 - 1
+
+
+class ConfigError(ValueError):
+    def __init__(self, key: str, value: str, allowed: str) -> None:
+        super().__init__(f"Invalid value {value!r} for configuration {key}: {allowed}")
+        self.key = key
+        self.value = value
+        self.allowed = allowed
+
+
+@dataclass(frozen=True)
+class Definition:
+    parse: Callable[[str], Any]
+    default: Any
+    allowed: str
+    doc: str
+
+
+def _int(low: int, high: int) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        value = int(raw.strip())
+        if not low <= value <= high:
+            raise ValueError
+        return value
+
+    return parse
+
+
+def _bool(raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError
+    return lowered == "true"
+
+
+def _string(raw: str) -> str:
+    return raw.strip()
+
+
+def _choice(*options: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        if raw.strip() not in options:
+            raise ValueError
+        return raw.strip()
+
+    return parse
+
+
+_LISTENER = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>\d+)$")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    listener: str
+    host: str
+    port: int
+
+
+def _listeners(raw: str) -> tuple[Endpoint, ...]:
+    endpoints = []
+    for part in raw.split(","):
+        match = _LISTENER.match(part.strip())
+        if match is None:
+            raise ValueError
+        port = int(match["port"])
+        if port > 65535:
+            raise ValueError
+        endpoints.append(Endpoint(match["name"], match["host"].strip("[]"), port))
+    if not endpoints:
+        raise ValueError
+    return tuple(endpoints)
+
+
+def _dirs(raw: str) -> tuple[Path, ...]:
+    dirs = tuple(Path(p.strip()) for p in raw.split(",") if p.strip())
+    if not dirs:
+        raise ValueError
+    return dirs
+
+
+_LISTENERS_ALLOWED = "a comma-separated list of NAME://host:port, e.g. PLAINTEXT://127.0.0.1:9092"
+
+DEFINITIONS: dict[str, Definition] = {
+    "broker.id": Definition(_int(0, MAX_INT), 0, "an integer in [0, 2147483647]",
+                            "this broker's id in the cluster"),
+    "listeners": Definition(_listeners, _listeners("PLAINTEXT://127.0.0.1:9092"),
+                            _LISTENERS_ALLOWED, "addresses the broker binds"),
+    "advertised.listeners": Definition(_listeners, None, _LISTENERS_ALLOWED,
+                                       "addresses given to clients; defaults to listeners"),
+    "log.dirs": Definition(_dirs, (Path("/tmp/reference-broker-logs"),),
+                           "a comma-separated list of directories", "where partition logs live"),
+    "num.partitions": Definition(_int(1, MAX_INT), 1, "an integer >= 1",
+                                 "partitions of auto-created topics"),
+    "default.replication.factor": Definition(_int(1, 32767), 1, "an integer in [1, 32767]",
+                                             "replicas of auto-created topics"),
+    "auto.create.topics.enable": Definition(_bool, True, "true or false",
+                                            "create a topic on first metadata/produce request"),
+    "message.max.bytes": Definition(_int(0, MAX_INT), 1048588, "an integer >= 0",
+                                    "largest record batch accepted"),
+    "socket.request.max.bytes": Definition(_int(1, MAX_INT), 104857600, "an integer >= 1",
+                                           "largest request frame accepted"),
+    "log.segment.bytes": Definition(_int(14, MAX_INT), 1073741824, "an integer >= 14",
+                                    "segment size that triggers a roll"),
+    "log.roll.ms": Definition(_int(1, MAX_LONG), 7 * 24 * 3600 * 1000, "an integer >= 1",
+                              "segment age that triggers a roll"),
+    "log.roll.hours": Definition(_int(1, MAX_INT), 168, "an integer >= 1",
+                                 "segment age in hours (log.roll.ms wins)"),
+    "log.retention.ms": Definition(_int(-1, MAX_LONG), None, "-1 (unlimited) or an integer >= 0",
+                                   "age after which segments are deleted"),
+    "log.retention.minutes": Definition(_int(-1, MAX_INT), None, "-1 or an integer >= 0",
+                                        "retention in minutes (log.retention.ms wins)"),
+    "log.retention.hours": Definition(_int(-1, MAX_INT), 168, "-1 or an integer >= 0",
+                                      "retention in hours (lowest precedence)"),
+    "log.retention.bytes": Definition(_int(-1, MAX_LONG), -1, "-1 (unlimited) or an integer >= 0",
+                                      "partition size above which old segments are deleted"),
+    "log.retention.check.interval.ms": Definition(_int(1, MAX_LONG), 300000, "an integer >= 1",
+                                                  "how often retention runs"),
+    "log.flush.interval.messages": Definition(_int(1, MAX_LONG), MAX_LONG, "an integer >= 1",
+                                              "fsync after this many messages"),
+    "log.flush.interval.ms": Definition(_int(0, MAX_LONG), None, "an integer >= 0",
+                                        "fsync when data is older than this"),
+    "log.flush.scheduler.interval.ms": Definition(_int(1, MAX_LONG), 1000, "an integer >= 1",
+                                                  "how often the time-based flush is checked"),
+    "log.index.interval.bytes": Definition(_int(0, MAX_INT), 4096, "an integer >= 0",
+                                           "bytes between offset index entries"),
+    "log.message.timestamp.type": Definition(_choice("CreateTime", "LogAppendTime"), "CreateTime",
+                                             "CreateTime or LogAppendTime", "timestamp owner"),
+    "log.cleanup.policy": Definition(_choice("delete", "compact", "compact,delete",
+                                             "delete,compact"), "delete",
+                                     "delete, compact or compact,delete", "default cleanup"),
+    "min.insync.replicas": Definition(_int(1, MAX_INT), 1, "an integer >= 1",
+                                      "ISR size acks=all needs"),
+    "unclean.leader.election.enable": Definition(_bool, False, "true or false",
+                                                 "elect out-of-sync replicas (loses data)"),
+    "zookeeper.connect": Definition(_string, None, "host:port[,host:port...][/chroot]",
+                                    "ZooKeeper ensemble (cluster mode)"),
+    "zookeeper.session.timeout.ms": Definition(_int(1, MAX_INT), 18000, "an integer >= 1",
+                                               "ZooKeeper session timeout"),
+    "num.network.threads": Definition(_int(1, MAX_INT), 3, "an integer >= 1",
+                                      "accepted for compatibility; asyncio serves all sockets"),
+    "num.io.threads": Definition(_int(1, MAX_INT), 8, "an integer >= 1",
+                                 "accepted for compatibility; one event loop handles requests"),
+    "cluster.id": Definition(_string, None, "a string", "cluster id when no ZooKeeper is used"),
+}
+
+# Keys Kafka also accepts whose meaning the reference broker does not model; they are accepted
+# silently so stock server.properties files load without noise.
+IGNORED = frozenset({
+    "num.recovery.threads.per.data.dir", "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes", "offsets.topic.replication.factor",
+    "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
+    "group.initial.rebalance.delay.ms", "zookeeper.connection.timeout.ms",
+    "log.segment.delete.delay.ms", "inter.broker.listener.name",
+    "listener.security.protocol.map",
+})
+
+
+class KafkaConfig(Mapping[str, Any]):
+    """Parsed broker configuration; `config["log.dirs"]` etc. with defaults applied."""
+
+    def __init__(self, props: Mapping[str, str]) -> None:
+        values: dict[str, Any] = {k: d.default for k, d in DEFINITIONS.items()}
+        self.unknown: list[str] = []
+        for key, raw in props.items():
+            definition = DEFINITIONS.get(key)
+            if definition is None:
+                if key not in IGNORED:
+                    self.unknown.append(key)
+                continue
+            try:
+                values[key] = definition.parse(raw)
+            except (ValueError, TypeError):
+                raise ConfigError(key, raw, definition.allowed) from None
+        self._values = values
+        self._explicit = frozenset(props)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def is_set(self, key: str) -> bool:
+        return key in self._explicit
+
+    @property
+    def broker_id(self) -> int:
+        return self["broker.id"]
+
+    @property
+    def log_dirs(self) -> tuple[Path, ...]:
+        return self["log.dirs"]
+
+    @property
+    def listeners(self) -> tuple[Endpoint, ...]:
+        return self["listeners"]
+
+    @property
+    def advertised_listeners(self) -> tuple[Endpoint, ...]:
+        return self["advertised.listeners"] or self["listeners"]
+
+    @property
+    def retention_ms(self) -> int:
+        if self["log.retention.ms"] is not None:
+            return self["log.retention.ms"]
+        if self["log.retention.minutes"] is not None:
+            return self["log.retention.minutes"] * 60_000
+        hours = self["log.retention.hours"]
+        return -1 if hours < 0 else hours * 3_600_000
+
+    @property
+    def roll_ms(self) -> int:
+        if self.is_set("log.roll.ms") or not self.is_set("log.roll.hours"):
+            return self["log.roll.ms"]
+        return self["log.roll.hours"] * 3_600_000
+
+    def describe(self) -> Iterable[tuple[str, Any, bool]]:
+        """(key, value, is_default) for DescribeConfigs of the broker resource."""
+        for key, value in self._values.items():
+            yield key, value, key not in self._explicit
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java .properties subset: `key=value` or `key: value`, # and ! comments, \\ continuations."""
+    props: dict[str, str] = {}
+    logical = ""
+    for raw_line in text.splitlines():
+        line = raw_line.strip() if not logical else raw_line.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            logical += line[:-1]
+            continue
+        logical += line
+        match = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", logical)
+        if match is None:
+            props[logical] = ""
+        else:
+            props[match[1]] = match[2]
+        logical = ""
+    return props
+
+
+def load(path: Path, overrides: Mapping[str, str] | None = None) -> KafkaConfig:
+    props = parse_properties(path.read_text())
+    props.update(overrides or {})
+    config = KafkaConfig(props)
+    for key in config.unknown:
+        log.warning("Unknown configuration key %s (ignored)", key)
+    return config

@@ -1,0 +1,169 @@
+"""Turn a partition directory back into segments and producer state (Kafka's LogLoader).
+
+Segments wholly below the recovery point were fsynced, so they are trusted: their indexes are
+sanity-checked and only the batches after the last index entry are scanned. Every other segment
+is recovered batch by batch. After a clean shutdown every segment is trusted. Where recovery cuts
+a torn or corrupt tail, every later segment is dropped too: their offsets would no longer follow.
+
+Producer state comes from the newest readable snapshot at or below the log end offset, plus a
+replay of the batch headers after it; snapshots are taken at every roll and at close.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from reference_broker.log.log_config import LogConfig
+from reference_broker.log.producer_state import (
+    ProducerStateManager,
+    read_snapshot_file,
+    write_snapshot_file,
+)
+from reference_broker.log.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    segment_file_name,
+)
+
+logger = logging.getLogger("reference_broker.log")
+
+SNAPSHOT_SUFFIX = ".snapshot"
+# Leftovers of interrupted deletes, compactions, swaps and atomic writes: never live data.
+STRAY_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
+SNAPSHOTS_TO_KEEP = 2
+
+
+@dataclass(slots=True)
+class LoadedLog:
+    segments: list[LogSegment]
+    log_start_offset: int
+    recovery_point: int
+    producer_state: ProducerStateManager
+
+
+def load_log(
+    directory: Path,
+    config: LogConfig,
+    *,
+    recovery_point: int,
+    log_start_offset: int,
+    had_clean_shutdown: bool,
+    now_ms: int,
+) -> LoadedLog:
+    directory.mkdir(parents=True, exist_ok=True)
+    _remove_stray_files(directory)
+    bases = _offsets_with_suffix(directory, LOG_SUFFIX)
+    _remove_orphan_indexes(directory, set(bases))
+    segments: list[LogSegment] = []
+    for i, base in enumerate(bases):
+        if segments and segments[-1].next_offset > base:
+            logger.warning(
+                "%s: segment %d overlaps segment %d; cutting the older one",
+                directory,
+                segments[-1].base_offset,
+                base,
+            )
+            segments[-1].truncate_to(base)
+        segment = LogSegment.open(directory, base, config, now_ms)
+        next_base = bases[i + 1] if i + 1 < len(bases) else None
+        trusted = had_clean_shutdown or (next_base is not None and next_base <= recovery_point)
+        truncated = segment.load_trusted() if trusted else segment.recover()
+        segments.append(segment)
+        if truncated:
+            logger.warning(
+                "%s: truncated %d bytes of torn or corrupt data from segment %d; the log now "
+                "ends at offset %d",
+                directory,
+                truncated,
+                base,
+                segment.next_offset,
+            )
+            for later in bases[i + 1 :]:
+                logger.warning("%s: deleting segment %d after the truncation", directory, later)
+                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                    (directory / segment_file_name(later, suffix)).unlink(missing_ok=True)
+            break
+    if not segments:
+        segments.append(LogSegment.create(directory, max(log_start_offset, 0), config, now_ms))
+    log_end_offset = segments[-1].next_offset
+    return LoadedLog(
+        segments=segments,
+        log_start_offset=min(max(log_start_offset, segments[0].base_offset), log_end_offset),
+        recovery_point=log_end_offset
+        if had_clean_shutdown
+        else min(recovery_point, log_end_offset),
+        producer_state=load_producer_state(directory, segments, log_end_offset),
+    )
+
+
+def load_producer_state(
+    directory: Path, segments: list[LogSegment], log_end_offset: int
+) -> ProducerStateManager:
+    """Newest usable snapshot at or below the log end, then replay the batches after it."""
+    state: ProducerStateManager | None = None
+    replay_from = segments[0].base_offset
+    for offset in reversed(_offsets_with_suffix(directory, SNAPSHOT_SUFFIX)):
+        path = snapshot_path(directory, offset)
+        if offset > log_end_offset:
+            path.unlink(missing_ok=True)  # describes batches the log no longer has
+            continue
+        try:
+            state = read_snapshot_file(path)
+        except (OSError, ValueError) as exc:
+            logger.warning("%s: discarding unreadable producer snapshot: %s", path, exc)
+            path.unlink(missing_ok=True)
+            continue
+        replay_from = offset
+        break
+    if state is None:
+        state = ProducerStateManager()
+    for segment in segments:
+        if segment.next_offset > replay_from:
+            state.rebuild_from(segment.iter_headers(replay_from))
+    return state
+
+
+def take_snapshot(directory: Path, offset: int, state: ProducerStateManager) -> None:
+    """Snapshot the state covering every batch below `offset`; keep only the newest few."""
+    write_snapshot_file(snapshot_path(directory, offset), state)
+    for old in _offsets_with_suffix(directory, SNAPSHOT_SUFFIX)[:-SNAPSHOTS_TO_KEEP]:
+        snapshot_path(directory, old).unlink(missing_ok=True)
+
+
+def delete_snapshots(directory: Path, *, above: int = -1) -> None:
+    for offset in _offsets_with_suffix(directory, SNAPSHOT_SUFFIX):
+        if offset > above:
+            snapshot_path(directory, offset).unlink(missing_ok=True)
+
+
+def snapshot_path(directory: Path, offset: int) -> Path:
+    return directory / segment_file_name(offset, SNAPSHOT_SUFFIX)
+
+
+def _offsets_with_suffix(directory: Path, suffix: str) -> list[int]:
+    """Sorted base offsets of the `<20 digits><suffix>` files; other names are not ours."""
+    offsets = []
+    for path in directory.iterdir():
+        stem = path.name[: -len(suffix)] if path.name.endswith(suffix) else ""
+        if len(stem) == 20 and stem.isdigit() and stem.isascii():
+            offsets.append(int(stem))
+    return sorted(offsets)
+
+
+def _remove_stray_files(directory: Path) -> None:
+    for path in directory.iterdir():
+        if path.is_file() and path.name.endswith(STRAY_SUFFIXES):
+            logger.info("%s: removing leftover file %s", directory, path.name)
+            path.unlink(missing_ok=True)
+
+
+def _remove_orphan_indexes(directory: Path, bases: set[int]) -> None:
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for offset in _offsets_with_suffix(directory, suffix):
+            if offset not in bases:
+                logger.info("%s: removing index without a segment: %d%s", directory, offset, suffix)
+                (directory / segment_file_name(offset, suffix)).unlink(missing_ok=True)

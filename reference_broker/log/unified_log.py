@@ -1,0 +1,559 @@
+"""One partition's log: an ordered list of segments under `<log_dir>/<topic>-<partition>/`.
+
+Modelled on Kafka's UnifiedLog. The leader path (`append_as_leader`) is O(1) Python work per
+batch: a producer-state check, a few header patches, one os.write, O(1) index bookkeeping. Reads
+return file regions for sendfile, never copies.
+
+Kafka behaviours kept on purpose: the batch holding the fetch offset is returned whole even if it
+starts earlier; the high watermark is a hard bound, the byte limit a soft one (one batch always
+goes out when `min_one_batch`); a segment rolls on size, on segment.ms measured from its first
+batch's timestamp, on a full index; rolled segments are fsynced at once so a crash only has to
+recover the active segment; retention deletes whole segments, oldest first, never the active one.
+
+Not thread-safe: one thread (the broker's event loop) drives a log, as nothing here blocks for
+long except fsync, which the caller may move to an executor by calling `flush` there while it
+holds off other calls on the same log.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import struct
+import uuid
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from harness.wire.records import (
+    MAGIC,
+    BatchHeader,
+    compute_crc,
+    decode_records,
+    iter_headers,
+    patch_base_offset,
+    patch_leader_epoch,
+    patch_log_append_time,
+)
+from reference_broker.log.checkpoint_file import fsync_directory
+from reference_broker.log.errors import CorruptRecord, OffsetOutOfRange, UnexpectedAppendOffset
+from reference_broker.log.file_records import FetchSlice, FileRegion
+from reference_broker.log.log_config import Clock, LogConfig, wall_clock_ms
+from reference_broker.log.log_loader import (
+    LoadedLog,
+    delete_snapshots,
+    load_log,
+    load_producer_state,
+    take_snapshot,
+)
+from reference_broker.log.producer_state import ProducerStateManager
+from reference_broker.log.segment import INT32_MAX, LogSegment
+from reference_broker.log.topic_partition import TopicPartition, parse_topic_partition
+
+logger = logging.getLogger("reference_broker.log")
+
+# ListOffsets' special timestamps.
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+
+_EMPTY = FetchSlice()
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """What a produce response needs. `duplicate`: a retry of a batch already in the log, whose
+    original offsets are returned and nothing was written. `error`: a Kafka error name; nothing
+    was written and the offsets are -1. `log_append_time_ms` is -1 for CreateTime topics."""
+
+    first_offset: int
+    last_offset: int
+    log_append_time_ms: int
+    log_start_offset: int
+    duplicate: bool = False
+    error: str | None = None
+
+
+class UnifiedLog:
+    """Build with `UnifiedLog.open`; the constructor takes an already loaded directory."""
+
+    def __init__(
+        self, directory: Path, config: LogConfig, loaded: LoadedLog, now_ms: Clock
+    ) -> None:
+        self.directory = directory
+        self.topic_partition: TopicPartition = parse_topic_partition(directory.name)
+        self._config = config
+        self._now_ms = now_ms
+        self._segments = loaded.segments
+        self._bases = [segment.base_offset for segment in self._segments]
+        self._log_start_offset = loaded.log_start_offset
+        self._log_end_offset = self._segments[-1].next_offset
+        self._recovery_point = loaded.recovery_point
+        self._producer_state = loaded.producer_state
+        self._last_flush_ms = now_ms()
+        self._dir_needs_fsync = True
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        config: LogConfig,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        had_clean_shutdown: bool = False,
+        now_ms: Clock = wall_clock_ms,
+    ) -> UnifiedLog:
+        """Load (creating if needed) the partition directory, recovering unflushed segments.
+
+        `recovery_point` and `log_start_offset` come from the log dir's checkpoint files;
+        `had_clean_shutdown` (the log dir's clean-shutdown marker) trusts every segment.
+        """
+        parse_topic_partition(directory.name)  # refuse a bad name before touching the disk
+        loaded = load_log(
+            directory,
+            config,
+            recovery_point=recovery_point,
+            log_start_offset=log_start_offset,
+            had_clean_shutdown=had_clean_shutdown,
+            now_ms=now_ms(),
+        )
+        return cls(directory, config, loaded, now_ms)
+
+    # --- state ------------------------------------------------------------------------------
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next appended record gets."""
+        return self._log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Every offset below this is fsynced."""
+        return self._recovery_point
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        return tuple(self._segments)
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        return self._producer_state
+
+    def update_config(self, config: LogConfig) -> None:
+        """Apply AlterConfigs: sizes and times take effect at the next append/roll/cleanup."""
+        self._config = config
+        self._segments[-1].index_interval_bytes = config.index_interval_bytes
+
+    # --- appending --------------------------------------------------------------------------
+
+    def append_as_leader(
+        self,
+        records: bytearray,
+        header: BatchHeader,
+        *,
+        leader_epoch: int,
+        now_ms: int | None = None,
+    ) -> AppendResult:
+        """Append one validated batch (`header` read from `records` at header.position).
+
+        Assigns offsets from the log end, stamps the leader epoch (and LogAppendTime when the
+        topic uses it) into `records` in place, then writes it unchanged otherwise.
+        """
+        config = self._config
+        size = header.size
+        if size > config.max_message_bytes:
+            return self._refused("MESSAGE_TOO_LARGE")
+        if size > config.segment_bytes:
+            return self._refused("RECORD_BATCH_TOO_LARGE")
+        idempotent = header.producer_id >= 0
+        if idempotent:
+            verdict = self._producer_state.check(header)
+            if verdict.duplicate is not None:
+                original = verdict.duplicate
+                return AppendResult(
+                    original.first_offset,
+                    original.last_offset,
+                    original.log_append_time_ms,
+                    self._log_start_offset,
+                    duplicate=True,
+                )
+            if verdict.error is not None:
+                return self._refused(verdict.error)
+        now = self._now_ms() if now_ms is None else now_ms
+        position = header.position
+        base_offset = self._log_end_offset
+        last_offset = base_offset + header.last_offset_delta
+        patch_base_offset(records, position, base_offset)
+        patch_leader_epoch(records, position, leader_epoch)
+        if config.log_append_time:
+            patch_log_append_time(records, position, now)
+            append_time = max_timestamp = now
+        else:
+            append_time, max_timestamp = -1, header.max_timestamp
+        segment = self._segments[-1]
+        if segment.should_roll(config, size, max_timestamp, last_offset, now):
+            segment = self._roll(base_offset, now)
+        if position == 0 and len(records) == size:
+            segment.append_batch(records, base_offset, last_offset, max_timestamp)
+        else:
+            segment.append_batch(
+                memoryview(records)[position : position + size],
+                base_offset,
+                last_offset,
+                max_timestamp,
+            )
+        self._log_end_offset = last_offset + 1
+        if idempotent:
+            self._producer_state.update(header, base_offset, last_offset, append_time)
+        if self._log_end_offset - self._recovery_point >= config.flush_interval_messages:
+            self.flush()
+        return AppendResult(base_offset, last_offset, append_time, self._log_start_offset)
+
+    def _refused(self, error: str) -> AppendResult:
+        return AppendResult(-1, -1, -1, self._log_start_offset, error=error)
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendResult | None:
+        """Append batches copied from the leader, offsets already assigned. A partial batch at
+        the end (fetch responses may cut one) is ignored. Offsets must not go backwards from the
+        log end; gaps are allowed, as in Kafka. Returns None when there was no whole batch."""
+        headers = self._validate_follower_batches(records)
+        if not headers:
+            return None
+        now = self._now_ms()
+        view = memoryview(records)
+        i = 0
+        while i < len(headers):
+            first = headers[i]
+            segment = self._segments[-1]
+            if segment.should_roll(
+                self._config, first.size, first.max_timestamp, first.last_offset, now
+            ):
+                segment = self._roll(first.base_offset, now)
+            j, run_bytes = i + 1, first.size
+            while (
+                j < len(headers)
+                and segment.size + run_bytes + headers[j].size <= self._config.segment_bytes
+                and headers[j].last_offset - segment.base_offset <= INT32_MAX
+            ):
+                run_bytes += headers[j].size
+                j += 1
+            start = first.position
+            segment.append_batches(
+                view[start : start + run_bytes],
+                [(header.position - start, header) for header in headers[i:j]],
+            )
+            i = j
+        self._log_end_offset = headers[-1].last_offset + 1
+        self._producer_state.rebuild_from(headers)
+        if self._log_end_offset - self._recovery_point >= self._config.flush_interval_messages:
+            self.flush()
+        return AppendResult(
+            headers[0].base_offset, headers[-1].last_offset, -1, self._log_start_offset
+        )
+
+    def _validate_follower_batches(
+        self, records: bytes | bytearray | memoryview
+    ) -> list[BatchHeader]:
+        headers = []
+        expected = self._log_end_offset
+        for header in iter_headers(records):
+            if header.magic != MAGIC or header.last_offset_delta < 0:
+                raise CorruptRecord(f"batch at byte {header.position} has a malformed header")
+            if compute_crc(records, header.position, header.size) != header.crc:
+                raise CorruptRecord(f"batch at byte {header.position} fails its CRC-32C")
+            if header.base_offset < expected:
+                raise UnexpectedAppendOffset(
+                    f"follower batch at offset {header.base_offset} does not follow offset "
+                    f"{expected - 1} (log end {self._log_end_offset})",
+                    header.base_offset,
+                    self._log_end_offset,
+                )
+            expected = header.last_offset + 1
+            headers.append(header)
+        return headers
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def read(
+        self, start_offset: int, max_bytes: int, max_offset: int, min_one_batch: bool = True
+    ) -> FetchSlice:
+        """Whole batches from the one holding `start_offset`, none reaching `max_offset` (the
+        high watermark, exclusive), at most `max_bytes` unless the first batch alone is bigger
+        and `min_one_batch`. An empty slice means nothing to send yet. Raises OffsetOutOfRange
+        outside [log start, log end]."""
+        log_end = self._log_end_offset
+        if start_offset < self._log_start_offset or start_offset > log_end:
+            raise OffsetOutOfRange(start_offset, self._log_start_offset, log_end)
+        limit_offset = min(max_offset, log_end)
+        if start_offset >= limit_offset:
+            return _EMPTY
+        regions: list[FileRegion] = []
+        remaining = max_bytes
+        offset = start_offset
+        segments = self._segments
+        for i in range(self._segment_index(start_offset), len(segments)):
+            segment = segments[i]
+            if limit_offset >= segment.next_offset:
+                max_position = segment.size
+            else:
+                max_position = segment.position_of(limit_offset)
+            found = segment.read(offset, remaining, max_position, min_one_batch and not regions)
+            if found is not None:
+                if found.size == 0:
+                    break
+                regions.append(FileRegion(segment.file, found.position, found.size))
+                remaining -= found.size
+                if not found.reached_end:
+                    break
+            if limit_offset <= segment.next_offset or remaining <= 0:
+                break
+            offset = segment.next_offset
+        return FetchSlice(tuple(regions)) if regions else _EMPTY
+
+    def _segment_index(self, offset: int) -> int:
+        return max(bisect_right(self._bases, offset) - 1, 0)
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """ListOffsets: (offset, timestamp) of the first record whose timestamp >= `timestamp`,
+        or None when there is none. -2 / -1 / -3 mean earliest / latest / max timestamp and
+        answer with timestamp -1 for the first two, as Kafka does.
+
+        Uncompressed and gzip batches are decoded to find the exact record; for batches this
+        module cannot decompress (snappy, lz4, zstd) the answer is the batch's base offset and
+        max timestamp, so a consumer seeking there may see a few earlier records.
+        """
+        if timestamp == EARLIEST_TIMESTAMP:
+            return self._log_start_offset, -1
+        if timestamp == LATEST_TIMESTAMP:
+            return self._log_end_offset, -1
+        if timestamp == MAX_TIMESTAMP:
+            return self.max_timestamp_offset()
+        for segment in self._segments:
+            if segment.max_timestamp < timestamp or segment.next_offset <= self._log_start_offset:
+                continue
+            found = segment.find_by_timestamp(timestamp, self._log_start_offset)
+            if found is not None:
+                return self._first_record_at_or_after(segment, *found, timestamp)
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """KIP-734: (offset, timestamp) of the earliest record with the largest timestamp."""
+        best: LogSegment | None = None
+        for segment in self._segments:
+            if segment.size and (best is None or segment.max_timestamp > best.max_timestamp):
+                best = segment
+        if best is None:
+            return None
+        found = best.find_batch(best.offset_of_max_timestamp)
+        if found is None:
+            return best.offset_of_max_timestamp, best.max_timestamp
+        return self._first_record_at_or_after(best, *found, best.max_timestamp)
+
+    def _first_record_at_or_after(
+        self, segment: LogSegment, position: int, header: BatchHeader, timestamp: int
+    ) -> tuple[int, int]:
+        try:
+            records = decode_records(segment.read_batch(position, header.size))
+        except (ValueError, EOFError, OSError, IndexError, struct.error):
+            records = []  # undecodable payload: answer at batch granularity
+        for record in records:
+            if record.offset >= self._log_start_offset and record.timestamp >= timestamp:
+                return record.offset, record.timestamp
+        return max(header.base_offset, self._log_start_offset), header.max_timestamp
+
+    # --- flushing and rolling ---------------------------------------------------------------
+
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """fsync every segment holding offsets in [recovery point, up_to_offset) and advance the
+        recovery point there (default: the log end)."""
+        offset = (
+            self._log_end_offset
+            if up_to_offset is None
+            else min(up_to_offset, self._log_end_offset)
+        )
+        if offset > self._recovery_point:
+            segments = self._segments
+            for i in range(self._segment_index(self._recovery_point), len(segments)):
+                if segments[i].base_offset >= offset:
+                    break
+                segments[i].flush()
+            self._recovery_point = offset
+        if self._dir_needs_fsync:
+            fsync_directory(self.directory)
+            self._dir_needs_fsync = False
+        self._last_flush_ms = self._now_ms()
+
+    def flush_due(self, now_ms: int) -> bool:
+        """flush.ms: unflushed data has waited long enough (never when flush.ms is unset)."""
+        interval = self._config.flush_interval_ms
+        return (
+            interval is not None
+            and self._log_end_offset > self._recovery_point
+            and now_ms - self._last_flush_ms >= interval
+        )
+
+    def roll(self, now_ms: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end (no-op when the active one is empty)."""
+        return self._roll(self._log_end_offset, self._now_ms() if now_ms is None else now_ms)
+
+    def _roll(self, base_offset: int, now_ms: int) -> LogSegment:
+        active = self._segments[-1]
+        if active.size == 0:
+            if active.base_offset == base_offset:
+                return active
+            active.delete()
+            self._segments.pop()
+        else:
+            active.seal()
+        segment = LogSegment.create(self.directory, base_offset, self._config, now_ms)
+        self._segments.append(segment)
+        self._bases = [s.base_offset for s in self._segments]
+        self._dir_needs_fsync = True
+        take_snapshot(self.directory, base_offset, self._producer_state)
+        self.flush(base_offset)
+        return segment
+
+    # --- retention and truncation -----------------------------------------------------------
+
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """Apply retention.ms (a segment's largest timestamp is too old), retention.bytes (the log
+        is too big without it) and the log start offset (a segment lies wholly below it), oldest
+        first, never the active segment. Returns how many segments were deleted."""
+        now = self._now_ms() if now_ms is None else now_ms
+        config = self._config
+        candidates = self._segments[:-1]
+        count = 0
+        if config.retention_enabled and config.retention_ms >= 0:
+            count = _prefix_length(
+                candidates, lambda s: now - s.largest_timestamp > config.retention_ms
+            )
+        if config.retention_enabled and config.retention_bytes >= 0:
+            excess = self.size_in_bytes - config.retention_bytes
+            by_size = 0
+            for segment in candidates:
+                if excess - segment.size < 0:
+                    break
+                excess -= segment.size
+                by_size += 1
+            count = max(count, by_size)
+        below_start = _prefix_length(
+            list(zip(candidates, self._segments[1:], strict=False)),
+            lambda pair: pair[1].base_offset <= self._log_start_offset,
+        )
+        count = max(count, below_start)
+        if count == 0:
+            return 0
+        deleted, self._segments = self._segments[:count], self._segments[count:]
+        self._bases = [s.base_offset for s in self._segments]
+        self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+        self._recovery_point = max(self._recovery_point, self._log_start_offset)
+        for segment in deleted:
+            segment.delete()
+        self._dir_needs_fsync = True
+        logger.info(
+            "%s: deleted %d segment(s) by retention; log start offset is now %d",
+            self.directory.name,
+            count,
+            self._log_start_offset,
+        )
+        return count
+
+    def truncate_to(self, offset: int) -> bool:
+        """Follower truncation: drop everything from `offset` on. Batches are never split, so if
+        `offset` falls inside a batch that batch goes too and the log end lands on its base.
+        Returns whether anything was removed."""
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        if offset >= self._log_end_offset:
+            return False
+        if offset < self._log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        keep = [segment for segment in self._segments if segment.base_offset <= offset]
+        for segment in self._segments[len(keep) :]:
+            segment.delete()
+        self._segments = keep
+        self._bases = [s.base_offset for s in keep]
+        keep[-1].truncate_to(offset)
+        self._log_end_offset = keep[-1].next_offset
+        self._recovery_point = min(self._recovery_point, self._log_end_offset)
+        self._dir_needs_fsync = True
+        delete_snapshots(self.directory, above=self._log_end_offset)
+        self._producer_state = load_producer_state(self.directory, keep, self._log_end_offset)
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the log and continue at `offset` (a follower too far behind the leader)."""
+        if offset < 0:
+            raise ValueError(f"cannot start a log at negative offset {offset}")
+        for segment in self._segments:
+            segment.delete()
+        delete_snapshots(self.directory)
+        self._segments = [LogSegment.create(self.directory, offset, self._config, self._now_ms())]
+        self._bases = [offset]
+        self._log_start_offset = self._log_end_offset = self._recovery_point = offset
+        self._producer_state = ProducerStateManager()
+        self._dir_needs_fsync = True
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush everything and snapshot producer state so the next start needs no recovery."""
+        if self._closed:
+            return
+        self._segments[-1].seal()
+        for segment in self._segments:
+            segment.flush()
+        self.flush()
+        take_snapshot(self.directory, self._log_end_offset, self._producer_state)
+        for segment in self._segments:
+            segment.close()
+        self._closed = True
+
+    def delete(self) -> None:
+        """Remove the partition directory (DeleteTopics).
+
+        The directory is renamed to `<name>.<random>-delete` first, so a crash midway leaves
+        something the next start-up removes instead of a half-deleted log it would load. Fetches
+        already holding regions of the log can still send them: the descriptors stay open until
+        those regions are dropped.
+        """
+        trash = self.directory.with_name(f"{self.directory.name}.{uuid.uuid4().hex}-delete")
+        self.directory.rename(trash)
+        fsync_directory(trash.parent)
+        for segment in self._segments:
+            segment.delete()  # the paths are gone already; this closes the index files
+        shutil.rmtree(trash, ignore_errors=True)
+        self._closed = True
+
+    def __repr__(self) -> str:
+        return (
+            f"UnifiedLog({self.directory.name}, start={self._log_start_offset}, "
+            f"end={self._log_end_offset}, segments={len(self._segments)})"
+        )
+
+
+def _prefix_length(items: list[_T], predicate: Callable[[_T], bool]) -> int:
+    count = 0
+    for item in items:
+        if not predicate(item):
+            break
+        count += 1
+    return count

@@ -1,0 +1,190 @@
+"""Asyncio accept/read/write: framing limits, per-connection ordering, and bad-peer isolation.
+
+Kafka's SocketServer mutes a channel while a request is processed; here requests of one
+connection may complete out of order (a delayed fetch waits while a metadata request finishes),
+so each connection keeps a queue of slots and writes responses strictly in request order.
+Anything a peer sends that cannot be processed closes that one connection with a single log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from harness.wire.framing import FrameDecoder
+from harness.wire.protocol import ProtocolError
+
+log = logging.getLogger("reference_broker.network")
+
+# (frame, connection) -> encoded response, None for "no response", or an awaitable of either.
+FrameHandler = Callable[[bytes, "ConnectionInfo"], "bytes | None | Awaitable[bytes | None]"]
+
+MAX_PENDING = 64
+
+
+@dataclass
+class ConnectionInfo:
+    peer: str
+    listener: str
+    id: int
+
+
+@dataclass
+class _Slot:
+    done: bool = False
+    payload: bytes | None = None
+    task: asyncio.Task | None = field(default=None, repr=False)
+
+
+class KafkaConnection(asyncio.Protocol):
+    def __init__(self, server: SocketServer, listener: str) -> None:
+        self._server = server
+        self._listener = listener
+        self._decoder = FrameDecoder(server.max_request_size)
+        self._pending: deque[_Slot] = deque()
+        self._transport: asyncio.Transport | None = None
+        self._reading_paused = False
+        self._writing_paused = False
+        self._closed = False
+        self.info = ConnectionInfo("?", listener, 0)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        peer = transport.get_extra_info("peername")
+        self.info = ConnectionInfo(
+            f"{peer[0]}:{peer[1]}" if peer else "?", self._listener, self._server.next_id()
+        )
+        self._server.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._server.connections.discard(self)
+        if self._decoder.pending_partial():
+            log.info("Connection from %s closed in the middle of a request", self.info.peer)
+        for slot in self._pending:
+            if slot.task is not None:
+                slot.task.cancel()
+        self._pending.clear()
+
+    def data_received(self, data: bytes) -> None:
+        if self._closed:
+            return
+        try:
+            frames = self._decoder.feed(data)
+        except ProtocolError as exc:
+            self.close_with_reason(str(exc))
+            return
+        for frame in frames:
+            if self._closed:
+                return
+            self._dispatch(frame)
+        self._update_reading()
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self._update_reading()
+
+    def close_with_reason(self, reason: str) -> None:
+        if self._closed:
+            return
+        log.warning("Closing connection from %s: %s", self.info.peer, reason)
+        self._closed = True
+        if self._transport is not None:
+            self._transport.abort()
+
+    def _dispatch(self, frame: bytes) -> None:
+        slot = _Slot()
+        self._pending.append(slot)
+        try:
+            result = self._server.handler(frame, self.info)
+        except ProtocolError as exc:
+            self.close_with_reason(str(exc))
+            return
+        except Exception:
+            log.exception("Unexpected error handling a request from %s", self.info.peer)
+            self.close_with_reason("internal error while handling the request")
+            return
+        if inspect.isawaitable(result):
+            slot.task = asyncio.ensure_future(result)
+            slot.task.add_done_callback(lambda task: self._task_done(slot, task))
+        else:
+            self._complete(slot, result)
+
+    def _task_done(self, slot: _Slot, task: asyncio.Task) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            if isinstance(exc, ProtocolError):
+                self.close_with_reason(str(exc))
+            else:
+                log.error("Unexpected error handling a request from %s", self.info.peer,
+                          exc_info=exc)
+                self.close_with_reason("internal error while handling the request")
+            return
+        self._complete(slot, task.result())
+
+    def _complete(self, slot: _Slot, payload: bytes | None) -> None:
+        slot.done = True
+        slot.payload = payload
+        transport = self._transport
+        while self._pending and self._pending[0].done:
+            head = self._pending.popleft()
+            if head.payload is not None and transport is not None and not self._closed:
+                transport.write(head.payload)
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        if self._transport is None or self._closed:
+            return
+        should_pause = self._writing_paused or len(self._pending) >= MAX_PENDING
+        if should_pause and not self._reading_paused:
+            self._transport.pause_reading()
+            self._reading_paused = True
+        elif not should_pause and self._reading_paused:
+            self._transport.resume_reading()
+            self._reading_paused = False
+
+
+class SocketServer:
+    """Binds every listener and hands complete frames to the request handler."""
+
+    def __init__(self, handler: FrameHandler, max_request_size: int) -> None:
+        self.handler = handler
+        self.max_request_size = max_request_size
+        self.connections: set[KafkaConnection] = set()
+        self._servers: list[asyncio.base_events.Server] = []
+        self._next_id = 0
+
+    def next_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    async def bind(self, name: str, host: str, port: int) -> int:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(
+            lambda: KafkaConnection(self, name), host or None, port, reuse_address=True,
+            backlog=512,
+        )
+        self._servers.append(server)
+        bound = server.sockets[0].getsockname()[1]
+        log.info("Listening on %s://%s:%d", name, host, bound)
+        return bound
+
+    async def shutdown(self) -> None:
+        for server in self._servers:
+            server.close()
+        for conn in list(self.connections):
+            if conn._transport is not None:
+                conn._transport.close()
+        for server in self._servers:
+            await server.wait_closed()

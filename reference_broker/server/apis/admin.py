@@ -1,0 +1,114 @@
+"""CreateTopics, DeleteTopics, CreatePartitions: thin adapters over the AdminManager."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from reference_broker.server import topic_config
+from reference_broker.server.admin_manager import AdminError, NewTopic
+from reference_broker.server.broker_services import BrokerServices
+from reference_broker.server.kafka_apis import api
+
+CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
+ZERO_UUID = uuid.UUID(int=0)
+DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
+
+
+@api(CREATE_TOPICS, range(2, 8))
+def handle_create_topics(services: BrokerServices, request: Any, conn: Any) -> dict[str, Any]:
+    body = request.body
+    results = []
+    seen: set[str] = set()
+    duplicates = {t.name for t in body.topics if sum(x.name == t.name for x in body.topics) > 1}
+    for t in body.topics:
+        if t.name in seen:
+            continue
+        seen.add(t.name)
+        if t.name in duplicates:
+            results.append(_failed(t.name, "INVALID_REQUEST",
+                                   f"Create topics request from client contains duplicate topic "
+                                   f"{t.name}"))
+            continue
+        new = NewTopic(
+            t.name, t.num_partitions, t.replication_factor,
+            {a.partition_index: list(a.broker_ids) for a in t.assignments} or None,
+            {c.name: c.value for c in t.configs},
+        )
+        try:
+            topic = services.admin_manager.create_topic(new, validate_only=body.validate_only)
+        except AdminError as exc:
+            results.append(_failed(t.name, exc.error, exc.message))
+            continue
+        first = topic.partitions[0]
+        results.append({
+            "name": topic.name, "topic_id": topic.topic_id, "error_code": 0,
+            "error_message": None, "num_partitions": len(topic.partitions),
+            "replication_factor": len(first.replicas),
+            "configs": _described_configs(services, topic.configs),
+        })
+    return {"throttle_time": 0, "topics": results}
+
+
+def _failed(name: str, error: str, message: str) -> dict[str, Any]:
+    return {"name": name, "topic_id": ZERO_UUID, "error_code": error, "error_message": message,
+            "num_partitions": -1, "replication_factor": -1, "configs": []}
+
+
+def _described_configs(services: BrokerServices, overrides: dict[str, str]) -> list[dict]:
+    out = []
+    for key in sorted(topic_config.DEFS):
+        value = overrides.get(key)
+        source = DYNAMIC_TOPIC_CONFIG
+        if value is None:
+            value = topic_config.broker_default(services.config, key)
+            source = DEFAULT_CONFIG
+        out.append({"name": key, "value": value, "read_only": False, "config_source": source,
+                    "is_sensitive": False})
+    return out
+
+
+@api(DELETE_TOPICS, range(1, 7))
+def handle_delete_topics(services: BrokerServices, request: Any, conn: Any) -> dict[str, Any]:
+    body = request.body
+    if hasattr(body, "topic_names"):
+        wanted = [(name, None) for name in body.topic_names]
+    else:
+        wanted = [(t.name, t.topic_id) for t in body.topics]
+    responses = []
+    for name, topic_id in wanted:
+        if name is None:
+            topic = services.metadata_cache.topic_by_id(topic_id) \
+                if topic_id not in (None, ZERO_UUID) else None
+            if topic is None:
+                responses.append({"name": None, "topic_id": topic_id or ZERO_UUID,
+                                  "error_code": "UNKNOWN_TOPIC_ID",
+                                  "error_message": "This server does not host this topic ID."})
+                continue
+            name = topic.name
+        try:
+            deleted_id = services.admin_manager.delete_topic(name)
+        except AdminError as exc:
+            responses.append({"name": name, "topic_id": topic_id or ZERO_UUID,
+                              "error_code": exc.error, "error_message": exc.message})
+            continue
+        responses.append({"name": name, "topic_id": deleted_id, "error_code": 0,
+                          "error_message": None})
+    return {"throttle_time": 0, "responses": responses}
+
+
+@api(CREATE_PARTITIONS, range(0, 4))
+def handle_create_partitions(services: BrokerServices, request: Any, conn: Any) -> dict[str, Any]:
+    body = request.body
+    results = []
+    for t in body.topics:
+        assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments else None
+        try:
+            services.admin_manager.create_partitions(t.name, t.count, assignments,
+                                                     body.validate_only)
+        except AdminError as exc:
+            results.append({"name": t.name, "error_code": exc.error,
+                            "error_message": exc.message})
+            continue
+        results.append({"name": t.name, "error_code": 0, "error_message": None})
+    return {"throttle_time": 0, "results": results}

@@ -1,0 +1,27 @@
+"""ApiVersions: advertise exactly what the handler registry implements (KIP-511 aware)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_broker.server import kafka_apis
+from reference_broker.server.kafka_apis import api
+
+API_VERSIONS = 18
+
+
+def advertised() -> list[dict[str, int]]:
+    return [
+        {"api_key": h.api_key, "min_version": h.min_version, "max_version": h.max_version}
+        for h in sorted(kafka_apis.registry().values(), key=lambda h: h.api_key)
+    ]
+
+
+def unsupported_version_response() -> dict[str, Any]:
+    """KIP-511: a v0 body with UNSUPPORTED_VERSION and our range, so the client can downgrade."""
+    return {"error_code": "UNSUPPORTED_VERSION", "api_keys": advertised(), "throttle_time": 0}
+
+
+@api(API_VERSIONS, range(0, 5))
+def handle_api_versions(services: Any, request: Any, conn: Any) -> dict[str, Any]:
+    return {"error_code": 0, "api_keys": advertised(), "throttle_time": 0}

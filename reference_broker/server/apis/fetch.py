@@ -1,0 +1,129 @@
+"""Fetch v4+: delayed fetch (min_bytes / max_wait), byte limits, offsets and leader epochs.
+
+Kafka answers a fetch as soon as `min_bytes` are readable or `max_wait` has passed; between,
+the request is parked. Here the handler reads once, and if it is short of `min_bytes` awaits
+the replica manager's "new data" signal for the remaining wait time, then reads again.
+Incremental fetch sessions (KIP-227) are not offered: the response's session id 0 tells the
+client to keep sending full fetch requests, which every client supports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from reference_broker.server.broker_services import BrokerServices
+from reference_broker.server.kafka_apis import api
+
+FETCH = 1
+ZERO_UUID = uuid.UUID(int=0)
+INVALID_SESSION_ID = 0
+
+
+@api(FETCH, range(4, 19))
+def handle_fetch(services: BrokerServices, request: Any, conn: Any) -> Any:
+    body = request.body
+    session_id = getattr(body, "session_id", 0)
+    session_epoch = getattr(body, "session_epoch", -1)
+    if session_id != INVALID_SESSION_ID and session_epoch > 0:
+        return {"throttle_time": 0, "error_code": "FETCH_SESSION_ID_NOT_FOUND",
+                "session_id": 0, "responses": []}
+    result = _read_all(services, body)
+    max_wait_s = body.max_wait.total_seconds()
+    if result.ready(body.min_bytes) or max_wait_s <= 0:
+        return result.response()
+    return _delayed(services, body, result, max_wait_s)
+
+
+async def _delayed(services: BrokerServices, body: Any, result: _FetchResult,
+                   max_wait_s: float) -> dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max_wait_s
+    keys = result.keys
+    while True:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return result.response()
+        await services.replica_manager.wait_for_data(keys, remaining)
+        result = _read_all(services, body)
+        if result.ready(body.min_bytes):
+            return result.response()
+
+
+class _FetchResult:
+    def __init__(self) -> None:
+        self.topics: list[dict[str, Any]] = []
+        self.keys: list[tuple[str, int]] = []
+        self.total_bytes = 0
+        self.has_error = False
+
+    def ready(self, min_bytes: int) -> bool:
+        return self.has_error or self.total_bytes >= min_bytes
+
+    def response(self) -> dict[str, Any]:
+        return {"throttle_time": 0, "error_code": 0, "session_id": INVALID_SESSION_ID,
+                "responses": self.topics}
+
+
+def _partition_error(index: int, error: str) -> dict[str, Any]:
+    return {"partition_index": index, "error_code": error, "high_watermark": -1,
+            "last_stable_offset": -1, "log_start_offset": -1, "records": None,
+            "aborted_transactions": None, "preferred_read_replica": -1}
+
+
+def _read_all(services: BrokerServices, body: Any) -> _FetchResult:
+    cache = services.metadata_cache
+    replicas = services.replica_manager
+    out = _FetchResult()
+    budget = body.max_bytes
+    for fetch_topic in body.topics:
+        name = getattr(fetch_topic, "topic", None)
+        topic_id = getattr(fetch_topic, "topic_id", None)
+        topic = cache.topic(name) if name is not None else cache.topic_by_id(topic_id)
+        partitions = []
+        for fp in fetch_topic.partitions:
+            if topic is None:
+                out.has_error = True
+                partitions.append(_partition_error(
+                    fp.partition, "UNKNOWN_TOPIC_OR_PARTITION" if name is not None
+                    else "UNKNOWN_TOPIC_ID"))
+                continue
+            out.keys.append((topic.name, fp.partition))
+            partitions.append(_read_partition(replicas, topic.name, fp, budget, out))
+            budget = max(body.max_bytes - out.total_bytes, 0)
+        out.topics.append({"topic": name, "topic_id": topic_id or ZERO_UUID,
+                           "partitions": partitions})
+    return out
+
+
+def _read_partition(replicas: Any, topic: str, fp: Any, budget: int,
+                    out: _FetchResult) -> dict[str, Any]:
+    part = replicas.partition(topic, fp.partition)
+    current_epoch = getattr(fp, "current_leader_epoch", -1)
+    if part is not None and part.is_leader and current_epoch >= 0 \
+            and current_epoch != part.leader_epoch:
+        out.has_error = True
+        return _partition_error(fp.partition, "FENCED_LEADER_EPOCH"
+                                if current_epoch < part.leader_epoch else "UNKNOWN_LEADER_EPOCH")
+    max_bytes = min(fp.partition_max_bytes, budget)
+    error, read = replicas.read(topic, fp.partition, fp.fetch_offset, max_bytes,
+                                min_one_batch=out.total_bytes == 0)
+    if error == "OFFSET_OUT_OF_RANGE":
+        out.has_error = True
+        response = _partition_error(fp.partition, error)
+        response.update(high_watermark=read.high_watermark,
+                        last_stable_offset=read.high_watermark,
+                        log_start_offset=read.log.log_start_offset)
+        return response
+    if error != "NONE":
+        out.has_error = True
+        return _partition_error(fp.partition, error)
+    records = b""
+    if read.records is not None:
+        records = read.records.read_bytes()
+        out.total_bytes += len(records)
+    return {"partition_index": fp.partition, "error_code": 0,
+            "high_watermark": read.high_watermark, "last_stable_offset": read.last_stable_offset,
+            "log_start_offset": read.log_start_offset, "aborted_transactions": None,
+            "preferred_read_replica": -1, "records": records}

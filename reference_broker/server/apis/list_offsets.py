@@ -1,0 +1,30 @@
+"""ListOffsets: earliest, latest, by timestamp (time index) and max timestamp (KIP-734)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_broker.server.broker_services import BrokerServices
+from reference_broker.server.kafka_apis import api
+
+LIST_OFFSETS = 2
+
+
+@api(LIST_OFFSETS, range(1, 12))
+def handle_list_offsets(services: BrokerServices, request: Any, conn: Any) -> dict[str, Any]:
+    body = request.body
+    replicas = services.replica_manager
+    topics = []
+    for topic in body.topics:
+        partitions = []
+        for p in topic.partitions:
+            error, ts, offset, epoch = replicas.offset_for_timestamp(
+                topic.name, p.partition_index, p.timestamp)
+            current_epoch = getattr(p, "current_leader_epoch", -1)
+            if error == "NONE" and current_epoch >= 0 and current_epoch != epoch:
+                error = "FENCED_LEADER_EPOCH" if current_epoch < epoch else "UNKNOWN_LEADER_EPOCH"
+                ts, offset = -1, -1
+            partitions.append({"partition_index": p.partition_index, "error_code": error,
+                               "timestamp": ts, "offset": offset, "leader_epoch": epoch})
+        topics.append({"name": topic.name, "partitions": partitions})
+    return {"throttle_time": 0, "topics": topics}

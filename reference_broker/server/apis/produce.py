@@ -1,0 +1,62 @@
+"""Produce: acks 0/1/-1, per-partition validation and append, Kafka's error answers."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from harness.wire.protocol import ProtocolError
+from reference_broker.server.broker_services import BrokerServices
+from reference_broker.server.kafka_apis import api
+
+PRODUCE = 0
+ZERO_UUID = uuid.UUID(int=0)
+
+
+@api(PRODUCE, range(3, 14))
+def handle_produce(services: BrokerServices, request: Any, conn: Any) -> dict[str, Any] | None:
+    body = request.body
+    acks = body.acks
+    cache = services.metadata_cache
+    replicas = services.replica_manager
+    responses = []
+    failed = []
+    for topic_data in body.topic_data:
+        name = getattr(topic_data, "name", None)
+        topic_id = getattr(topic_data, "topic_id", None)
+        topic = cache.topic(name) if name is not None else cache.topic_by_id(topic_id)
+        partitions = []
+        for data in topic_data.partition_data:
+            if acks not in (0, 1, -1):
+                result = {"index": data.index, "error_code": "INVALID_REQUIRED_ACKS"}
+            elif topic is None:
+                error = "UNKNOWN_TOPIC_OR_PARTITION" if name is not None else "UNKNOWN_TOPIC_ID"
+                result = {"index": data.index, "error_code": error}
+            else:
+                outcome = replicas.append_records(topic.name, data.index, data.records)
+                result = {
+                    "index": data.index,
+                    "error_code": outcome.error,
+                    "base_offset": outcome.base_offset,
+                    "log_append_time": outcome.log_append_time,
+                    "log_start_offset": outcome.log_start_offset,
+                    "error_message": outcome.message,
+                    "record_errors": [{"batch_index": 0,
+                                       "batch_index_error_message": outcome.message}]
+                    if outcome.error == "INVALID_RECORD" else [],
+                }
+            if result["error_code"] != "NONE":
+                failed.append(f"{name or topic_id}-{data.index}: {result['error_code']}")
+            result.setdefault("base_offset", -1)
+            result.setdefault("log_append_time", -1)
+            result.setdefault("log_start_offset", -1)
+            partitions.append(result)
+        responses.append({"name": name, "topic_id": topic_id or ZERO_UUID,
+                          "partition_responses": partitions})
+    if acks == 0:
+        if failed:
+            # Kafka closes the connection on a failed acks=0 produce: it is the only way the
+            # client can learn that something went wrong.
+            raise ProtocolError("acks=0 produce failed: " + ", ".join(failed))
+        return None
+    return {"responses": responses, "throttle_time": 0}

@@ -1,0 +1,104 @@
+"""api_key → handler registry and request dispatch (Kafka's KafkaApis, minus the 4,000 lines).
+
+Each module in `server/apis/` registers its handlers with `@api(key, versions)`; the versions
+advertised by ApiVersions are read from this registry, so the broker never claims a version it
+does not implement. A handler receives the broker's services and the decoded request and returns
+a plain-dict response body (built into the negotiated version's kio type by `harness.wire`), None
+for "no response" (acks=0 produce), or an awaitable of either.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from harness.wire import protocol
+from harness.wire.protocol import ProtocolError, Request
+
+if TYPE_CHECKING:
+    from reference_broker.network.socket_server import ConnectionInfo
+    from reference_broker.server.broker_services import BrokerServices
+
+log = logging.getLogger("reference_broker.server.kafka_apis")
+
+Handler = Callable[["BrokerServices", Request, "ConnectionInfo"], Any]
+
+
+@dataclass(frozen=True)
+class ApiHandler:
+    api_key: int
+    min_version: int
+    max_version: int
+    handle: Handler
+
+
+_REGISTRY: dict[int, ApiHandler] = {}
+
+
+def api(api_key: int, versions: range) -> Callable[[Handler], Handler]:
+    """Register a handler for the given versions, limited to the versions kio models."""
+    modelled = set(protocol.modelled_versions(api_key))
+    usable = [v for v in versions if v in modelled]
+    if not usable or usable != list(range(usable[0], usable[-1] + 1)):
+        raise ValueError(f"api {api_key}: versions {versions} not contiguous in kio's models")
+
+    def register(fn: Handler) -> Handler:
+        _REGISTRY[api_key] = ApiHandler(api_key, usable[0], usable[-1], fn)
+        return fn
+
+    return register
+
+
+def registry() -> dict[int, ApiHandler]:
+    from reference_broker.server import apis  # noqa: F401  (imports register the handlers)
+
+    return _REGISTRY
+
+
+def supports(api_key: int, version: int) -> bool:
+    handler = registry().get(api_key)
+    return handler is not None and handler.min_version <= version <= handler.max_version
+
+
+class KafkaApis:
+    """Turns one frame into one encoded response, consulting the registry."""
+
+    def __init__(self, services: BrokerServices) -> None:
+        self._services = services
+        self._handlers = registry()
+
+    def handle_frame(
+        self, frame: bytes, conn: ConnectionInfo
+    ) -> bytes | None | Awaitable[bytes | None]:
+        api_key, version, correlation_id = protocol.peek_header(frame)
+        if api_key == protocol.API_VERSIONS_KEY and not supports(api_key, version):
+            # KIP-511: answer an unknown ApiVersions version with v0 and our supported range.
+            from reference_broker.server.apis.api_versions import unsupported_version_response
+
+            return protocol.encode_response(api_key, 0, correlation_id,
+                                            unsupported_version_response())
+        request = protocol.decode_request(frame, supports)
+        handler = self._handlers[api_key]
+        result = handler.handle(self._services, request, conn)
+        if inspect.isawaitable(result):
+            return self._finish_async(request, result)
+        return self._encode(request, result)
+
+    async def _finish_async(self, request: Request, pending: Awaitable[Any]) -> bytes | None:
+        return self._encode(request, await pending)
+
+    @staticmethod
+    def _encode(request: Request, body: Any) -> bytes | None:
+        if body is None:
+            return None
+        try:
+            return protocol.encode_response(
+                request.api_key, request.api_version, request.correlation_id, body
+            )
+        except Exception as exc:
+            raise ProtocolError(
+                f"could not encode {request.api_name} v{request.api_version} response: {exc}"
+            ) from exc

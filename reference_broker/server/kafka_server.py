@@ -1,0 +1,91 @@
+"""Wires the broker together and runs its lifecycle: start-up, periodic log tasks, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+
+from reference_broker.config import KafkaConfig
+from reference_broker.log.log_manager import LogManager
+from reference_broker.network.socket_server import SocketServer
+from reference_broker.server import topic_config
+from reference_broker.server.admin_manager import AdminManager
+from reference_broker.server.broker_services import BrokerServices
+from reference_broker.server.kafka_apis import KafkaApis
+from reference_broker.server.metadata_cache import BrokerEndpoint, MetadataCache
+from reference_broker.server.replica_manager import ReplicaManager
+from reference_broker.server.topic_store import TopicStore
+
+log = logging.getLogger("reference_broker.server")
+
+CHECKPOINT_INTERVAL_S = 60.0
+
+
+def new_cluster_id() -> str:
+    """22 characters of URL-safe base64 of a random UUID, as Kafka generates cluster ids."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class KafkaServer:
+    def __init__(self, config: KafkaConfig) -> None:
+        self.config = config
+        self.bound_ports: dict[str, int] = {}
+        self._tasks: list[asyncio.Task] = []
+        self._log_manager: LogManager | None = None
+        self._socket_server: SocketServer | None = None
+
+    async def startup(self) -> None:
+        config = self.config
+        default_log_config = topic_config.log_config(config, {})
+        self._log_manager = LogManager(list(config.log_dirs), default_log_config,
+                                       broker_id=config.broker_id)
+        store = TopicStore(config.log_dirs[0])
+        if store.cluster_id is None:
+            store.cluster_id = config["cluster.id"] or new_cluster_id()
+            store.save()
+        cache = MetadataCache(store.cluster_id, controller_id=config.broker_id)
+        replicas = ReplicaManager(config.broker_id, self._log_manager)
+        admin = AdminManager(config, cache, replicas, store)
+        services = BrokerServices(config, cache, replicas, admin)
+        apis = KafkaApis(services)
+        self._socket_server = SocketServer(apis.handle_frame, config["socket.request.max.bytes"])
+        for endpoint in config.listeners:
+            self.bound_ports[endpoint.listener] = await self._socket_server.bind(
+                endpoint.listener, endpoint.host, endpoint.port)
+        advertised = config.advertised_listeners[0]
+        if advertised.port == 0:
+            advertised = replace(advertised, port=self.bound_ports[advertised.listener])
+        cache.set_brokers([BrokerEndpoint(config.broker_id, advertised.host, advertised.port)])
+        admin.load()
+        manager = self._log_manager
+        self._every(config["log.retention.check.interval.ms"] / 1000, manager.cleanup_logs)
+        self._every(config["log.flush.scheduler.interval.ms"] / 1000, manager.flush_dirty_logs)
+        self._every(CHECKPOINT_INTERVAL_S, lambda _now: manager.checkpoint_recovery_points())
+        log.info("Reference broker %d started (cluster %s), advertising %s:%d",
+                 config.broker_id, store.cluster_id, advertised.host, advertised.port)
+
+    def _every(self, interval_s: float, action: Callable[[int], object]) -> None:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(interval_s)
+                try:
+                    action(int(time.time() * 1000))
+                except Exception:
+                    log.exception("Periodic log task failed")
+
+        self._tasks.append(asyncio.get_running_loop().create_task(loop()))
+
+    async def shutdown(self) -> None:
+        log.info("Shutting down")
+        for task in self._tasks:
+            task.cancel()
+        if self._socket_server is not None:
+            await self._socket_server.shutdown()
+        if self._log_manager is not None:
+            self._log_manager.shutdown()
+        log.info("Shut down cleanly")

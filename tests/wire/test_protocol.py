@@ -1,0 +1,93 @@
+import pytest
+
+from harness.wire import protocol
+from harness.wire.framing import FrameDecoder
+from harness.wire.protocol import ProtocolError
+from harness.wire.records import build_batch
+
+
+def _produce_frame(version: int = 9) -> bytes:
+    body = {"acks": 1, "timeout": 1000, "topic_data": [
+        {"name": "t", "partition_data": [{"index": 0, "records": build_batch([(b"k", b"v")])}]}]}
+    return protocol.encode_request(api_key=0, api_version=version, correlation_id=7, body=body)
+
+
+@pytest.mark.parametrize("version", [3, 8, 9, 12])
+def test_request_round_trip_across_header_versions(version):
+    frame = _produce_frame(version)[4:]
+    request = protocol.decode_request(frame)
+    assert (request.api_key, request.api_version, request.correlation_id) == (0, version, 7)
+    assert request.client_id == "kafka-harness"
+    assert request.body.topic_data[0].name == "t"
+
+
+def test_unknown_tagged_fields_are_ignored():
+    frame = _produce_frame(9)[4:]
+    assert frame[-1] == 0  # empty top-level tagged fields
+    with_tag = frame[:-1] + bytes([1, 9, 3]) + b"xyz"
+    assert protocol.decode_request(with_tag).body == protocol.decode_request(frame).body
+
+
+def test_unknown_tag_inside_nested_struct_is_ignored():
+    frame = _produce_frame(9)[4:]
+    # The partition's tagged fields sit right after its records, then the topic's, then top.
+    assert frame[-3:] == b"\x00\x00\x00"
+    nested = frame[:-3] + bytes([1, 4, 1]) + b"q" + b"\x00\x00"
+    assert protocol.decode_request(nested).body == protocol.decode_request(frame).body
+
+
+@pytest.mark.parametrize("frame,reason", [
+    (b"", "truncated request header"),
+    (b"\x00\x63\x00\x00\x00\x00\x00\x01", "unknown api key 99"),
+    (b"\x00\x00\x00\x63\x00\x00\x00\x01\x00\x00", "unsupported version 99"),
+])
+def test_bad_frames_name_the_reason(frame, reason):
+    with pytest.raises(ProtocolError, match=reason):
+        protocol.decode_request(frame)
+
+
+def test_truncated_body_is_an_error_but_trailing_bytes_are_ignored():
+    frame = _produce_frame()[4:]
+    with pytest.raises(ProtocolError, match="malformed produce v9"):
+        protocol.decode_request(frame[:25])
+    # Kafka ignores bytes after the body; librdkafka relies on it for Metadata v13.
+    assert protocol.decode_request(frame + b"\x01\x00\x00").body.acks == 1
+
+
+def test_response_header_v0_for_api_versions_and_v1_for_flexible():
+    api_versions = protocol.encode_response(18, 3, 5, {"error_code": 0, "api_keys": [],
+                                                        "throttle_time": 0})
+    # size, correlation id, then directly the error code (no tagged-field byte).
+    assert api_versions[4:8] == b"\x00\x00\x00\x05" and api_versions[8:10] == b"\x00\x00"
+    metadata = protocol.encode_response(3, 12, 5, {"brokers": [], "topics": []})
+    assert metadata[8] == 0  # empty tagged fields of response header v1
+    correlation, body = protocol.decode_response(3, 12, metadata[4:])
+    assert correlation == 5 and body.topics == ()
+
+
+def test_build_fills_version_specific_fields_and_converts_scalars():
+    cls = protocol.response_class(0, 9)
+    body = protocol.build(cls, {"responses": [{"name": "t", "partition_responses": [
+        {"index": 0, "error_code": "NOT_LEADER_OR_FOLLOWER", "log_append_time": -1}]}],
+        "throttle_time": 0, "not_a_field": 1})
+    part = body.responses[0].partition_responses[0]
+    assert part.error_code.value == 6
+    assert part.log_append_time is None
+    assert protocol.to_plain(body)["responses"][0]["partition_responses"][0]["error_code"] == 6
+
+
+def test_modelled_versions_match_kio():
+    assert protocol.modelled_versions(18) == (0, 1, 2, 3, 4)
+    assert protocol.modelled_versions(1)[0] == 4
+
+
+def test_frame_decoder_splits_and_limits():
+    decoder = FrameDecoder(max_size=10)
+    assert decoder.feed(b"\x00\x00\x00\x02ab\x00\x00") == [b"ab"]
+    assert decoder.pending_partial()
+    assert decoder.feed(b"\x00\x01c") == [b"c"]
+    assert not decoder.pending_partial()
+    with pytest.raises(ProtocolError, match="exceeds socket.request.max.bytes"):
+        FrameDecoder(10).feed(b"\x00\x00\x00\x0b")
+    with pytest.raises(ProtocolError, match="negative frame size"):
+        FrameDecoder(10).feed(b"\xff\xff\xff\xff")
