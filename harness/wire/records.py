@@ -224,7 +224,10 @@ def _write_bytes(out: io.BytesIO, data: bytes | None) -> None:
 
 
 def _encode_record(
-    offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
     headers: Sequence[tuple[str, bytes | None]],
 ) -> bytes:
     body = io.BytesIO()
@@ -264,13 +267,25 @@ def build_batch(
     elif compression != 0:
         raise ValueError("build_batch encodes only uncompressed or gzip batches")
     last_delta = len(values) - 1
-    tail = struct.pack(
-        ">hiqqqhii", compression, last_delta, timestamp_ms, timestamp_ms,
-        producer_id, producer_epoch, base_sequence, len(values),
-    ) + encoded
+    tail = (
+        struct.pack(
+            ">hiqqqhii",
+            compression,
+            last_delta,
+            timestamp_ms,
+            timestamp_ms,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            len(values),
+        )
+        + encoded
+    )
     crc = _crc32c.crc32c(tail)
     batch_length = 4 + 1 + 4 + len(tail)
-    return struct.pack(">qiibI", base_offset, batch_length, partition_leader_epoch, MAGIC, crc) + tail
+    return (
+        struct.pack(">qiibI", base_offset, batch_length, partition_leader_epoch, MAGIC, crc) + tail
+    )
 
 
 def _read_nullable(buf: bytes, pos: int) -> tuple[bytes | None, int]:
@@ -288,7 +303,9 @@ def decode_records(batch: bytes | bytearray | memoryview) -> list[Record]:
     if header.compression == 1:
         payload = gzip.decompress(payload)
     elif header.compression != 0:
-        raise ValueError(f"decode_records cannot decompress {COMPRESSION_NAMES[header.compression]}")
+        raise ValueError(
+            f"decode_records cannot decompress {COMPRESSION_NAMES[header.compression]}"
+        )
     records = []
     pos = 0
     base_ts = header.max_timestamp if header.is_log_append_time else header.base_timestamp
@@ -311,6 +328,8 @@ def decode_records(batch: bytes | bytearray | memoryview) -> list[Record]:
             hvalue, pos = _read_nullable(payload, pos)
             headers.append(((name or b"").decode(), hvalue))
         timestamp = base_ts if header.is_log_append_time else base_ts + ts_delta
-        records.append(Record(header.base_offset + off_delta, timestamp, key, value, tuple(headers)))
+        records.append(
+            Record(header.base_offset + off_delta, timestamp, key, value, tuple(headers))
+        )
         pos = end
     return records

@@ -13,7 +13,6 @@ from dataclasses import fields
 from functools import cache
 from typing import Any
 
-from kio.serial._parse import get_field_reader
 from kio.serial._introspect import (
     EntityField,
     EntityTupleField,
@@ -21,6 +20,7 @@ from kio.serial._introspect import (
     get_field_tag,
     is_optional,
 )
+from kio.serial._parse import get_field_reader
 from kio.serial.readers import read_int8, read_unsigned_varint
 from kio.serial.writers import write_unsigned_varint
 

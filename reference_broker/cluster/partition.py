@@ -32,8 +32,14 @@ class ReadResult:
 
 
 class Partition:
-    def __init__(self, topic: str, partition: int, log: UnifiedLog, local_broker_id: int,
-                 on_high_watermark: Callable[[Partition], None]) -> None:
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        log: UnifiedLog,
+        local_broker_id: int,
+        on_high_watermark: Callable[[Partition], None],
+    ) -> None:
         self.topic = topic
         self.partition = partition
         self.log = log
@@ -54,7 +60,9 @@ class Partition:
     def high_watermark(self) -> int:
         return self._high_watermark
 
-    def make_leader(self, leader_epoch: int, replicas: tuple[int, ...], isr: tuple[int, ...]) -> None:
+    def make_leader(
+        self, leader_epoch: int, replicas: tuple[int, ...], isr: tuple[int, ...]
+    ) -> None:
         self.leader_id = self.local_broker_id
         self.leader_epoch = leader_epoch
         self.replicas = replicas
@@ -62,14 +70,17 @@ class Partition:
         self._replica_leos = {r: -1 for r in replicas if r != self.local_broker_id}
         self._maybe_increment_high_watermark()
 
-    def append_records_to_leader(self, records: bytearray, header: BatchHeader,
-                                 now_ms: int | None = None) -> object:
+    def append_records_to_leader(
+        self, records: bytearray, header: BatchHeader, now_ms: int | None = None
+    ) -> object:
         if not self.is_leader:
-            raise PartitionError("NOT_LEADER_OR_FOLLOWER",
-                                 f"broker {self.local_broker_id} does not lead "
-                                 f"{self.topic}-{self.partition}")
-        result = self.log.append_as_leader(records, header, leader_epoch=self.leader_epoch,
-                                           now_ms=now_ms)
+            raise PartitionError(
+                "NOT_LEADER_OR_FOLLOWER",
+                f"broker {self.local_broker_id} does not lead {self.topic}-{self.partition}",
+            )
+        result = self.log.append_as_leader(
+            records, header, leader_epoch=self.leader_epoch, now_ms=now_ms
+        )
         if not result.duplicate and result.error is None:
             self._maybe_increment_high_watermark()
         return result
@@ -86,11 +97,17 @@ class Partition:
             # it no longer has.
             self._high_watermark = new_hw
 
-    def read_records(self, fetch_offset: int, max_bytes: int, min_one_batch: bool,
-                     from_follower: bool = False) -> ReadResult:
+    def read_records(
+        self, fetch_offset: int, max_bytes: int, min_one_batch: bool, from_follower: bool = False
+    ) -> ReadResult:
         if not self.is_leader:
             raise PartitionError("NOT_LEADER_OR_FOLLOWER")
         bound = self.log.log_end_offset if from_follower else self._high_watermark
         records = self.log.read(fetch_offset, max_bytes, bound, min_one_batch)
-        return ReadResult(records, self._high_watermark, self._high_watermark,
-                          self.log.log_start_offset, self.log.log_end_offset)
+        return ReadResult(
+            records,
+            self._high_watermark,
+            self._high_watermark,
+            self.log.log_start_offset,
+            self.log.log_end_offset,
+        )

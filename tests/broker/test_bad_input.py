@@ -104,6 +104,15 @@ class _Connection:
         self.reconnects = 0
 
     def send(self, data: bytes) -> None:
+        self._send(data)
+        declared = struct.unpack(">i", data[:4])[0] if len(data) >= 4 else -1
+        if declared >= 0 and declared + 4 > len(data) and self.sock is not None:
+            # A frame cut short would swallow every later example as its body: hang up, which
+            # is itself the "truncated request" case, and go on with a fresh connection.
+            self.sock.close()
+            self.sock = None
+
+    def _send(self, data: bytes) -> None:
         for _ in range(2):
             if self.sock is None:
                 self.sock = socket.create_connection((self.broker.host, self.broker.port))

@@ -3,7 +3,14 @@
 import time
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    Consumer,
+    KafkaError,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,

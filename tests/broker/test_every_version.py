@@ -1,0 +1,92 @@
+"""Every API the broker advertises, at every advertised version: encoded, answered, decoded."""
+
+import uuid
+
+import pytest
+
+from harness.raw_client import RawClient
+from harness.wire.records import build_batch
+from reference_broker.server.kafka_apis import registry
+
+from .conftest import create_topic
+
+ADVERTISED = sorted((h.api_key, v) for h in registry().values()
+                    for v in range(h.min_version, h.max_version + 1))
+
+
+def _sample(api_key: int, version: int, topic: str, topic_id: uuid.UUID) -> dict:
+    fresh = f"v-{api_key}-{version}-{uuid.uuid4().hex[:6]}"
+    batch = build_batch([(b"k", f"{api_key}/{version}".encode())])
+    return {
+        0: {"acks": -1, "timeout": 5000, "topic_data": [
+            {"name": topic, "topic_id": topic_id,
+             "partition_data": [{"index": 0, "records": batch}]}]},
+        1: {"replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20,
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": topic, "topic_id": topic_id, "partitions": [
+                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20,
+                 "current_leader_epoch": -1, "log_start_offset": -1,
+                 "last_fetched_epoch": -1}]}]},
+        2: {"replica_id": -1, "isolation_level": 0, "timeout": 1000, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1,
+                                            "current_leader_epoch": -1}]}]},
+        3: {"topics": [{"name": topic, "topic_id": uuid.UUID(int=0)}],
+            "allow_auto_topic_creation": False},
+        18: {"client_software_name": "kafka-harness", "client_software_version": "1"},
+        19: {"topics": [{"name": fresh, "num_partitions": 1, "replication_factor": 1,
+                         "assignments": [], "configs": []}], "timeout": 5000,
+             "validate_only": False},
+        20: {"topic_names": [fresh], "topics": [{"name": fresh, "topic_id": uuid.UUID(int=0)}],
+             "timeout": 5000},
+        22: {"transactional_id": None, "transaction_timeout": 60000, "producer_id": -1,
+             "producer_epoch": -1},
+        32: {"resources": [{"resource_type": 2, "resource_name": topic,
+                            "configuration_keys": None}], "include_synonyms": True,
+             "include_documentation": True},
+        37: {"topics": [{"name": fresh, "count": 2, "assignments": None}], "timeout": 5000,
+             "validate_only": True},
+        44: {"resources": [{"resource_type": 2, "resource_name": topic, "configs": [
+            {"name": "retention.ms", "config_operation": 0, "value": "86400000"}]}],
+             "validate_only": False},
+    }[api_key]
+
+
+# Per API: the error codes a minimal, valid request may legitimately get back.
+EXPECTED_ERRORS = {20: {0, 3}, 37: {3}}
+
+
+def _errors(response) -> set[int]:
+    found = set()
+
+    def walk(value):
+        if hasattr(value, "__dataclass_fields__"):
+            for name in value.__dataclass_fields__:
+                item = getattr(value, name)
+                if name == "error_code":
+                    found.add(item.value)
+                walk(item)
+        elif isinstance(value, tuple):
+            for item in value:
+                walk(item)
+
+    walk(response)
+    return found
+
+
+@pytest.fixture(scope="module")
+def target(broker):
+    name = create_topic(broker.bootstrap)
+    with RawClient(broker.host, broker.port) as raw:
+        md = raw.request(3, 12, {"topics": [{"name": name}]})
+        yield raw, name, md.topics[0].topic_id
+
+
+def test_registry_covers_the_issue_apis():
+    assert {h for h, _ in ADVERTISED} >= {0, 1, 2, 3, 18, 19, 20, 22, 32, 37, 44}
+
+
+@pytest.mark.parametrize("api_key,version", ADVERTISED)
+def test_advertised_version_is_served(target, api_key, version):
+    raw, topic, topic_id = target
+    response = raw.request(api_key, version, _sample(api_key, version, topic, topic_id))
+    assert _errors(response) <= EXPECTED_ERRORS.get(api_key, {0})
