@@ -168,20 +168,84 @@ def encode_request(request: Request | None = None, *, api_key: int = -1, api_ver
 
 def encode_response(api_key: int, version: int, correlation_id: int, body: Any) -> bytes:
     """Encode a response with size prefix; header v1 for flexible versions except ApiVersions."""
+    chunks = encode_response_chunks(api_key, version, correlation_id, body)
+    if len(chunks) != 1 or not isinstance(chunks[0], bytes):
+        raise ValueError("response holds deferred data: use encode_response_chunks")
+    return chunks[0]
+
+
+def encode_response_chunks(
+    api_key: int, version: int, correlation_id: int, body: Any
+) -> list[Any]:
+    """Encode a response that may carry `Deferred` fields: bytes chunks in order, with each
+    deferred field's parts (e.g. file regions) left in place for the transport to send."""
     cls = response_class(api_key, version)
     if cls is None:
         raise ValueError(f"kio does not model {api_name(api_key)} v{version}")
     if isinstance(body, Mapping):
         body = build(cls, body)
-    out = io.BytesIO()
+    out = _ChunkedBuffer()
     out.write(b"\0\0\0\0")
     out.write(_I32.pack(correlation_id))
     if cls.__flexible__ and api_key != API_VERSIONS_KEY:
         out.write(b"\0")  # empty tagged fields of response header v1
     _writer(cls)(out, body)
-    data = out.getbuffer()
-    _I32.pack_into(data, 0, len(data) - 4)
-    return bytes(data)
+    return out.finish()
+
+
+class Deferred(bytes):
+    """Stands in for `size` bytes of a bytes/records field that are not in memory.
+
+    kio's writers take `len(value)` for the length prefix and then `write(value)`; this object
+    reports the real size and, written to a `_ChunkedBuffer`, leaves its `parts` (objects with a
+    `size`, such as log file regions) in the output for zero-copy sending.
+    """
+
+    size: int
+    parts: tuple[Any, ...]
+
+    def __new__(cls, parts: Any) -> Deferred:
+        obj = super().__new__(cls)
+        obj.parts = tuple(parts)
+        obj.size = sum(part.size for part in obj.parts)
+        return obj
+
+    def __len__(self) -> int:
+        return self.size
+
+
+class _ChunkedBuffer:
+    def __init__(self) -> None:
+        self._chunks: list[Any] = []
+        self._current = bytearray()
+        self._size = 0
+
+    def write(self, data: Any) -> int:
+        if isinstance(data, Deferred):
+            self._flush()
+            self._chunks.extend(data.parts)
+            self._size += data.size
+            return data.size
+        self._current += data
+        return len(data)
+
+    def _flush(self) -> None:
+        if self._current:
+            self._size += len(self._current)
+            self._chunks.append(bytes(self._current))
+            self._current = bytearray()
+
+    def finish(self) -> list[Any]:
+        """Patch the frame's size prefix (its first 4 bytes) and return the chunks."""
+        total = self._size + len(self._current)
+        if self._chunks:
+            first = bytearray(self._chunks[0])
+            _I32.pack_into(first, 0, total - 4)
+            self._chunks[0] = bytes(first)
+        else:
+            _I32.pack_into(self._current, 0, total - 4)
+        self._flush()
+        return self._chunks
 
 
 def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Any]:

@@ -14,14 +14,15 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from harness.wire.framing import FrameDecoder
 from harness.wire.protocol import ProtocolError
 
 log = logging.getLogger("reference_broker.network")
 
-# (frame, connection) -> encoded response, None for "no response", or an awaitable of either.
-FrameHandler = Callable[[bytes, "ConnectionInfo"], "bytes | None | Awaitable[bytes | None]"]
+# (frame, connection) -> encoded response (see Payload), or an awaitable of one.
+FrameHandler = Callable[[bytes, "ConnectionInfo"], "Payload | Awaitable[Payload]"]
 
 MAX_PENDING = 64
 
@@ -33,10 +34,15 @@ class ConnectionInfo:
     id: int
 
 
+# An encoded response: bytes, chunks (bytes and file regions with file/position/size), or None
+# when the request gets no response (acks=0 produce).
+Payload = bytes | list[Any] | None
+
+
 @dataclass
 class _Slot:
     done: bool = False
-    payload: bytes | None = None
+    payload: Payload = None
     task: asyncio.Task | None = field(default=None, repr=False)
 
 
@@ -46,6 +52,8 @@ class KafkaConnection(asyncio.Protocol):
         self._listener = listener
         self._decoder = FrameDecoder(server.max_request_size)
         self._pending: deque[_Slot] = deque()
+        self._outbox: deque = deque()
+        self._sender: asyncio.Future | None = None
         self._transport: asyncio.Transport | None = None
         self._reading_paused = False
         self._writing_paused = False
@@ -70,6 +78,9 @@ class KafkaConnection(asyncio.Protocol):
             if slot.task is not None:
                 slot.task.cancel()
         self._pending.clear()
+        self._outbox.clear()
+        if self._sender is not None:
+            self._sender.cancel()
 
     def data_received(self, data: bytes) -> None:
         if self._closed:
@@ -133,20 +144,49 @@ class KafkaConnection(asyncio.Protocol):
             return
         self._complete(slot, task.result())
 
-    def _complete(self, slot: _Slot, payload: bytes | None) -> None:
+    def _complete(self, slot: _Slot, payload: Payload) -> None:
         slot.done = True
         slot.payload = payload
-        transport = self._transport
         while self._pending and self._pending[0].done:
             head = self._pending.popleft()
-            if head.payload is not None and transport is not None and not self._closed:
-                transport.write(head.payload)
+            if head.payload is None or self._closed or self._transport is None:
+                continue
+            if isinstance(head.payload, bytes) and self._sender is None:
+                self._transport.write(head.payload)
+            else:
+                self._outbox.extend([head.payload] if isinstance(head.payload, bytes)
+                                    else head.payload)
+                if self._sender is None:
+                    self._sender = asyncio.ensure_future(self._send_outbox())
         self._update_reading()
+
+    async def _send_outbox(self) -> None:
+        """Write queued chunks in order; file regions go out with sendfile (zero copy)."""
+        loop = asyncio.get_running_loop()
+        try:
+            while self._outbox and not self._closed and self._transport is not None:
+                chunk = self._outbox.popleft()
+                if isinstance(chunk, bytes):
+                    self._transport.write(chunk)
+                    continue
+                try:
+                    await loop.sendfile(self._transport, chunk.file, chunk.position, chunk.size,
+                                        fallback=False)
+                except asyncio.SendfileNotAvailableError:
+                    self._transport.write(chunk.read_bytes())
+        except (ConnectionError, OSError) as exc:
+            self.close_with_reason(f"send failed: {exc}")
+        finally:
+            self._sender = None
+            if self._closed:
+                self._outbox.clear()
+            self._update_reading()
 
     def _update_reading(self) -> None:
         if self._transport is None or self._closed:
             return
-        should_pause = self._writing_paused or len(self._pending) >= MAX_PENDING
+        should_pause = (self._writing_paused or len(self._pending) >= MAX_PENDING
+                        or len(self._outbox) >= MAX_PENDING)
         if should_pause and not self._reading_paused:
             self._transport.pause_reading()
             self._reading_paused = True

@@ -72,7 +72,7 @@ class KafkaApis:
 
     def handle_frame(
         self, frame: bytes, conn: ConnectionInfo
-    ) -> bytes | None | Awaitable[bytes | None]:
+    ) -> bytes | list[Any] | None | Awaitable[bytes | list[Any] | None]:
         api_key, version, correlation_id = protocol.peek_header(frame)
         if api_key == protocol.API_VERSIONS_KEY and not supports(api_key, version):
             # KIP-511: answer an unknown ApiVersions version with v0 and our supported range.
@@ -87,18 +87,22 @@ class KafkaApis:
             return self._finish_async(request, result)
         return self._encode(request, result)
 
-    async def _finish_async(self, request: Request, pending: Awaitable[Any]) -> bytes | None:
+    async def _finish_async(
+        self, request: Request, pending: Awaitable[Any]
+    ) -> bytes | list[Any] | None:
         return self._encode(request, await pending)
 
     @staticmethod
-    def _encode(request: Request, body: Any) -> bytes | None:
+    def _encode(request: Request, body: Any) -> bytes | list[Any] | None:
+        """The response frame: bytes, or chunks when it carries file regions (zero-copy fetch)."""
         if body is None:
             return None
         try:
-            return protocol.encode_response(
+            chunks = protocol.encode_response_chunks(
                 request.api_key, request.api_version, request.correlation_id, body
             )
         except Exception as exc:
             raise ProtocolError(
                 f"could not encode {request.api_name} v{request.api_version} response: {exc}"
             ) from exc
+        return chunks[0] if len(chunks) == 1 and isinstance(chunks[0], bytes) else chunks

@@ -91,3 +91,25 @@ def test_frame_decoder_splits_and_limits():
         FrameDecoder(10).feed(b"\x00\x00\x00\x0b")
     with pytest.raises(ProtocolError, match="negative frame size"):
         FrameDecoder(10).feed(b"\xff\xff\xff\xff")
+
+
+class _Part:
+    def __init__(self, data: bytes):
+        self.data = data
+        self.size = len(data)
+
+
+@pytest.mark.parametrize("version", [4, 11, 12, 16])
+def test_deferred_records_encode_like_inline_bytes(version):
+    """A fetch response whose records stay on disk frames exactly like one holding the bytes."""
+    records = build_batch([(b"k", b"v" * 50)] * 3)
+
+    def body(value):
+        return {"throttle_time": 0, "responses": [{"topic": "t", "partitions": [
+            {"partition_index": 0, "error_code": 0, "high_watermark": 3, "records": value}]}]}
+
+    parts = [_Part(records[:40]), _Part(records[40:])]
+    chunks = protocol.encode_response_chunks(1, version, 9, body(protocol.Deferred(parts)))
+    assert chunks[1:3] == parts  # the parts themselves are handed to the transport
+    joined = b"".join(c if isinstance(c, bytes) else c.data for c in chunks)
+    assert joined == protocol.encode_response(1, version, 9, body(records))
