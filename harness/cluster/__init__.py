@@ -1,0 +1,1 @@
+"""Clusters the harness tests against: local processes, containers, external and peer targets."""

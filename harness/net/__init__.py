@@ -1,0 +1,1 @@
+"""Networking for the harness: loopback ports, partition shapes, Toxiproxy wiring."""
