@@ -1,1 +1,1 @@
-"""Networking for the harness: loopback ports, partition shapes, Toxiproxy wiring."""
+"""Networking for the harness: loopback ports, partition shapes, a built-in Toxiproxy server."""
