@@ -161,15 +161,50 @@ DEFINITIONS: dict[str, Definition] = {
     "num.io.threads": Definition(_int(1, MAX_INT), 8, "an integer >= 1",
                                  "accepted for compatibility; one event loop handles requests"),
     "cluster.id": Definition(_string, None, "a string", "cluster id when no ZooKeeper is used"),
+    "group.initial.rebalance.delay.ms": Definition(_int(0, MAX_INT), 3000, "an integer >= 0",
+                                                   "wait for more members before the first "
+                                                   "rebalance of an empty group"),
+    "group.min.session.timeout.ms": Definition(_int(0, MAX_INT), 6000, "an integer >= 0",
+                                               "smallest session timeout a member may ask for"),
+    "group.max.session.timeout.ms": Definition(_int(0, MAX_INT), 1800000, "an integer >= 0",
+                                               "largest session timeout a member may ask for"),
+    "group.max.size": Definition(_int(1, MAX_INT), MAX_INT, "an integer >= 1",
+                                 "members one group may hold"),
+    "offsets.topic.num.partitions": Definition(_int(1, MAX_INT), 50, "an integer >= 1",
+                                               "partitions of __consumer_offsets"),
+    # Kafka's default is 3, which a single reference broker could never satisfy; cluster setups
+    # set it explicitly (creation fails with COORDINATOR_NOT_AVAILABLE while brokers are short).
+    "offsets.topic.replication.factor": Definition(_int(1, 32767), 1, "an integer in [1, 32767]",
+                                                   "replicas of __consumer_offsets"),
+    "offsets.topic.segment.bytes": Definition(_int(14, MAX_INT), 104857600, "an integer >= 14",
+                                              "segment size of __consumer_offsets"),
+    "offsets.retention.minutes": Definition(_int(1, MAX_INT), 10080, "an integer >= 1",
+                                            "how long an empty group keeps its offsets"),
+    "offsets.retention.check.interval.ms": Definition(_int(1, MAX_LONG), 600000,
+                                                      "an integer >= 1",
+                                                      "how often expired offsets are removed"),
+    "offset.metadata.max.bytes": Definition(_int(0, MAX_INT), 4096, "an integer >= 0",
+                                            "largest metadata string of a committed offset"),
+    "log.cleaner.enable": Definition(_bool, True, "true or false",
+                                     "compact topics with cleanup.policy=compact"),
+    "log.cleaner.backoff.ms": Definition(_int(1, MAX_LONG), 15000, "an integer >= 1",
+                                         "pause between cleaner passes"),
+    "log.cleaner.delete.retention.ms": Definition(_int(0, MAX_LONG), 86400000, "an integer >= 0",
+                                                  "how long the cleaner keeps tombstones "
+                                                  "(topic override: delete.retention.ms)"),
+    "group.coordinator.load.delay.ms": Definition(_int(0, MAX_INT), 0, "an integer >= 0",
+                                                  "TEST ONLY: wait this long before replaying "
+                                                  "an offsets partition, so "
+                                                  "COORDINATOR_LOAD_IN_PROGRESS is observable"),
 }
 
 # Keys Kafka also accepts whose meaning the reference broker does not model; they are accepted
 # silently so stock server.properties files load without noise.
 IGNORED = frozenset({
     "num.recovery.threads.per.data.dir", "socket.send.buffer.bytes",
-    "socket.receive.buffer.bytes", "offsets.topic.replication.factor",
+    "socket.receive.buffer.bytes",
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
-    "group.initial.rebalance.delay.ms", "zookeeper.connection.timeout.ms",
+    "zookeeper.connection.timeout.ms",
     "log.segment.delete.delay.ms", "inter.broker.listener.name",
     "listener.security.protocol.map",
 })

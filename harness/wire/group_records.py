@@ -4,7 +4,8 @@ The offsets topic is only meaningful to other tools if its records use Kafka's o
 starts with an int16 version (0/1 an offset commit, 2 a group's metadata) and a value with its
 own int16 version. kio has no types for these internal records, so they are encoded here by hand
 from the published layouts; the broker writes OffsetCommitValue v3 and GroupMetadataValue v3 (the
-newest non-flexible versions, what Kafka itself writes) and reads every non-flexible version.
+newest non-flexible versions, what Kafka itself writes; OffsetCommitValue v1 for a commit with
+an explicit expiry) and reads every non-flexible version.
 
 The consumer protocol's subscription and assignment blobs (carried opaquely in JoinGroup and
 SyncGroup) do have kio types; the broker needs the subscribed topics for OffsetDelete, and tests
@@ -114,7 +115,16 @@ class OffsetValue:
 
 
 def encode_offset_value(value: OffsetValue) -> bytes:
+    """Version 3, or version 1 when the commit carries an explicit expiry (OffsetCommit v2-v4's
+    retention time), since only version 1 has a field for it — Kafka makes the same choice."""
     out = io.BytesIO()
+    if value.expire_timestamp >= 0:
+        out.write(_I16.pack(1))
+        out.write(_I64.pack(value.offset))
+        _write_string(out, value.metadata)
+        out.write(_I64.pack(value.commit_timestamp))
+        out.write(_I64.pack(value.expire_timestamp))
+        return out.getvalue()
     out.write(_I16.pack(OFFSET_COMMIT_VALUE_VERSION))
     out.write(_I64.pack(value.offset))
     out.write(_I32.pack(value.leader_epoch))
@@ -219,7 +229,7 @@ _ASSIGNMENTS = (AssignmentV0, AssignmentV1, AssignmentV2, AssignmentV3)
 def subscribed_topics(metadata: bytes) -> frozenset[str]:
     """Topics named in a consumer's JoinGroup metadata; newer versions are read as the newest
     known one, whose prefix they extend, as Kafka's consumer does."""
-    version, entity = _read_versioned(_SUBSCRIPTIONS, metadata)
+    _version, entity = _read_versioned(_SUBSCRIPTIONS, metadata)
     return frozenset(entity.topics)
 
 

@@ -288,6 +288,62 @@ def build_batch(
     )
 
 
+def rebuild_batch(header: BatchHeader, records: Sequence[Record]) -> bytes:
+    """A batch holding a subset of `header`'s records at their original offsets (compaction).
+
+    Everything the batch header says about the producer (id, epoch, base sequence), the leader
+    epoch, the attributes and the last offset delta is kept, so offsets, idempotence checks and
+    the timestamp type read the same as before; only the records and the max timestamp change.
+    Only uncompressed and gzip batches can be rebuilt, as only they can be decoded here.
+    """
+    if not records:
+        raise ValueError("a batch needs at least one record")
+    compression = header.compression
+    if compression not in (0, 1):
+        raise ValueError(f"cannot rebuild a {COMPRESSION_NAMES[compression]} batch")
+    log_append_time = header.is_log_append_time
+    base_ts = header.base_timestamp
+    encoded = b"".join(
+        _encode_record(
+            r.offset - header.base_offset,
+            0 if log_append_time else r.timestamp - base_ts,
+            r.key,
+            r.value,
+            r.headers,
+        )
+        for r in records
+    )
+    if compression == 1:
+        encoded = gzip.compress(encoded)
+    max_ts = header.max_timestamp if log_append_time else max(r.timestamp for r in records)
+    tail = (
+        struct.pack(
+            ">hiqqqhii",
+            header.attributes,
+            header.last_offset_delta,
+            base_ts,
+            max_ts,
+            header.producer_id,
+            header.producer_epoch,
+            header.base_sequence,
+            len(records),
+        )
+        + encoded
+    )
+    batch_length = 4 + 1 + 4 + len(tail)
+    return (
+        struct.pack(
+            ">qiibI",
+            header.base_offset,
+            batch_length,
+            header.partition_leader_epoch,
+            MAGIC,
+            _crc32c.crc32c(tail),
+        )
+        + tail
+    )
+
+
 def _read_nullable(buf: bytes, pos: int) -> tuple[bytes | None, int]:
     length, size = read_signed_varint(buf, pos)
     pos += size

@@ -30,6 +30,7 @@ TOPIC_CONFIG_KEYS: dict[str, str] = {
     "message.timestamp.type": "message_timestamp_type",
     "cleanup.policy": "cleanup_policy",
     "file.delete.delay.ms": "file_delete_delay_ms",
+    "delete.retention.ms": "delete_retention_ms",
 }
 _KEY_OF_FIELD = {field: key for key, field in TOPIC_CONFIG_KEYS.items()}
 
@@ -61,6 +62,9 @@ class LogConfig:
     # Kept for config compatibility: segments are unlinked at once because open descriptors keep
     # their bytes readable for in-flight fetches, which is what Kafka's delay protects.
     file_delete_delay_ms: int = 60000
+    # How long the cleaner keeps a tombstone (measured from its timestamp), so a consumer
+    # reading a compacted topic from the start has that long to see the delete.
+    delete_retention_ms: int = 24 * 60 * 60 * 1000
 
     def __post_init__(self) -> None:
         _at_least(self, "segment_bytes", _MIN_SEGMENT_BYTES)
@@ -74,6 +78,7 @@ class LogConfig:
         _at_least(self, "max_index_size", _TIME_INDEX_ENTRY_SIZE)
         _at_least(self, "max_message_bytes", 0)
         _at_least(self, "file_delete_delay_ms", 0)
+        _at_least(self, "delete_retention_ms", 0)
         _one_of(self, "message_timestamp_type", TIMESTAMP_TYPES)
         _one_of(self, "cleanup_policy", CLEANUP_POLICIES)
 

@@ -18,6 +18,7 @@ holds off other calls on the same log.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import struct
 import uuid
@@ -429,6 +430,45 @@ class UnifiedLog:
         take_snapshot(self.directory, base_offset, self._producer_state)
         self.flush(base_offset)
         return segment
+
+    # --- compaction -------------------------------------------------------------------------
+
+    def replace_segment(self, segment: LogSegment, cleaned: bytes) -> None:
+        """Swap a non-active segment for its compacted bytes (the log cleaner's last step).
+
+        The bytes are written and fsynced as `<base>.log.cleaned`, the old indexes removed, and
+        one rename puts the new file in place: a crash leaves either the old segment or the new
+        one (whose missing indexes the next load rebuilds); a stray `.cleaned` file is removed
+        on load. Fetches already holding regions of the old file keep reading it. An empty
+        result removes the segment: its offsets are then a gap that reads skip.
+        """
+        index = self._segments.index(segment)
+        if index == len(self._segments) - 1:
+            raise ValueError("the active segment is never compacted")
+        if not cleaned:
+            segment.delete()
+            del self._segments[index]
+        else:
+            log_path = segment.log_path
+            staged = log_path.with_name(log_path.name + ".cleaned")
+            fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.write(fd, cleaned)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            segment.offset_index.delete()
+            segment.time_index.delete()
+            os.replace(staged, log_path)
+            fsync_directory(self.directory)
+            replacement = LogSegment.open(self.directory, segment.base_offset, self._config,
+                                          self._now_ms())
+            replacement.load_trusted()
+            replacement.seal()
+            replacement.flush()
+            self._segments[index] = replacement
+        self._bases = [s.base_offset for s in self._segments]
+        self._dir_needs_fsync = True
 
     # --- retention and truncation -----------------------------------------------------------
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from reference_broker.config import KafkaConfig
+from reference_broker.coordinator.group.group_coordinator import GroupCoordinator
+from reference_broker.coordinator.group.offset_commits import OffsetCommits
 from reference_broker.server.admin_manager import AdminManager
 from reference_broker.server.metadata_cache import MetadataCache
+from reference_broker.server.offsets_topic import OffsetsTopic
 from reference_broker.server.replica_manager import ReplicaManager
+from reference_broker.server.request_order import ConnectionOrder
 
 
 @dataclass
@@ -16,6 +20,10 @@ class BrokerServices:
     metadata_cache: MetadataCache
     replica_manager: ReplicaManager
     admin_manager: AdminManager
+    offsets_topic: OffsetsTopic
+    group_coordinator: GroupCoordinator
+    offset_commits: OffsetCommits
+    group_request_order: ConnectionOrder = field(default_factory=ConnectionOrder)
 
     @property
     def broker_id(self) -> int:

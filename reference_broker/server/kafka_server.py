@@ -11,6 +11,10 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from reference_broker.config import KafkaConfig
+from reference_broker.coordinator.group.group_coordinator import GroupConfig, GroupCoordinator
+from reference_broker.coordinator.group.group_metadata_manager import GroupMetadataManager
+from reference_broker.coordinator.group.offset_commits import OffsetCommits
+from reference_broker.log.cleaner import clean_logs
 from reference_broker.log.log_manager import LogManager
 from reference_broker.network.socket_server import SocketServer
 from reference_broker.server import topic_config
@@ -18,6 +22,7 @@ from reference_broker.server.admin_manager import AdminManager
 from reference_broker.server.broker_services import BrokerServices
 from reference_broker.server.kafka_apis import KafkaApis
 from reference_broker.server.metadata_cache import BrokerEndpoint, MetadataCache
+from reference_broker.server.offsets_topic import OFFSETS_TOPIC, OffsetsTopic
 from reference_broker.server.replica_manager import ReplicaManager
 from reference_broker.server.topic_store import TopicStore
 
@@ -31,6 +36,17 @@ def new_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
+def group_config_of(config: KafkaConfig) -> GroupConfig:
+    return GroupConfig(
+        initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
+        min_session_timeout_ms=config["group.min.session.timeout.ms"],
+        max_session_timeout_ms=config["group.max.session.timeout.ms"],
+        max_size=config["group.max.size"],
+        offsets_retention_ms=config["offsets.retention.minutes"] * 60_000,
+        offset_metadata_max_bytes=config["offset.metadata.max.bytes"],
+    )
+
+
 class KafkaServer:
     def __init__(self, config: KafkaConfig) -> None:
         self.config = config
@@ -38,6 +54,7 @@ class KafkaServer:
         self._tasks: list[asyncio.Task] = []
         self._log_manager: LogManager | None = None
         self._socket_server: SocketServer | None = None
+        self._offsets_topic: OffsetsTopic | None = None
 
     async def startup(self) -> None:
         config = self.config
@@ -51,7 +68,17 @@ class KafkaServer:
         cache = MetadataCache(store.cluster_id, controller_id=config.broker_id)
         replicas = ReplicaManager(config.broker_id, self._log_manager)
         admin = AdminManager(config, cache, replicas, store)
-        services = BrokerServices(config, cache, replicas, admin)
+        offsets_topic = self._offsets_topic = OffsetsTopic(config, admin, cache, replicas)
+        stored_offsets = store.topics.get(OFFSETS_TOPIC)
+        groups = GroupMetadataManager(
+            offsets_topic.partition_count(
+                len(stored_offsets.assignment) if stored_offsets else None),
+            offsets_topic.append, offsets_topic.read,
+            load_delay_ms=config["group.coordinator.load.delay.ms"])
+        group_config = group_config_of(config)
+        coordinator = GroupCoordinator(groups, group_config)
+        services = BrokerServices(config, cache, replicas, admin, offsets_topic, coordinator,
+                                  OffsetCommits(groups, group_config))
         apis = KafkaApis(services)
         self._socket_server = SocketServer(apis.handle_frame, config["socket.request.max.bytes"])
         for endpoint in config.listeners:
@@ -62,10 +89,16 @@ class KafkaServer:
             advertised = replace(advertised, port=self.bound_ports[advertised.listener])
         cache.set_brokers([BrokerEndpoint(config.broker_id, advertised.host, advertised.port)])
         admin.load()
+        offsets_topic.start(coordinator.on_elected)
         manager = self._log_manager
         self._every(config["log.retention.check.interval.ms"] / 1000, manager.cleanup_logs)
         self._every(config["log.flush.scheduler.interval.ms"] / 1000, manager.flush_dirty_logs)
         self._every(CHECKPOINT_INTERVAL_S, lambda _now: manager.checkpoint_recovery_points())
+        if config["log.cleaner.enable"]:
+            self._every(config["log.cleaner.backoff.ms"] / 1000,
+                        lambda now: clean_logs(manager.all_logs(), now))
+        self._every(config["offsets.retention.check.interval.ms"] / 1000,
+                    lambda _now: groups.expire_offsets(group_config.offsets_retention_ms))
         log.info("Reference broker %d started (cluster %s), advertising %s:%d",
                  config.broker_id, store.cluster_id, advertised.host, advertised.port)
 
@@ -86,6 +119,8 @@ class KafkaServer:
             task.cancel()
         if self._socket_server is not None:
             await self._socket_server.shutdown()
+        if self._offsets_topic is not None:
+            await self._offsets_topic.shutdown()
         if self._log_manager is not None:
             self._log_manager.shutdown()
         log.info("Shut down cleanly")

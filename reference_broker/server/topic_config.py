@@ -79,6 +79,8 @@ DEFS: dict[str, TopicConfigDef] = {d.name: d for d in (
                    "an integer >= 1", 5, "flush_interval_messages"),
     TopicConfigDef("flush.ms", "log.flush.interval.ms", _long(0), "an integer >= 0", 5,
                    "flush_interval_ms"),
+    TopicConfigDef("delete.retention.ms", "log.cleaner.delete.retention.ms", _long(0),
+                   "an integer >= 0", 5, "delete_retention_ms"),
     TopicConfigDef("index.interval.bytes", "log.index.interval.bytes", _long(0, MAX_INT),
                    "an integer >= 0", 3, "index_interval_bytes"),
 )}

@@ -39,3 +39,16 @@ def create_topic(bootstrap: str, partitions: int = 1, config: dict | None = None
 @pytest.fixture
 def topic(broker):
     return create_topic(broker.bootstrap)
+
+
+GROUP_PROPERTIES = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 100,
+                    "group.max.size": 3, "offset.metadata.max.bytes": 64}
+
+
+@pytest.fixture(scope="session")
+def group_broker(tmp_path_factory):
+    """A broker tuned for group tests: no initial rebalance delay, short sessions allowed."""
+    with ReferenceBroker(tmp_path_factory.mktemp("group-broker"),
+                         properties=GROUP_PROPERTIES) as running:
+        yield running
+    assert running.returncode == 0

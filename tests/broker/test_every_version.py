@@ -45,14 +45,36 @@ def _sample(api_key: int, version: int, topic: str, topic_id: uuid.UUID) -> dict
              "include_documentation": True},
         37: {"topics": [{"name": fresh, "count": 2, "assignments": None}], "timeout": 5000,
              "validate_only": True},
+        8: {"group_id": GROUP, "generation_id_or_member_epoch": -1, "member_id": "",
+            "retention_time": -1, "topics": [{"name": topic, "topic_id": topic_id, "partitions": [
+                {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                 "committed_metadata": None}]}]},
+        9: {"group_id": GROUP, "require_stable": False,
+            "topics": [{"name": topic, "partition_indexes": [0]}],
+            "groups": [{"group_id": GROUP, "member_id": None, "member_epoch": -1, "topics": [
+                {"name": topic, "topic_id": topic_id, "partition_indexes": [0]}]}]},
+        10: {"key": GROUP, "key_type": 0, "coordinator_keys": [GROUP]},
+        11: {"group_id": fresh, "session_timeout": 10000, "rebalance_timeout": 10000,
+             "member_id": "unknown", "protocol_type": "consumer",
+             "protocols": [{"name": "range", "metadata": b""}]},
+        12: {"group_id": fresh, "generation_id": 1, "member_id": "unknown"},
+        13: {"group_id": fresh, "member_id": "unknown", "members": [{"member_id": "unknown"}]},
+        14: {"group_id": fresh, "generation_id": 1, "member_id": "unknown", "assignments": []},
+        15: {"groups": [GROUP], "include_authorized_operations": False},
+        16: {"states_filter": [], "types_filter": []},
+        42: {"groups_names": [fresh]},
+        47: {"group_id": GROUP, "topics": [{"name": topic, "partitions": [
+            {"partition_index": 0}]}]},
         44: {"resources": [{"resource_type": 2, "resource_name": topic, "configs": [
             {"name": "retention.ms", "config_operation": 0, "value": "86400000"}]}],
              "validate_only": False},
     }[api_key]
 
 
-# Per API: the error codes a minimal, valid request may legitimately get back.
-EXPECTED_ERRORS = {20: {0, 3}, 37: {3}}
+# Per API: the error codes a minimal, valid request may legitimately get back. Membership
+# requests name an unknown member (UNKNOWN_MEMBER_ID, 25) so none waits for a rebalance.
+EXPECTED_ERRORS = {20: {0, 3}, 37: {3}, 11: {25}, 12: {25}, 13: {0, 25}, 14: {25}, 42: {69}}
+GROUP = "every-version"
 
 
 def _errors(response) -> set[int]:
@@ -78,11 +100,13 @@ def target(broker):
     name = create_topic(broker.bootstrap)
     with RawClient(broker.host, broker.port) as raw:
         md = raw.request(3, 12, {"topics": [{"name": name}]})
+        raw.request(10, 3, {"key": GROUP, "key_type": 0})  # creates __consumer_offsets
         yield raw, name, md.topics[0].topic_id
 
 
 def test_registry_covers_the_issue_apis():
-    assert {h for h, _ in ADVERTISED} >= {0, 1, 2, 3, 18, 19, 20, 22, 32, 37, 44}
+    assert {h for h, _ in ADVERTISED} >= {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19,
+                                          20, 22, 32, 37, 42, 44, 47}
 
 
 @pytest.mark.parametrize("api_key,version", ADVERTISED)

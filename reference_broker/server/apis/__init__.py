@@ -3,8 +3,12 @@
 from reference_broker.server.apis import (  # noqa: F401
     admin,
     api_versions,
+    committed_offsets,
     configs,
     fetch,
+    find_coordinator,
+    group_admin,
+    group_membership,
     init_producer_id,
     list_offsets,
     metadata,

@@ -1,0 +1,278 @@
+"""Groups and committed offsets kept on `__consumer_offsets` (Kafka's GroupMetadataManager).
+
+The coordinator's memory is a cache of the offsets topic: every commit, every completed
+rebalance and every deletion is appended there first (in Kafka's own key/value layouts, see
+`harness.wire.group_records`), and on taking over an offsets partition the cache is rebuilt by
+replaying it. Until that replay is finished the partition's groups answer
+COORDINATOR_LOAD_IN_PROGRESS; a configurable delay before the replay makes that window long
+enough for tests to observe.
+
+The manager does not know how records reach the log: the server hands it two callables at
+start-up (append to an offsets partition, read one back), which is what lets the cluster mode
+move partitions between brokers without this module importing the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from harness.wire.group_records import (
+    GroupValue,
+    MemberValue,
+    OffsetKey,
+    OffsetValue,
+    RecordFormatError,
+    decode_group_value,
+    decode_key,
+    decode_offset_value,
+    encode_group_key,
+    encode_group_value,
+    encode_offset_key,
+    encode_offset_value,
+)
+from reference_broker.coordinator.group.group_metadata import (
+    CommittedOffset,
+    GroupMetadata,
+    GroupState,
+    MemberMetadata,
+    TopicPartition,
+)
+
+log = logging.getLogger("reference_broker.coordinator.group")
+
+KeyValue = tuple[bytes, bytes | None]
+AppendToPartition = Callable[[int, list[KeyValue]], str]
+"""Append records to an offsets partition; returns a Kafka error name, "NONE" on success."""
+ReadPartition = Callable[[int], Iterable[tuple[bytes | None, bytes | None]]]
+"""Every (key, value) of an offsets partition up to its high watermark, in offset order."""
+
+_INT_MIN = -(2**31)
+
+# How an append failure reads to a client (Kafka maps produce errors the same way).
+_APPEND_ERRORS = {
+    "UNKNOWN_TOPIC_OR_PARTITION": "COORDINATOR_NOT_AVAILABLE",
+    "NOT_ENOUGH_REPLICAS": "COORDINATOR_NOT_AVAILABLE",
+    "NOT_ENOUGH_REPLICAS_AFTER_APPEND": "COORDINATOR_NOT_AVAILABLE",
+    "REQUEST_TIMED_OUT": "COORDINATOR_NOT_AVAILABLE",
+    "NOT_LEADER_OR_FOLLOWER": "NOT_COORDINATOR",
+    "KAFKA_STORAGE_ERROR": "NOT_COORDINATOR",
+    "MESSAGE_TOO_LARGE": "UNKNOWN_SERVER_ERROR",
+    "RECORD_LIST_TOO_LARGE": "UNKNOWN_SERVER_ERROR",
+    "INVALID_FETCH_SIZE": "UNKNOWN_SERVER_ERROR",
+}
+
+
+def java_string_hash(value: str) -> int:
+    """Java's String.hashCode: 31*h + c over UTF-16 code units, wrapped to a signed int32."""
+    h = 0
+    encoded = value.encode("utf-16-be")
+    for i in range(0, len(encoded), 2):
+        h = (31 * h + ((encoded[i] << 8) | encoded[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def partition_for(group_id: str, num_partitions: int) -> int:
+    """Kafka's placement: Utils.abs(hashCode) (which maps Integer.MIN_VALUE to 0) mod count."""
+    h = java_string_hash(group_id)
+    return (0 if h == _INT_MIN else abs(h)) % num_partitions
+
+
+@dataclass(frozen=True)
+class _Replayed:
+    groups: dict[str, GroupValue]
+    offsets: dict[str, dict[TopicPartition, OffsetValue]]
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class GroupMetadataManager:
+    def __init__(self, num_partitions: int, append: AppendToPartition, read: ReadPartition,
+                 *, load_delay_ms: int = 0, now_ms: Callable[[], int] = wall_clock_ms) -> None:
+        self.num_partitions = num_partitions
+        self._append = append
+        self._read = read
+        self._load_delay_s = load_delay_ms / 1000
+        self.now_ms = now_ms
+        self.groups: dict[str, GroupMetadata] = {}
+        self.owned: set[int] = set()
+        self.loading: set[int] = set()
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def ownership_error(self, group_id: str) -> str:
+        """NONE if this coordinator serves the group now, else the error the client must see."""
+        partition = self.partition_for(group_id)
+        if partition in self.loading:
+            return "COORDINATOR_LOAD_IN_PROGRESS"
+        if partition not in self.owned:
+            return "NOT_COORDINATOR"
+        return "NONE"
+
+    # --- loading and unloading ---------------------------------------------------------------
+
+    async def load_partition(self, partition: int,
+                             on_loaded: Callable[[GroupMetadata], None]) -> None:
+        """Become coordinator of `partition`: refuse its groups while the replay runs."""
+        if partition in self.owned:
+            return
+        self.owned.add(partition)
+        self.loading.add(partition)
+        started = time.monotonic()
+        log.debug("Loading group metadata from __consumer_offsets-%d", partition)
+        try:
+            if self._load_delay_s > 0:
+                await asyncio.sleep(self._load_delay_s)
+            if partition not in self.owned:
+                return  # resigned while waiting: the new leader loads it
+            replayed = self._replay(partition)
+            for group in self._restore(replayed):
+                self.groups[group.group_id] = group
+                on_loaded(group)
+        finally:
+            self.loading.discard(partition)
+        loaded = sum(1 for g in self.groups if self.partition_for(g) == partition)
+        # Fifty empty partitions load at every start; only say so when it means something.
+        log.log(logging.INFO if loaded or self._load_delay_s else logging.DEBUG,
+                "Finished loading %d group(s) from __consumer_offsets-%d in %d ms", loaded,
+                partition, (time.monotonic() - started) * 1000)
+
+    def _replay(self, partition: int) -> _Replayed:
+        groups: dict[str, GroupValue] = {}
+        offsets: dict[str, dict[TopicPartition, OffsetValue]] = {}
+        for key_bytes, value_bytes in self._read(partition):
+            if key_bytes is None:
+                continue
+            try:
+                key = decode_key(key_bytes)
+                if isinstance(key, OffsetKey):
+                    group_offsets = offsets.setdefault(key.group, {})
+                    tp = (key.topic, key.partition)
+                    if value_bytes is None:
+                        group_offsets.pop(tp, None)
+                    else:
+                        group_offsets[tp] = decode_offset_value(value_bytes)
+                elif value_bytes is None:
+                    groups.pop(key.group, None)
+                else:
+                    groups[key.group] = decode_group_value(value_bytes)
+            except RecordFormatError as exc:
+                log.warning("Skipping unreadable record in __consumer_offsets-%d: %s",
+                            partition, exc)
+        return _Replayed(groups, offsets)
+
+    def _restore(self, replayed: _Replayed) -> list[GroupMetadata]:
+        restored = []
+        for group_id in set(replayed.groups) | {g for g, o in replayed.offsets.items() if o}:
+            value = replayed.groups.get(group_id)
+            group = GroupMetadata(group_id)
+            if value is not None:
+                group.generation_id = value.generation
+                group.protocol_type = value.protocol_type or None
+                group.protocol_name = value.protocol
+                group.current_state_timestamp = value.current_state_timestamp
+                for m in value.members:
+                    group.add(MemberMetadata(
+                        m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                        m.rebalance_timeout_ms, m.session_timeout_ms, value.protocol_type,
+                        [(value.protocol or "", m.subscription)], m.assignment))
+                group.leader_id = value.leader if value.members else None
+                group.new_member_added = False
+                if value.members:
+                    group.state = GroupState.STABLE
+            for tp, o in replayed.offsets.get(group_id, {}).items():
+                group.commit(tp, CommittedOffset(o.offset, o.leader_epoch, o.metadata,
+                                                 o.commit_timestamp, o.expire_timestamp))
+            restored.append(group)
+        return restored
+
+    def unload_partition(self, partition: int) -> list[GroupMetadata]:
+        """Give up `partition` (its leadership moved): its groups go Dead and leave the cache."""
+        self.owned.discard(partition)
+        self.loading.discard(partition)
+        gone = [g for g in self.groups.values() if self.partition_for(g.group_id) == partition]
+        now = self.now_ms()
+        for group in gone:
+            group.transition_to(GroupState.DEAD, now)
+            del self.groups[group.group_id]
+        return gone
+
+    # --- writing -----------------------------------------------------------------------------
+
+    def _write(self, group_id: str, records: list[KeyValue]) -> str:
+        error = self._append(self.partition_for(group_id), records)
+        return _APPEND_ERRORS.get(error, error)
+
+    def store_group(self, group: GroupMetadata) -> str:
+        """Persist the group's generation and assignment (after SyncGroup or an emptied join)."""
+        members = tuple(
+            MemberValue(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                        m.rebalance_timeout_ms, m.session_timeout_ms,
+                        m.metadata_for(group.protocol_name) if group.protocol_name else b"",
+                        m.assignment)
+            for m in group.members.values())
+        value = GroupValue(group.protocol_type or "", group.generation_id, group.protocol_name,
+                           group.leader_id, group.current_state_timestamp, members)
+        return self._write(group.group_id, [(encode_group_key(group.group_id),
+                                             encode_group_value(value))])
+
+    def store_offsets(self, group: GroupMetadata,
+                      offsets: dict[TopicPartition, CommittedOffset]) -> str:
+        records = [
+            (encode_offset_key(group.group_id, topic, partition),
+             encode_offset_value(OffsetValue(o.offset, o.leader_epoch, o.metadata,
+                                             o.commit_timestamp, o.expire_timestamp)))
+            for (topic, partition), o in offsets.items()
+        ]
+        error = self._write(group.group_id, records)
+        if error == "UNKNOWN_SERVER_ERROR":
+            return "INVALID_COMMIT_OFFSET_SIZE"
+        if error == "NONE":
+            for tp, o in offsets.items():
+                group.commit(tp, o)
+        return error
+
+    def delete_offsets(self, group: GroupMetadata, partitions: list[TopicPartition]) -> str:
+        records: list[KeyValue] = [(encode_offset_key(group.group_id, t, p), None)
+                                   for t, p in partitions if (t, p) in group.offsets]
+        if records:
+            error = self._write(group.group_id, records)
+            if error != "NONE":
+                return error
+        group.remove_offsets(partitions)
+        return "NONE"
+
+    def delete_group(self, group: GroupMetadata) -> str:
+        """Tombstone the group and all its offsets, then forget it (DeleteGroups, expiry)."""
+        records: list[KeyValue] = [(encode_offset_key(group.group_id, t, p), None)
+                                   for t, p in group.offsets]
+        records.append((encode_group_key(group.group_id), None))
+        error = self._write(group.group_id, records)
+        if error != "NONE":
+            return error
+        group.transition_to(GroupState.DEAD, self.now_ms())
+        self.groups.pop(group.group_id, None)
+        return "NONE"
+
+    def expire_offsets(self, retention_ms: int) -> int:
+        """offsets.retention.minutes: drop expired offsets; an Empty group left with none dies."""
+        now = self.now_ms()
+        removed = 0
+        for group in list(self.groups.values()):
+            if self.partition_for(group.group_id) in self.loading:
+                continue
+            expired = group.expired_offsets(now, retention_ms)
+            if expired and self.delete_offsets(group, expired) == "NONE":
+                removed += len(expired)
+            if group.is_state(GroupState.EMPTY) and not group.offsets \
+                    and not group.pending_members:
+                self.delete_group(group)
+        if removed:
+            log.info("Removed %d expired offset(s)", removed)
+        return removed

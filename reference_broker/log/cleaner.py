@@ -1,0 +1,120 @@
+"""Log compaction for topics with cleanup.policy=compact (Kafka's LogCleaner, in one pass).
+
+A compacted topic is a table: only the latest value of each key matters, and a null value (a
+tombstone) deletes the key. The cleaner keeps the log that way without ever changing an offset:
+
+1. Map every key in the cleanable part of the log — all segments but the active one, which
+   is still being written — to the offset of its latest record there.
+2. Rewrite each cleanable segment keeping a record only if it is that latest record, or has no
+   key. A latest record that is a tombstone is kept until it is older than delete.retention.ms
+   (by its timestamp), so consumers reading from the start still see the delete.
+3. Batches keep their base offset, last offset and producer fields (`rebuild_batch`); a batch
+   left with no records disappears; a segment left with nothing is removed.
+
+Batches this module cannot decode (snappy, lz4, zstd) and control batches are kept whole and
+their keys left out of the map — compaction then keeps more than it could, never less.
+
+Kafka cleans on background threads with a dirty-ratio trigger and an offset map checkpoint;
+here one pass re-reads every cleanable segment on the event loop, which suits the small
+compacted topics a reference broker holds (`__consumer_offsets`, test tables).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from harness.wire.records import BatchHeader, Record, decode_records, rebuild_batch
+from reference_broker.log.file_records import iter_file_batches
+from reference_broker.log.segment import LogSegment
+from reference_broker.log.unified_log import UnifiedLog
+
+logger = logging.getLogger("reference_broker.log.cleaner")
+
+_DECODABLE = (0, 1)  # uncompressed, gzip
+
+
+@dataclass(frozen=True)
+class CleanResult:
+    segments_rewritten: int = 0
+    records_removed: int = 0
+    tombstones_removed: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+
+
+def is_compacted(log: UnifiedLog) -> bool:
+    return "compact" in log.config.cleanup_policy
+
+
+def clean_logs(logs: Iterable[UnifiedLog], now_ms: int) -> int:
+    """One cleaner pass over every compacted log; returns how many segments were rewritten."""
+    rewritten = 0
+    for log in logs:
+        if is_compacted(log):
+            rewritten += clean(log, now_ms).segments_rewritten
+    return rewritten
+
+
+def clean(log: UnifiedLog, now_ms: int) -> CleanResult:
+    cleanable = list(log.segments[:-1])
+    if not cleanable:
+        return CleanResult()
+    latest = _latest_offsets(cleanable)
+    horizon = now_ms - log.config.delete_retention_ms
+    rewritten = removed = tombstones = before = after = 0
+    for segment in cleanable:
+        kept: list[bytes] = []
+        changed = False
+        for header, batch, records in _batches(segment):
+            if records is None:
+                kept.append(batch)
+                continue
+            survivors = []
+            for record in records:
+                if record.key is not None and latest.get(record.key) != record.offset:
+                    removed += 1
+                elif record.key is not None and record.value is None \
+                        and record.timestamp < horizon:
+                    tombstones += 1
+                else:
+                    survivors.append(record)
+            if len(survivors) == len(records):
+                kept.append(batch)
+                continue
+            changed = True
+            if survivors:
+                kept.append(rebuild_batch(header, survivors))
+        if changed:
+            cleaned = b"".join(kept)
+            before += segment.size
+            after += len(cleaned)
+            log.replace_segment(segment, cleaned)
+            rewritten += 1
+    if rewritten:
+        logger.info("%s: compacted %d segment(s), %d superseded record(s) and %d tombstone(s) "
+                    "removed, %d -> %d bytes", log.directory.name, rewritten, removed,
+                    tombstones, before, after)
+    return CleanResult(rewritten, removed, tombstones, before, after)
+
+
+def _latest_offsets(segments: list[LogSegment]) -> dict[bytes, int]:
+    latest: dict[bytes, int] = {}
+    for segment in segments:
+        for _header, _batch, records in _batches(segment):
+            for record in records or ():
+                if record.key is not None:
+                    latest[record.key] = record.offset
+    return latest
+
+
+def _batches(segment: LogSegment
+             ) -> Iterable[tuple[BatchHeader, bytes, list[Record] | None]]:
+    """(header, batch bytes, its records — None for a batch that must be kept whole)."""
+    for _position, header, body in iter_file_batches(segment.file, 0, segment.size):
+        batch = bytes(body)
+        if header.is_control or header.compression not in _DECODABLE:
+            yield header, batch, None
+        else:
+            yield header, batch, decode_records(batch)

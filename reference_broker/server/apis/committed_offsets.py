@@ -1,0 +1,149 @@
+"""OffsetCommit v2-v10, OffsetFetch v1-v10 (multi-group from v8) and OffsetDelete v0.
+
+Topics are named up to v9 and identified by topic id from v10; partitions the broker does not
+host are refused per partition (UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID) before anything
+reaches the coordinator, which decides the rest.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from reference_broker.coordinator.group.group_metadata import CommittedOffset, TopicPartition
+from reference_broker.coordinator.group.offset_commits import OffsetToCommit
+from reference_broker.server.apis.group_membership import in_connection_order, millis
+from reference_broker.server.broker_services import BrokerServices
+from reference_broker.server.kafka_apis import api
+
+OFFSET_COMMIT = 8
+OFFSET_FETCH = 9
+OFFSET_DELETE = 47
+MULTI_GROUP_FETCH_VERSION = 8
+TOP_LEVEL_FETCH_ERROR_VERSION = 2
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def _resolve(services: BrokerServices, topic: Any) -> tuple[str | None, str]:
+    """(topic name, error for its partitions if unknown) from a name or a topic id."""
+    cache = services.metadata_cache
+    name = getattr(topic, "name", None)
+    if name is not None:
+        return name, "NONE" if cache.topic(name) is not None else "UNKNOWN_TOPIC_OR_PARTITION"
+    found = cache.topic_by_id(topic.topic_id)
+    return (found.name, "NONE") if found is not None else (None, "UNKNOWN_TOPIC_ID")
+
+
+def _hosted(services: BrokerServices, name: str | None, partition: int) -> bool:
+    return name is not None and services.metadata_cache.partition(name, partition) is not None
+
+
+@api(OFFSET_COMMIT, range(2, 11))
+@in_connection_order
+def handle_offset_commit(services: BrokerServices, request: Any, conn: Any) -> dict[str, Any]:
+    body = request.body
+    retention = getattr(body, "retention_time", None)
+    wanted: dict[TopicPartition, OffsetToCommit] = {}
+    refused: dict[tuple[int, int], str] = {}
+    names: list[str | None] = []
+    for t_index, topic in enumerate(body.topics):
+        name, error = _resolve(services, topic)
+        names.append(name)
+        for p in topic.partitions:
+            if error != "NONE" or not _hosted(services, name, p.partition_index):
+                refused[(t_index, p.partition_index)] = \
+                    error if error != "NONE" else "UNKNOWN_TOPIC_OR_PARTITION"
+            else:
+                wanted[(name, p.partition_index)] = OffsetToCommit(
+                    p.committed_offset, getattr(p, "committed_leader_epoch", -1),
+                    p.committed_metadata)
+    results = services.offset_commits.commit(
+        body.group_id, body.member_id, getattr(body, "group_instance_id", None),
+        body.generation_id_or_member_epoch, wanted,
+        -1 if retention is None else millis(retention))
+    topics = []
+    for t_index, topic in enumerate(body.topics):
+        partitions = [
+            {"partition_index": p.partition_index,
+             "error_code": refused.get((t_index, p.partition_index))
+             or results[(names[t_index], p.partition_index)]}
+            for p in topic.partitions]
+        topics.append({"name": getattr(topic, "name", None),
+                       "topic_id": getattr(topic, "topic_id", ZERO_UUID),
+                       "partitions": partitions})
+    return {"throttle_time": 0, "topics": topics}
+
+
+@api(OFFSET_FETCH, range(1, 11))
+@in_connection_order
+def handle_offset_fetch(services: BrokerServices, request: Any, conn: Any) -> dict[str, Any]:
+    body = request.body
+    version = request.api_version
+    if version >= MULTI_GROUP_FETCH_VERSION:
+        return {"throttle_time": 0,
+                "groups": [{"group_id": g.group_id, **_fetch_group(services, g.group_id,
+                                                                    g.topics, version)}
+                           for g in body.groups]}
+    return {"throttle_time": 0, **_fetch_group(services, body.group_id, body.topics, version)}
+
+
+def _fetch_group(services: BrokerServices, group_id: str, topics: Any,
+                 version: int) -> dict[str, Any]:
+    by_id = version >= 10
+    requested: list[tuple[Any, str | None, str, list[int]]] | None = None
+    if topics is not None:
+        requested = [(t, *_resolve(services, t), list(t.partition_indexes)) for t in topics]
+    wanted = None if requested is None else [
+        (name, p) for _t, name, error, parts in requested if error == "NONE" for p in parts]
+    error, offsets = services.offset_commits.fetch(group_id, wanted)
+    if error != "NONE":
+        if version >= TOP_LEVEL_FETCH_ERROR_VERSION or requested is None:
+            return {"error_code": error, "topics": []}
+        # v0-v1 have no top-level error: every requested partition carries it.
+        return {"error_code": error, "topics": [
+            {"name": name, "partitions": [
+                {"partition_index": p, "committed_offset": -1, "metadata": "",
+                 "error_code": error} for p in parts]}
+            for _t, name, _e, parts in requested]}
+    if requested is None:
+        listed: dict[str, list[int]] = {}
+        for name, p in sorted(offsets):
+            listed.setdefault(name, []).append(p)
+        requested = [(None, name, "NONE", parts) for name, parts in listed.items()
+                     if not by_id or services.metadata_cache.topic(name) is not None]
+    out = []
+    for topic, name, topic_error, parts in requested:
+        topic_id = getattr(topic, "topic_id", None)
+        if topic_id is None and by_id and name is not None:
+            topic_id = services.metadata_cache.topic(name).topic_id
+        out.append({"name": name, "topic_id": topic_id or ZERO_UUID, "partitions": [
+            _fetched(p, None if topic_error != "NONE" else offsets.get((name, p)),
+                     topic_error if version >= TOP_LEVEL_FETCH_ERROR_VERSION else "NONE")
+            for p in parts]})
+    return {"error_code": "NONE", "topics": out}
+
+
+def _fetched(partition: int, committed: CommittedOffset | None, error: str) -> dict[str, Any]:
+    if committed is None:
+        return {"partition_index": partition, "committed_offset": -1,
+                "committed_leader_epoch": -1, "metadata": "", "error_code": error}
+    return {"partition_index": partition, "committed_offset": committed.offset,
+            "committed_leader_epoch": committed.leader_epoch, "metadata": committed.metadata,
+            "error_code": "NONE"}
+
+
+@api(OFFSET_DELETE, range(0, 1))
+def handle_offset_delete(services: BrokerServices, request: Any, conn: Any) -> dict[str, Any]:
+    body = request.body
+    wanted = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
+    error, results = services.offset_commits.delete(body.group_id, wanted)
+    return {
+        "throttle_time": 0,
+        "error_code": error,
+        "topics": [] if error != "NONE" else [
+            {"name": t.name, "partitions": [
+                {"partition_index": p.partition_index,
+                 "error_code": results[(t.name, p.partition_index)]}
+                for p in t.partitions]}
+            for t in body.topics],
+    }

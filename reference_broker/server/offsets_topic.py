@@ -1,0 +1,119 @@
+"""`__consumer_offsets` as the group coordinator sees it: created on first use, appended to and
+replayed through the replica manager.
+
+These are the small interfaces DESIGN.md asks for: the coordinator gets "append these records to
+offsets partition p" and "read offsets partition p back" as callables and never imports the
+server. Creation follows Kafka: the first FindCoordinator creates the topic with
+offsets.topic.num.partitions partitions, offsets.topic.replication.factor replicas and
+cleanup.policy=compact; while too few brokers are alive for that factor the answer is
+COORDINATOR_NOT_AVAILABLE.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any
+
+from harness.wire.records import build_batch, decode_records, iter_headers
+from reference_broker.config import KafkaConfig
+from reference_broker.server.admin_manager import AdminError, AdminManager, NewTopic
+from reference_broker.server.metadata_cache import MetadataCache, PartitionInfo
+from reference_broker.server.replica_manager import ReplicaManager, now_ms
+
+log = logging.getLogger("reference_broker.server.offsets_topic")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+_READ_CHUNK = 1 << 20
+
+OnElected = Callable[[int], Coroutine[Any, Any, None]]
+
+
+class OffsetsTopic:
+    def __init__(self, config: KafkaConfig, admin: AdminManager, cache: MetadataCache,
+                 replicas: ReplicaManager) -> None:
+        self._config = config
+        self._admin = admin
+        self._cache = cache
+        self._replicas = replicas
+        self._broker_id = config.broker_id
+        self._on_elected: OnElected | None = None
+        self._loads: set[asyncio.Task[None]] = set()
+
+    def partition_count(self, stored: int | None) -> int:
+        """The existing topic's partition count wins over the config, as in Kafka."""
+        return stored if stored is not None else self._config["offsets.topic.num.partitions"]
+
+    def start(self, on_elected: OnElected) -> None:
+        """Hand over the coordinator's "you lead this partition" hook; load what exists."""
+        self._on_elected = on_elected
+        if self._cache.topic(OFFSETS_TOPIC) is not None:
+            self._elect_local_leaders()
+
+    def ensure_exists(self) -> str:
+        """Create the topic if missing; "NONE" or the error FindCoordinator answers."""
+        if self._cache.topic(OFFSETS_TOPIC) is not None:
+            return "NONE"
+        configs = {"cleanup.policy": "compact",
+                   "segment.bytes": str(self._config["offsets.topic.segment.bytes"])}
+        try:
+            self._admin.create_topic(NewTopic(
+                OFFSETS_TOPIC, self._config["offsets.topic.num.partitions"],
+                self._config["offsets.topic.replication.factor"], configs=configs))
+        except AdminError as exc:
+            if exc.error == "TOPIC_ALREADY_EXISTS":
+                return "NONE"
+            log.warning("Cannot create %s: %s", OFFSETS_TOPIC, exc.message)
+            return "COORDINATOR_NOT_AVAILABLE"
+        self._elect_local_leaders()
+        return "NONE"
+
+    def leader_of(self, partition: int) -> PartitionInfo | None:
+        topic = self._cache.topic(OFFSETS_TOPIC)
+        return None if topic is None else topic.partitions.get(partition)
+
+    def _elect_local_leaders(self) -> None:
+        topic = self._cache.topic(OFFSETS_TOPIC)
+        if topic is None or self._on_elected is None:
+            return
+        loop = asyncio.get_running_loop()
+        for info in topic.partitions.values():
+            if info.leader == self._broker_id:
+                task = loop.create_task(self._on_elected(info.partition))
+                self._loads.add(task)
+                task.add_done_callback(self._load_done)
+
+    def _load_done(self, task: asyncio.Task[None]) -> None:
+        self._loads.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("Loading an offsets partition failed", exc_info=task.exception())
+
+    def append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> str:
+        batch = build_batch(records, timestamp_ms=now_ms())
+        return self._replicas.append_records(OFFSETS_TOPIC, partition, batch).error
+
+    def read(self, partition: int) -> Iterator[tuple[bytes | None, bytes | None]]:
+        part = self._replicas.partition(OFFSETS_TOPIC, partition)
+        if part is None:
+            return
+        offset = part.log.log_start_offset
+        while offset < part.high_watermark:
+            error, result = self._replicas.read(OFFSETS_TOPIC, partition, offset, _READ_CHUNK,
+                                                min_one_batch=True)
+            if error != "NONE" or result.records is None:
+                return
+            data = result.records.read_bytes()
+            if not data:
+                return
+            for header in iter_headers(data):
+                if not header.is_control:
+                    batch = data[header.position:header.position + header.size]
+                    for record in decode_records(batch):
+                        if record.offset >= offset:
+                            yield record.key, record.value
+                offset = header.next_offset
+
+    async def shutdown(self) -> None:
+        for task in list(self._loads):
+            task.cancel()

@@ -1,0 +1,239 @@
+"""Every classic-group error path a client can meet, through raw requests (harness.wire)."""
+
+import threading
+import time
+import uuid
+
+import pytest
+
+from harness.raw_client import RawClient
+from harness.wire.group_records import encode_subscription
+from harness.wire.protocol import error_name, to_plain
+
+FIND, JOIN, HEARTBEAT, LEAVE, SYNC = 10, 11, 12, 13, 14
+META = encode_subscription(["t"])
+
+
+def err(response):
+    return error_name(int(response.error_code))
+
+
+@pytest.fixture
+def client(group_broker):
+    with RawClient(group_broker.host, group_broker.port) as raw:
+        # As real clients do: asking for a coordinator creates __consumer_offsets.
+        assert err(raw.request(FIND, 3, {"key": "any", "key_type": 0})) == "NONE"
+        yield raw
+
+
+def new_group():
+    return f"g-{uuid.uuid4().hex[:8]}"
+
+
+def join_body(group, member_id="", session=10_000, protocols=(("range", META),), instance=None,
+              protocol_type="consumer", rebalance=5000):
+    return {"group_id": group, "session_timeout": session, "rebalance_timeout": rebalance,
+            "member_id": member_id, "group_instance_id": instance,
+            "protocol_type": protocol_type,
+            "protocols": [{"name": n, "metadata": m} for n, m in protocols]}
+
+
+def joined_member(client, group, **kwargs):
+    """A member through the v5 two-step join (MEMBER_ID_REQUIRED, then the real join)."""
+    first = client.request(JOIN, 5, join_body(group, **kwargs))
+    assert err(first) == "MEMBER_ID_REQUIRED" and first.member_id
+    second = client.request(JOIN, 5, join_body(group, first.member_id, **kwargs))
+    assert err(second) == "NONE", err(second)
+    return second
+
+
+def stable_member(client, group, **kwargs):
+    joined = joined_member(client, group, **kwargs)
+    synced = client.request(SYNC, 5, {"group_id": group, "generation_id": joined.generation_id,
+                                      "member_id": joined.member_id,
+                                      "protocol_type": "consumer", "protocol_name": "range",
+                                      "assignments": [{"member_id": joined.member_id,
+                                                       "assignment": b"A"}]})
+    assert err(synced) == "NONE" and synced.assignment == b"A"
+    return joined
+
+
+def test_find_coordinator_single_and_batched(client, group_broker):
+    single = client.request(FIND, 3, {"key": new_group(), "key_type": 0})
+    assert err(single) == "NONE"
+    assert (single.node_id, single.host, single.port) == (0, group_broker.host, group_broker.port)
+    batched = client.request(FIND, 4, {"key_type": 0, "coordinator_keys": ["a", "b"]})
+    assert [(c.key, c.node_id, error_name(int(c.error_code))) for c in batched.coordinators] \
+        == [("a", 0, "NONE"), ("b", 0, "NONE")]
+    other = client.request(FIND, 4, {"key_type": 1, "coordinator_keys": ["txn"]})
+    assert error_name(int(other.coordinators[0].error_code)) == "INVALID_REQUEST"
+    assert err(client.request(FIND, 0, {"key": "legacy"})) == "NONE"
+
+
+def test_v4_first_join_requires_a_member_id_and_older_versions_do_not(client):
+    group = new_group()
+    joined = joined_member(client, group)
+    assert joined.leader == joined.member_id and joined.generation_id == 1
+    assert [m.member_id for m in joined.members] == [joined.member_id]
+    old = client.request(JOIN, 3, join_body(new_group()))
+    assert err(old) == "NONE" and old.member_id
+
+
+def test_join_validation_errors(client):
+    group = new_group()
+    assert err(client.request(JOIN, 5, join_body(group, session=10))) \
+        == "INVALID_SESSION_TIMEOUT"
+    assert err(client.request(JOIN, 5, join_body(group, session=10**9))) \
+        == "INVALID_SESSION_TIMEOUT"
+    assert err(client.request(JOIN, 5, join_body(group, "ghost"))) == "UNKNOWN_MEMBER_ID"
+    joined_member(client, group)
+    other = client.request(JOIN, 5, join_body(group, protocols=(("roundrobin", META),)))
+    assert err(other) == "INCONSISTENT_GROUP_PROTOCOL"
+    wrong_type = client.request(JOIN, 5, join_body(group, protocol_type="connect"))
+    assert err(wrong_type) == "INCONSISTENT_GROUP_PROTOCOL"
+
+
+def test_group_max_size(client):
+    group = new_group()
+    pending = [client.request(JOIN, 5, join_body(group)) for _ in range(3)]
+    assert [err(p) for p in pending] == ["MEMBER_ID_REQUIRED"] * 3
+    assert err(client.request(JOIN, 5, join_body(group))) == "GROUP_MAX_SIZE_REACHED"
+
+
+def test_sync_and_heartbeat_errors(client):
+    group = new_group()
+    joined = joined_member(client, group)
+    base = {"group_id": group, "member_id": joined.member_id,
+            "generation_id": joined.generation_id}
+    assert err(client.request(SYNC, 5, {**base, "generation_id": 99, "assignments": []})) \
+        == "ILLEGAL_GENERATION"
+    assert err(client.request(SYNC, 5, {**base, "member_id": "ghost", "assignments": []})) \
+        == "UNKNOWN_MEMBER_ID"
+    assert err(client.request(SYNC, 5, {**base, "protocol_type": "consumer",
+                                        "protocol_name": "roundrobin", "assignments": []})) \
+        == "INCONSISTENT_GROUP_PROTOCOL"
+    stable_member_sync = client.request(SYNC, 3, {**base, "assignments": [
+        {"member_id": joined.member_id, "assignment": b"mine"}]})
+    assert err(stable_member_sync) == "NONE" and stable_member_sync.assignment == b"mine"
+    assert err(client.request(HEARTBEAT, 4, base)) == "NONE"
+    assert err(client.request(HEARTBEAT, 4, {**base, "generation_id": 0})) == "ILLEGAL_GENERATION"
+    assert err(client.request(HEARTBEAT, 4, {**base, "member_id": "ghost"})) \
+        == "UNKNOWN_MEMBER_ID"
+    assert err(client.request(HEARTBEAT, 0, {**base, "group_id": new_group()})) \
+        == "UNKNOWN_MEMBER_ID"
+
+
+def test_a_new_member_triggers_rebalance_in_progress(group_broker, client):
+    group = new_group()
+    first = stable_member(client, group)
+    with RawClient(group_broker.host, group_broker.port) as other:
+        pending = other.request(JOIN, 5, join_body(group))
+        other.send(JOIN, 5, join_body(group, pending.member_id))
+        time.sleep(0.2)
+        base = {"group_id": group, "member_id": first.member_id,
+                "generation_id": first.generation_id}
+        assert err(client.request(HEARTBEAT, 4, base)) == "REBALANCE_IN_PROGRESS"
+        assert err(client.request(SYNC, 5, {**base, "assignments": []})) \
+            == "REBALANCE_IN_PROGRESS"
+        rejoined = client.request(JOIN, 5, join_body(group, first.member_id))
+        _, second = other.receive(JOIN, 5)
+        assert err(rejoined) == err(second) == "NONE"
+        assert rejoined.generation_id == second.generation_id == first.generation_id + 1
+        assert rejoined.leader == first.member_id and len(rejoined.members) == 2
+        assert second.members == ()
+        # The follower's SyncGroup waits for the leader's, then gets its share.
+        other.send(SYNC, 5, {"group_id": group, "generation_id": second.generation_id,
+                             "member_id": second.member_id, "assignments": []})
+        time.sleep(0.1)
+        client.request(SYNC, 5, {"group_id": group, "generation_id": rejoined.generation_id,
+                                 "member_id": first.member_id, "assignments": [
+                                     {"member_id": first.member_id, "assignment": b"1"},
+                                     {"member_id": second.member_id, "assignment": b"2"}]})
+        _, follower = other.receive(SYNC, 5)
+        assert err(follower) == "NONE" and follower.assignment == b"2"
+
+
+def test_session_expiry_evicts_a_silent_member(client):
+    group = new_group()
+    joined = stable_member(client, group, session=300)
+    time.sleep(0.6)
+    assert err(client.request(HEARTBEAT, 4, {"group_id": group, "member_id": joined.member_id,
+                                             "generation_id": joined.generation_id})) \
+        == "UNKNOWN_MEMBER_ID"
+
+
+def test_static_membership(group_broker, client):
+    group = new_group()
+    first = client.request(JOIN, 5, join_body(group, instance="i-1"))
+    assert err(first) == "NONE"  # static members get their id at once
+    client.request(SYNC, 5, {"group_id": group, "generation_id": first.generation_id,
+                             "member_id": first.member_id, "group_instance_id": "i-1",
+                             "assignments": [{"member_id": first.member_id,
+                                              "assignment": b"A"}]})
+    again = client.request(JOIN, 5, join_body(group, instance="i-1"))
+    assert err(again) == "NONE" and again.generation_id == first.generation_id  # no rebalance
+    fenced = {"group_id": group, "member_id": first.member_id, "group_instance_id": "i-1",
+              "generation_id": first.generation_id}
+    assert err(client.request(HEARTBEAT, 4, fenced)) == "FENCED_INSTANCE_ID"
+    left = client.request(LEAVE, 4, {"group_id": group, "members": [
+        {"member_id": first.member_id, "group_instance_id": "i-1"},
+        {"member_id": "", "group_instance_id": "unknown"}]})
+    assert [error_name(int(m.error_code)) for m in left.members] \
+        == ["FENCED_INSTANCE_ID", "UNKNOWN_MEMBER_ID"]
+    left = client.request(LEAVE, 4, {"group_id": group, "members": [
+        {"member_id": "", "group_instance_id": "i-1"}]})
+    assert err(left) == "NONE" and error_name(int(left.members[0].error_code)) == "NONE"
+
+
+def test_leave_group_single_and_batched(client):
+    group = new_group()
+    one = stable_member(client, group)
+    assert err(client.request(LEAVE, 0, {"group_id": group, "member_id": "ghost"})) \
+        == "UNKNOWN_MEMBER_ID"
+    assert err(client.request(LEAVE, 0, {"group_id": group, "member_id": one.member_id})) \
+        == "NONE"
+    group = new_group()
+    a = client.request(JOIN, 3, join_body(group))
+    b_pending = client.request(JOIN, 5, join_body(group))
+    left = client.request(LEAVE, 3, {"group_id": group, "members": [
+        {"member_id": a.member_id}, {"member_id": b_pending.member_id}]})
+    assert [error_name(int(m.error_code)) for m in left.members] == ["NONE", "NONE"]
+
+
+def test_join_waits_for_members_until_the_rebalance_timeout(group_broker, client):
+    """A member that does not rejoin is dropped when the rebalance timeout passes."""
+    group = new_group()
+    stuck = stable_member(client, group, rebalance=300)
+    result = {}
+    with RawClient(group_broker.host, group_broker.port) as other:
+        def join_new():
+            pending = other.request(JOIN, 5, join_body(group))
+            result["join"] = other.request(JOIN, 5, join_body(group, pending.member_id,
+                                                              rebalance=300))
+
+        thread = threading.Thread(target=join_new)
+        thread.start()
+        thread.join(timeout=10)
+    joined = result["join"]
+    assert err(joined) == "NONE" and joined.leader == joined.member_id
+    assert [m.member_id for m in joined.members] == [joined.member_id]
+    assert stuck.member_id != joined.member_id
+    assert to_plain(joined)["generation_id"] == stuck.generation_id + 1
+
+
+def test_a_connections_group_requests_are_handled_one_at_a_time(group_broker, client):
+    """As on Kafka: a Heartbeat pipelined behind a parked JoinGroup is judged after the join
+    completes (new generation), not against the rebalance in progress."""
+    group = new_group()
+    first = stable_member(client, group)
+    with RawClient(group_broker.host, group_broker.port) as other:
+        pending = other.request(JOIN, 5, join_body(group))
+        other.send(JOIN, 5, join_body(group, pending.member_id))
+        other.send(HEARTBEAT, 4, {"group_id": group, "member_id": pending.member_id,
+                                  "generation_id": first.generation_id})
+        time.sleep(0.2)
+        rejoined = client.request(JOIN, 5, join_body(group, first.member_id))
+        _, joined = other.receive(JOIN, 5)
+        _, heartbeat = other.receive(HEARTBEAT, 4)
+        assert joined.generation_id == rejoined.generation_id == first.generation_id + 1
+        assert err(heartbeat) == "ILLEGAL_GENERATION"

@@ -1,0 +1,294 @@
+"""The coordinator against an in-memory offsets log: timers and futures, no sockets."""
+
+import asyncio
+
+import pytest
+
+from harness.wire.group_records import decode_group_value, decode_key
+from reference_broker.coordinator.group import group_admin
+from reference_broker.coordinator.group.group_coordinator import (
+    GroupConfig,
+    GroupCoordinator,
+    JoinRequest,
+)
+from reference_broker.coordinator.group.group_metadata import GroupState
+from reference_broker.coordinator.group.group_metadata_manager import (
+    GroupMetadataManager,
+    java_string_hash,
+    partition_for,
+)
+from reference_broker.coordinator.group.offset_commits import OffsetCommits, OffsetToCommit
+
+PARTITIONS = 3
+CONFIG = GroupConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=10,
+                     max_session_timeout_ms=10_000, max_size=3, offsets_retention_ms=50)
+
+
+class FakeOffsetsLog:
+    def __init__(self):
+        self.partitions = {p: [] for p in range(PARTITIONS)}
+        self.fail_with = "NONE"
+
+    def append(self, partition, records):
+        if self.fail_with != "NONE":
+            return self.fail_with
+        self.partitions[partition].extend(records)
+        return "NONE"
+
+    def read(self, partition):
+        return iter(list(self.partitions[partition]))
+
+
+async def started(log, config=CONFIG, load_delay_ms=0):
+    manager = GroupMetadataManager(PARTITIONS, log.append, log.read, load_delay_ms=load_delay_ms)
+    coordinator = GroupCoordinator(manager, config)
+    for p in range(PARTITIONS):
+        await coordinator.on_elected(p)
+    return coordinator, OffsetCommits(manager, config)
+
+
+def join(member_id="", group="g", session=1000, protocols=(("range", b"m"),), instance=None,
+         known_required=False):
+    return JoinRequest(group, member_id, instance, "c", "/h", session, 1000, "consumer",
+                       list(protocols), known_required)
+
+
+def test_java_hash_and_placement_match_kafka():
+    assert java_string_hash("") == 0
+    assert java_string_hash("abc") == 96354
+    assert java_string_hash("polygenelubricants") == -(2**31)  # Integer.MIN_VALUE
+    assert partition_for("polygenelubricants", 50) == 0
+    assert partition_for("my-group", 50) == abs(java_string_hash("my-group")) % 50
+
+
+def test_two_members_join_sync_and_survive_a_reload():
+    async def scenario():
+        log = FakeOffsetsLog()
+        coordinator, offsets = await started(log)
+        first = await coordinator.join_group(join(known_required=True))
+        assert first.error == "MEMBER_ID_REQUIRED" and first.member_id
+        a = await coordinator.join_group(join(first.member_id))
+        assert (a.error, a.generation_id, a.leader_id) == ("NONE", 1, a.member_id)
+        b_task = asyncio.ensure_future(coordinator.join_group(join()))
+        await asyncio.sleep(0)
+        assert coordinator.heartbeat("g", a.member_id, None, 1) == "REBALANCE_IN_PROGRESS"
+        a2 = await coordinator.join_group(join(a.member_id))
+        b = await b_task
+        assert a2.generation_id == b.generation_id == 2
+        assert [m[0] for m in a2.members] == [a.member_id, b.member_id] and b.members == []
+        b_sync = asyncio.ensure_future(
+            coordinator.sync_group("g", 2, b.member_id, None, None, None, {}))
+        await asyncio.sleep(0)
+        assert not b_sync.done()
+        a_sync = await coordinator.sync_group("g", 2, a.member_id, None, "consumer", "range",
+                                              {a.member_id: b"A", b.member_id: b"B"})
+        assert (a_sync.error, a_sync.assignment) == ("NONE", b"A")
+        assert (await b_sync).assignment == b"B"
+        assert coordinator.heartbeat("g", b.member_id, None, 2) == "NONE"
+        assert coordinator.heartbeat("g", b.member_id, None, 1) == "ILLEGAL_GENERATION"
+        assert offsets.commit("g", a.member_id, None, 2, {("t", 0): OffsetToCommit(7, 3, "m")}) \
+            == {("t", 0): "NONE"}
+        group_key = [decode_key(k) for p in log.partitions.values() for k, _ in p]
+        assert any(getattr(k, "topic", None) == "t" for k in group_key)
+        # A new coordinator replaying the same log knows the group and its offsets.
+        again, offsets_again = await started(log)
+        group = again.manager.groups["g"]
+        assert group.state is GroupState.STABLE and group.generation_id == 2
+        assert group.members[b.member_id].assignment == b"B"
+        _, fetched = offsets_again.fetch("g", [("t", 0), ("t", 1)])
+        assert fetched[("t", 0)].offset == 7 and fetched[("t", 1)] is None
+        again.on_resigned(partition_for("g", PARTITIONS))
+        assert again.heartbeat("g", b.member_id, None, 2) == "NOT_COORDINATOR"
+        coordinator.on_resigned(partition_for("g", PARTITIONS))
+
+    asyncio.run(scenario())
+
+
+def test_session_expiry_evicts_and_the_survivor_rebalances():
+    async def scenario():
+        coordinator, _ = await started(FakeOffsetsLog())
+        a = await coordinator.join_group(join(session=50))
+        b_task = asyncio.ensure_future(coordinator.join_group(join(session=50)))
+        await asyncio.sleep(0)
+        await coordinator.join_group(join(a.member_id, session=50))
+        b = await b_task
+        await coordinator.sync_group("g", b.generation_id, a.member_id, None, None, None, {})
+        for _ in range(6):  # b heartbeats, a does not
+            await asyncio.sleep(0.02)
+            coordinator.heartbeat("g", b.member_id, None, b.generation_id)
+        group = coordinator.manager.groups["g"]
+        assert a.member_id not in group.members
+        assert group.state is GroupState.PREPARING_REBALANCE
+        rejoined = await coordinator.join_group(join(b.member_id, session=50))
+        assert rejoined.leader_id == b.member_id and rejoined.generation_id == 3
+        assert coordinator.leave_group("g", [(b.member_id, None)]) == ("NONE", ["NONE"])
+        assert (group.state, group.generation_id) == (GroupState.EMPTY, 4)
+
+    asyncio.run(scenario())
+
+
+def test_join_errors():
+    async def scenario():
+        coordinator, _ = await started(FakeOffsetsLog())
+        assert (await coordinator.join_group(join(session=5))).error == "INVALID_SESSION_TIMEOUT"
+        assert (await coordinator.join_group(join("nobody"))).error == "UNKNOWN_MEMBER_ID"
+        assert (await coordinator.join_group(join(group=""))).error == "INVALID_GROUP_ID"
+        a = await coordinator.join_group(join())
+        other = join(protocols=(("roundrobin", b""),))
+        assert (await coordinator.join_group(other)).error == "INCONSISTENT_GROUP_PROTOCOL"
+        for _ in range(2):
+            assert (await coordinator.join_group(join(known_required=True))).error \
+                == "MEMBER_ID_REQUIRED"
+        assert (await coordinator.join_group(join(known_required=True))).error \
+            == "GROUP_MAX_SIZE_REACHED"
+        assert a.error == "NONE"
+
+    asyncio.run(scenario())
+
+
+def test_static_member_rejoin_keeps_the_generation_and_fences_the_old_id():
+    async def scenario():
+        coordinator, _ = await started(FakeOffsetsLog())
+        old = await coordinator.join_group(join(instance="i-1"))
+        await coordinator.sync_group("g", old.generation_id, old.member_id, "i-1", None, None,
+                                     {old.member_id: b"A"})
+        new = await coordinator.join_group(join(instance="i-1"))
+        assert new.error == "NONE" and new.generation_id == old.generation_id
+        assert new.member_id != old.member_id and new.skip_assignment
+        assert coordinator.heartbeat("g", old.member_id, "i-1", old.generation_id) \
+            == "FENCED_INSTANCE_ID"
+        assert (await coordinator.join_group(join(old.member_id, instance="i-1"))).error \
+            == "FENCED_INSTANCE_ID"
+        synced = await coordinator.sync_group("g", new.generation_id, new.member_id, "i-1",
+                                              None, None, {})
+        assert synced.assignment == b"A"
+        changed = await coordinator.join_group(join(instance="i-1",
+                                                    protocols=(("range", b"other"),)))
+        assert changed.error == "NONE" and changed.generation_id == new.generation_id + 1
+        assert coordinator.leave_group("g", [("", "i-1")]) == ("NONE", ["NONE"])
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_store_fails_the_sync_and_rebalances():
+    async def scenario():
+        log = FakeOffsetsLog()
+        coordinator, _ = await started(log)
+        a = await coordinator.join_group(join())
+        log.fail_with = "NOT_LEADER_OR_FOLLOWER"
+        synced = await coordinator.sync_group("g", a.generation_id, a.member_id, None, None,
+                                              None, {a.member_id: b"A"})
+        assert synced.error == "NOT_COORDINATOR"
+        assert coordinator.manager.groups["g"].state is GroupState.PREPARING_REBALANCE
+        coordinator.leave_group("g", [(a.member_id, None)])
+
+    asyncio.run(scenario())
+
+
+def test_loading_is_refused_until_replayed():
+    async def scenario():
+        log = FakeOffsetsLog()
+        manager = GroupMetadataManager(PARTITIONS, log.append, log.read, load_delay_ms=50)
+        coordinator = GroupCoordinator(manager, CONFIG)
+        assert coordinator.heartbeat("g", "m", None, 1) == "NOT_COORDINATOR"
+        loading = asyncio.ensure_future(coordinator.on_elected(partition_for("g", PARTITIONS)))
+        await asyncio.sleep(0.01)
+        assert (await coordinator.join_group(join())).error == "COORDINATOR_LOAD_IN_PROGRESS"
+        assert group_admin.list_groups(manager, None, None)[0] == "COORDINATOR_LOAD_IN_PROGRESS"
+        await loading
+        assert (await coordinator.join_group(join())).error == "NONE"
+
+    asyncio.run(scenario())
+
+
+def test_offset_rules_retention_and_group_deletion():
+    async def scenario():
+        log = FakeOffsetsLog()
+        coordinator, offsets = await started(log)
+        tp = ("t", 0)
+        assert offsets.commit("s", "", None, 5, {tp: OffsetToCommit(1, -1, None)}) \
+            == {tp: "ILLEGAL_GENERATION"}
+        assert offsets.commit("s", "", None, -1, {tp: OffsetToCommit(1, -1, "x" * 5000)}) \
+            == {tp: "OFFSET_METADATA_TOO_LARGE"}
+        assert offsets.commit("s", "", None, -1, {tp: OffsetToCommit(1, -1, None)}) \
+            == {tp: "NONE"}
+        a = await coordinator.join_group(join())
+        assert offsets.commit("g", a.member_id, None, a.generation_id,
+                              {tp: OffsetToCommit(1, -1, None)}) == {tp: "REBALANCE_IN_PROGRESS"}
+        await coordinator.sync_group("g", a.generation_id, a.member_id, None, None, None, {})
+        assert offsets.commit("g", "", None, -1, {tp: OffsetToCommit(1, -1, None)}) \
+            == {tp: "UNKNOWN_MEMBER_ID"}
+        assert offsets.commit("g", a.member_id, None, 0, {tp: OffsetToCommit(1, -1, None)}) \
+            == {tp: "ILLEGAL_GENERATION"}
+        assert offsets.commit("g", a.member_id, None, a.generation_id,
+                              {tp: OffsetToCommit(2, -1, None)}) == {tp: "NONE"}
+        assert group_admin.delete_group(coordinator.manager, "g") == "NON_EMPTY_GROUP"
+        assert group_admin.delete_group(coordinator.manager, "nope") == "GROUP_ID_NOT_FOUND"
+        assert offsets.delete("g", [tp]) == ("NONE", {tp: "NONE"})
+        coordinator.leave_group("g", [(a.member_id, None)])
+        await asyncio.sleep(0.06)
+        assert coordinator.manager.expire_offsets(CONFIG.offsets_retention_ms) == 1
+        assert "s" not in coordinator.manager.groups
+        assert group_admin.describe_group(coordinator.manager, "s").state == "Dead"
+        tombstones = [decode_key(k) for p in log.partitions.values() for k, v in p if v is None]
+        assert {getattr(k, "group", None) for k in tombstones} >= {"s"}
+        values = [decode_group_value(v) for p in log.partitions.values() for k, v in p
+                  if v is not None and decode_key(k).__class__.__name__ == "GroupMetadataKey"]
+        assert values and all(v.protocol_type == "consumer" for v in values)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("states,expected", [(None, ["a"]), ({"stable"}, []),
+                                             ({"CompletingRebalance"}, ["a"])])
+def test_list_groups_filters_by_state(states, expected):
+    async def scenario():
+        coordinator, _ = await started(FakeOffsetsLog())
+        await coordinator.join_group(join(group="a"))
+        error, listed = group_admin.list_groups(coordinator.manager, states, None)
+        assert error == "NONE" and [g for g, _t, _s in listed] == expected
+        assert group_admin.list_groups(coordinator.manager, None, {"consumer"}) == ("NONE", [])
+        coordinator.on_resigned(partition_for("a", PARTITIONS))
+
+    asyncio.run(scenario())
+
+
+def test_initial_rebalance_delay_gathers_a_starting_fleet_into_one_generation():
+    async def scenario():
+        config = GroupConfig(initial_rebalance_delay_ms=100, min_session_timeout_ms=10)
+        coordinator, _ = await started(FakeOffsetsLog(), config)
+        loop = asyncio.get_running_loop()
+        begun = loop.time()
+        first = asyncio.ensure_future(coordinator.join_group(join()))
+        await asyncio.sleep(0.03)
+        assert not first.done()
+        second = await coordinator.join_group(join())
+        a = await first
+        elapsed = loop.time() - begun
+        assert a.generation_id == second.generation_id == 1
+        assert len(a.members) == 2
+        # The second arrival extended the wait by one more delay, capped by the rebalance
+        # timeout (1000 ms here).
+        assert 0.19 <= elapsed < 0.9
+        coordinator.on_resigned(partition_for("g", PARTITIONS))
+
+    asyncio.run(scenario())
+
+
+def test_resigning_during_a_load_abandons_it():
+    async def scenario():
+        log = FakeOffsetsLog()
+        writer, offsets = await started(log)
+        offsets.commit("g", "", None, -1, {("t", 0): OffsetToCommit(1, -1, None)})
+        manager = GroupMetadataManager(PARTITIONS, log.append, log.read, load_delay_ms=50)
+        coordinator = GroupCoordinator(manager, CONFIG)
+        partition = partition_for("g", PARTITIONS)
+        loading = asyncio.ensure_future(coordinator.on_elected(partition))
+        await asyncio.sleep(0.01)
+        coordinator.on_resigned(partition)
+        await loading
+        assert manager.groups == {} and partition not in manager.owned
+        assert manager.ownership_error("g") == "NOT_COORDINATOR"
+        assert writer.manager.groups["g"].offsets
+
+    asyncio.run(scenario())
