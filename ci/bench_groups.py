@@ -57,7 +57,7 @@ def measure_join(bootstrap: str, timeout_s: float = 120.0) -> float:
     group = f"bench-join-{uuid.uuid4().hex[:8]}"
     assigned: set[int] = set()
     consumers = []
-    for i in range(MEMBERS):
+    for _ in range(MEMBERS):
         consumers.append(Consumer({
             "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
             "partition.assignment.strategy": "range", "session.timeout.ms": 30000, **QUIET}))
