@@ -1,0 +1,305 @@
+"""A real, standalone ZooKeeper server started from Debian's ``zookeeper`` package.
+
+Kafka's ZooKeeper mode is only as faithful as the ZooKeeper under it: session expiry, ephemeral
+znodes vanishing, and version-checked writes are the server's behaviour, so the harness runs the
+real Java server rather than a fake. The Debian package installs ``/usr/share/java/zookeeper.jar``
+whose manifest already names every dependency jar; we add ``slf4j-simple`` so the server's log
+goes to stderr, which is redirected to ``<run_dir>/zookeeper.log`` together with anything the
+JVM itself prints (a missing main class, a bad config) — one file to read when it fails.
+
+The process runs in its own session, like the brokers in :mod:`harness.cluster.peers`, so a
+Ctrl-C reaches only the harness, which then stops it (SIGTERM, then SIGKILL).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Self
+
+from harness.cluster.peers import PeerStartError
+from harness.net.ports import LOOPBACK, free_port
+
+DEBIAN_ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
+DEBIAN_SLF4J_SIMPLE_JAR = Path("/usr/share/java/slf4j-simple.jar")
+MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+CLASSPATH_ENV = "ZOOKEEPER_CLASSPATH"
+_INSTALL_HINT = "install Debian's package: apt-get install -y zookeeper (ci/setup.sh does)"
+_LOG_TAIL_CHARS = 2000
+_CONFIG_NAME = "zoo.cfg"
+
+
+def default_classpath() -> list[str]:
+    """``$ZOOKEEPER_CLASSPATH`` (``:``-separated) if set, else the Debian package's jars."""
+    override = os.environ.get(CLASSPATH_ENV)
+    if override:
+        return [entry for entry in override.split(os.pathsep) if entry]
+    return [str(DEBIAN_ZOOKEEPER_JAR), str(DEBIAN_SLF4J_SIMPLE_JAR)]
+
+
+def find_java(java: str | None = None) -> str:
+    """The ``java`` executable: the given path, ``$JAVA_HOME/bin/java``, or ``java`` on PATH."""
+    if java is not None:
+        candidates = [java]
+    else:
+        java_home = os.environ.get("JAVA_HOME")
+        candidates = [str(Path(java_home) / "bin" / "java")] if java_home else []
+        candidates.append("java")
+    for candidate in candidates:
+        found = shutil.which(candidate)
+        if found:
+            return found
+    raise PeerStartError(
+        f"ZooKeeper needs Java, and no executable was found (tried {', '.join(candidates)}): "
+        "install a JRE, e.g. apt-get install -y openjdk-17-jre-headless"
+    )
+
+
+def four_letter_word(host: str, port: int, word: str, timeout: float = 1.0) -> str:
+    """Send one of ZooKeeper's four-letter commands and return its whole answer.
+
+    The server answers and closes the connection, so reading to EOF is the framing.
+    """
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(word.encode("ascii"))
+        chunks: list[bytes] = []
+        while chunk := sock.recv(4096):
+            chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+class ZooKeeperServer:
+    """One standalone ZooKeeper on a free loopback port, in a run directory.
+
+    ``tick_time_ms`` is small by default so tests can use short session timeouts: ZooKeeper
+    clamps a client's requested timeout to ``[2, 20] × tickTime`` unless the bounds are set,
+    so both bounds are written explicitly (``min_session_timeout_ms`` and
+    ``max_session_timeout_ms``) to allow Kafka's 18 s default as well as sub-second ones.
+
+    Without a ``run_dir`` a temporary one is created and removed on ``stop``; a given one is
+    kept (data and log survive), and a stopped server restarts on the same port with its data.
+    """
+
+    name = "zookeeper"
+
+    def __init__(
+        self,
+        run_dir: Path | str | None = None,
+        *,
+        port: int | None = None,
+        tick_time_ms: int = 200,
+        min_session_timeout_ms: int | None = None,
+        max_session_timeout_ms: int = 60_000,
+        java: str | None = None,
+        classpath: Sequence[str] | None = None,
+        extra_config: Mapping[str, str | int] | None = None,
+        startup_timeout: float = 30.0,
+        stop_timeout: float = 10.0,
+    ) -> None:
+        self._given_run_dir = Path(run_dir) if run_dir is not None else None
+        self._run_dir: Path | None = None
+        self.port = port
+        self.tick_time_ms = tick_time_ms
+        self.min_session_timeout_ms = min_session_timeout_ms or 2 * tick_time_ms
+        self.max_session_timeout_ms = max_session_timeout_ms
+        self.java = java
+        self.classpath = list(classpath) if classpath is not None else None
+        self.extra_config = dict(extra_config or {})
+        self.startup_timeout = startup_timeout
+        self.stop_timeout = stop_timeout
+        self.returncode: int | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log_file: IO[bytes] | None = None
+
+    @property
+    def host(self) -> str:
+        return LOOPBACK
+
+    @property
+    def connect_string(self) -> str:
+        """``host:port`` for ``zookeeper.connect`` or kazoo's ``hosts``."""
+        if self.port is None:
+            raise RuntimeError(f"{self.name} has not been started")
+        return f"{self.host}:{self.port}"
+
+    @property
+    def run_dir(self) -> Path:
+        if self._run_dir is None:
+            raise RuntimeError(f"{self.name} has not been started")
+        return self._run_dir
+
+    @property
+    def log_path(self) -> Path:
+        return self.run_dir / f"{self.name}.log"
+
+    @property
+    def config_path(self) -> Path:
+        return self.run_dir / _CONFIG_NAME
+
+    @property
+    def data_dir(self) -> Path:
+        return self.run_dir / "data"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def is_running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def config(self) -> dict[str, str]:
+        """The ``zoo.cfg`` entries, ``extra_config`` last so a caller can override any of them."""
+        merged: dict[str, str | int] = {
+            "tickTime": self.tick_time_ms,
+            "dataDir": str(self.data_dir),
+            "clientPort": self.port if self.port is not None else 0,
+            "clientPortAddress": self.host,
+            "minSessionTimeout": self.min_session_timeout_ms,
+            "maxSessionTimeout": self.max_session_timeout_ms,
+            # Every broker, proxy and test client connects from 127.0.0.1: no per-IP cap.
+            "maxClientCnxns": 0,
+            "admin.enableServer": "false",
+            "4lw.commands.whitelist": "ruok,srvr,stat,mntr,cons",
+            **self.extra_config,
+        }
+        return {key: str(value) for key, value in merged.items()}
+
+    def command(self) -> list[str]:
+        """The JVM command line; raises :class:`PeerStartError` if Java or a jar is missing."""
+        classpath = self.classpath if self.classpath is not None else default_classpath()
+        missing = [entry for entry in classpath if not Path(entry).exists()]
+        if missing:
+            raise PeerStartError(
+                f"ZooKeeper class path entries do not exist: {', '.join(missing)}; "
+                f"{_INSTALL_HINT}, or set ${CLASSPATH_ENV}"
+            )
+        return [
+            find_java(self.java),
+            "-Xms64m",
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-Dorg.slf4j.simpleLogger.showDateTime=true",
+            "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
+            # ZooKeeper would otherwise try to register log4j MBeans it has no jar for.
+            "-Dzookeeper.jmx.log4j.disable=true",
+            "-cp",
+            os.pathsep.join(classpath),
+            MAIN_CLASS,
+            # Relative to the process's working directory, the run directory.
+            f"./{_CONFIG_NAME}",
+        ]
+
+    def _write_config(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        lines = [f"{key}={value}" for key, value in self.config().items()]
+        tmp = self.config_path.with_suffix(".tmp")
+        tmp.write_text("\n".join(lines) + "\n")
+        os.replace(tmp, self.config_path)
+
+    def start(self) -> Self:
+        if self.is_running():
+            raise RuntimeError(f"{self.name} is already running (pid {self.pid})")
+        command = self.command()
+        if self._given_run_dir is not None:
+            self._given_run_dir.mkdir(parents=True, exist_ok=True)
+            self._run_dir = self._given_run_dir
+        elif self._run_dir is None:
+            self._run_dir = Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
+        if self.port is None:
+            self.port = free_port(self.host)
+        self.returncode = None
+        try:
+            self._write_config()
+            self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+            self._process = subprocess.Popen(
+                command,
+                cwd=self.run_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            self._wait_until_serving()
+        except BaseException as exc:
+            exit_code = self._process.poll() if self._process is not None else None
+            tail = self._log_tail()
+            self.stop()
+            if isinstance(exc, PeerStartError | OSError):
+                exited = f" (exit code {exit_code})" if exit_code is not None else ""
+                raise PeerStartError(f"{self.name} did not start{exited}: {exc}\n{tail}") from exc
+            raise
+        return self
+
+    def _wait_until_serving(self) -> None:
+        """Poll ``srvr`` until it reports a mode, or fail as soon as the JVM exits.
+
+        ``ruok`` is not enough: it answers ``imok`` while the server still refuses requests.
+        """
+        deadline = time.monotonic() + self.startup_timeout
+        last_error = "nothing listening"
+        while time.monotonic() < deadline:
+            if not self.is_running():
+                raise PeerStartError(f"process exited before {self.connect_string} answered")
+            try:
+                answer = four_letter_word(self.host, self.port, "srvr", timeout=0.5)
+            except OSError as exc:
+                last_error = str(exc) or type(exc).__name__
+            else:
+                if "Mode: " in answer:
+                    return
+                last_error = f"srvr answered {answer.strip()!r}"
+            time.sleep(0.05)
+        raise PeerStartError(
+            f"{self.connect_string} did not serve within {self.startup_timeout:.0f}s: "
+            f"{last_error}"
+        )
+
+    def stop(self) -> int | None:
+        """SIGTERM, then SIGKILL after ``stop_timeout``; returns the exit code.
+
+        Safe to call twice and on a server that never started.
+        """
+        if self._process is not None:
+            if self._process.poll() is None:
+                self._process.send_signal(signal.SIGTERM)
+                try:
+                    self._process.wait(timeout=self.stop_timeout)
+                except subprocess.TimeoutExpired:
+                    self._process.kill()
+                    self._process.wait()
+            self.returncode = self._process.returncode
+            self._process = None
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+        if self._given_run_dir is None and self._run_dir is not None:
+            shutil.rmtree(self._run_dir, ignore_errors=True)
+            self._run_dir = None
+        return self.returncode
+
+    def _log_tail(self) -> str:
+        if self._run_dir is None or not self.log_path.exists():
+            return "(no log)"
+        if self._log_file is not None:
+            self._log_file.flush()
+        text = self.log_path.read_text(errors="replace")
+        return f"--- last lines of {self.log_path} ---\n{text[-_LOG_TAIL_CHARS:]}"
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
