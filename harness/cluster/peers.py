@@ -19,27 +19,18 @@ which then stops them in order; every child writes stdout and stderr to a log in
 from __future__ import annotations
 
 import os
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Self
+from typing import Self
 
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from harness.net.ports import LOOPBACK, free_port, is_accepting
-
-_LOG_TAIL_CHARS = 2000
-
-
-class PeerStartError(RuntimeError):
-    """A peer did not come up; the message carries the reason and the tail of its log."""
+from harness.cluster.process import ManagedProcess, PeerStartError
+from harness.net.ports import is_accepting
 
 
 def wait_until_serving(
@@ -78,36 +69,11 @@ def wait_until_serving(
     )
 
 
-class BrokerProcess:
-    """A single-node broker run as a child process on a free loopback port.
-
-    Subclasses say which command to run (``_command``) and may write files first
-    (``_prepare``). Without a ``run_dir`` a temporary one is created and removed on ``stop``;
-    a given ``run_dir`` is kept, so its log (``<name>.log``) survives for inspection and a
-    stopped broker can be started again on the same port with the same files.
-    """
+class BrokerProcess(ManagedProcess):
+    """A single-node Kafka-compatible broker run as a child process; serving means its
+    Metadata names a broker."""
 
     name = "broker"
-
-    def __init__(
-        self,
-        run_dir: Path | str | None = None,
-        *,
-        startup_timeout: float = 30.0,
-        stop_timeout: float = 10.0,
-    ) -> None:
-        self._given_run_dir = Path(run_dir) if run_dir is not None else None
-        self._run_dir: Path | None = None
-        self.startup_timeout = startup_timeout
-        self.stop_timeout = stop_timeout
-        self.port: int | None = None
-        self.returncode: int | None = None
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log_file: IO[bytes] | None = None
-
-    @property
-    def host(self) -> str:
-        return LOOPBACK
 
     @property
     def bootstrap(self) -> str:
@@ -116,109 +82,10 @@ class BrokerProcess:
             raise RuntimeError(f"{self.name} has not been started")
         return f"{self.host}:{self.port}"
 
-    @property
-    def run_dir(self) -> Path:
-        if self._run_dir is None:
-            raise RuntimeError(f"{self.name} has not been started")
-        return self._run_dir
-
-    @property
-    def log_path(self) -> Path:
-        return self.run_dir / f"{self.name}.log"
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
-
-    def is_running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
-
-    def _command(self) -> list[str]:
-        raise NotImplementedError
-
-    def _prepare(self) -> None:
-        """Write whatever the command needs into ``run_dir`` before it starts."""
-
-    def start(self) -> Self:
-        if self.is_running():
-            raise RuntimeError(f"{self.name} is already running (pid {self.pid})")
-        if self._given_run_dir is not None:
-            self._given_run_dir.mkdir(parents=True, exist_ok=True)
-            self._run_dir = self._given_run_dir
-        elif self._run_dir is None:
-            self._run_dir = Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
-        if self.port is None:
-            self.port = free_port(self.host)
-        self.returncode = None
-        try:
-            self._prepare()
-            command = self._command()
-            self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
-            self._process = subprocess.Popen(
-                command,
-                cwd=self.run_dir,
-                stdin=subprocess.DEVNULL,
-                stdout=self._log_file,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            wait_until_serving(
-                self.host,
-                self.port,
-                timeout=self.startup_timeout,
-                still_running=self.is_running,
-            )
-        except BaseException as exc:
-            exit_code = self._process.poll() if self._process is not None else None
-            tail = self._log_tail()
-            self.stop()
-            if isinstance(exc, PeerStartError | OSError):
-                exited = f" (exit code {exit_code})" if exit_code is not None else ""
-                raise PeerStartError(f"{self.name} did not start{exited}: {exc}\n{tail}") from exc
-            raise
-        return self
-
-    def stop(self) -> int | None:
-        """SIGTERM, then SIGKILL after ``stop_timeout``; returns the exit code (``-9`` if killed).
-
-        Safe to call twice and on a broker that never started.
-        """
-        if self._process is not None:
-            if self._process.poll() is None:
-                self._process.send_signal(signal.SIGTERM)
-                try:
-                    self._process.wait(timeout=self.stop_timeout)
-                except subprocess.TimeoutExpired:
-                    self._process.kill()
-                    self._process.wait()
-            self.returncode = self._process.returncode
-            self._process = None
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
-        if self._given_run_dir is None and self._run_dir is not None:
-            shutil.rmtree(self._run_dir, ignore_errors=True)
-            self._run_dir = None
-        return self.returncode
-
-    def _log_tail(self) -> str:
-        if self._run_dir is None or not self.log_path.exists():
-            return "(no log)"
-        if self._log_file is not None:
-            self._log_file.flush()
-        text = self.log_path.read_text(errors="replace")
-        return f"--- last lines of {self.log_path} ---\n{text[-_LOG_TAIL_CHARS:]}"
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+    def _wait_until_serving(self) -> None:
+        assert self.port is not None
+        wait_until_serving(self.host, self.port, timeout=self.startup_timeout,
+                           still_running=self.is_running)
 
 
 def tansu_binary() -> str:

@@ -15,18 +15,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
-import subprocess
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import IO, Self
 
-from harness.cluster.peers import PeerStartError
-from harness.net.ports import LOOPBACK, free_port
+from harness.cluster.process import ManagedProcess, PeerStartError
 
 DEBIAN_ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 DEBIAN_SLF4J_SIMPLE_JAR = Path("/usr/share/java/slf4j-simple.jar")
@@ -76,7 +70,7 @@ def four_letter_word(host: str, port: int, word: str, timeout: float = 1.0) -> s
     return b"".join(chunks).decode("utf-8", errors="replace")
 
 
-class ZooKeeperServer:
+class ZooKeeperServer(ManagedProcess):
     """One standalone ZooKeeper on a free loopback port, in a run directory.
 
     ``tick_time_ms`` is small by default so tests can use short session timeouts: ZooKeeper
@@ -104,24 +98,14 @@ class ZooKeeperServer:
         startup_timeout: float = 30.0,
         stop_timeout: float = 10.0,
     ) -> None:
-        self._given_run_dir = Path(run_dir) if run_dir is not None else None
-        self._run_dir: Path | None = None
-        self.port = port
+        super().__init__(run_dir, port=port, startup_timeout=startup_timeout,
+                         stop_timeout=stop_timeout)
         self.tick_time_ms = tick_time_ms
         self.min_session_timeout_ms = min_session_timeout_ms or 2 * tick_time_ms
         self.max_session_timeout_ms = max_session_timeout_ms
         self.java = java
         self.classpath = list(classpath) if classpath is not None else None
         self.extra_config = dict(extra_config or {})
-        self.startup_timeout = startup_timeout
-        self.stop_timeout = stop_timeout
-        self.returncode: int | None = None
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log_file: IO[bytes] | None = None
-
-    @property
-    def host(self) -> str:
-        return LOOPBACK
 
     @property
     def connect_string(self) -> str:
@@ -131,29 +115,12 @@ class ZooKeeperServer:
         return f"{self.host}:{self.port}"
 
     @property
-    def run_dir(self) -> Path:
-        if self._run_dir is None:
-            raise RuntimeError(f"{self.name} has not been started")
-        return self._run_dir
-
-    @property
-    def log_path(self) -> Path:
-        return self.run_dir / f"{self.name}.log"
-
-    @property
     def config_path(self) -> Path:
         return self.run_dir / _CONFIG_NAME
 
     @property
     def data_dir(self) -> Path:
         return self.run_dir / "data"
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
-
-    def is_running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
 
     def config(self) -> dict[str, str]:
         """The ``zoo.cfg`` entries, ``extra_config`` last so a caller can override any of them."""
@@ -172,7 +139,7 @@ class ZooKeeperServer:
         }
         return {key: str(value) for key, value in merged.items()}
 
-    def command(self) -> list[str]:
+    def _command(self) -> list[str]:
         """The JVM command line; raises :class:`PeerStartError` if Java or a jar is missing."""
         classpath = self.classpath if self.classpath is not None else default_classpath()
         missing = [entry for entry in classpath if not Path(entry).exists()]
@@ -197,46 +164,12 @@ class ZooKeeperServer:
             f"./{_CONFIG_NAME}",
         ]
 
-    def _write_config(self) -> None:
+    def _prepare(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         lines = [f"{key}={value}" for key, value in self.config().items()]
         tmp = self.config_path.with_suffix(".tmp")
         tmp.write_text("\n".join(lines) + "\n")
         os.replace(tmp, self.config_path)
-
-    def start(self) -> Self:
-        if self.is_running():
-            raise RuntimeError(f"{self.name} is already running (pid {self.pid})")
-        command = self.command()
-        if self._given_run_dir is not None:
-            self._given_run_dir.mkdir(parents=True, exist_ok=True)
-            self._run_dir = self._given_run_dir
-        elif self._run_dir is None:
-            self._run_dir = Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
-        if self.port is None:
-            self.port = free_port(self.host)
-        self.returncode = None
-        try:
-            self._write_config()
-            self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
-            self._process = subprocess.Popen(
-                command,
-                cwd=self.run_dir,
-                stdin=subprocess.DEVNULL,
-                stdout=self._log_file,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            self._wait_until_serving()
-        except BaseException as exc:
-            exit_code = self._process.poll() if self._process is not None else None
-            tail = self._log_tail()
-            self.stop()
-            if isinstance(exc, PeerStartError | OSError):
-                exited = f" (exit code {exit_code})" if exit_code is not None else ""
-                raise PeerStartError(f"{self.name} did not start{exited}: {exc}\n{tail}") from exc
-            raise
-        return self
 
     def _wait_until_serving(self) -> None:
         """Poll ``srvr`` until it reports a mode, or fail as soon as the JVM exits.
@@ -261,45 +194,3 @@ class ZooKeeperServer:
             f"{self.connect_string} did not serve within {self.startup_timeout:.0f}s: "
             f"{last_error}"
         )
-
-    def stop(self) -> int | None:
-        """SIGTERM, then SIGKILL after ``stop_timeout``; returns the exit code.
-
-        Safe to call twice and on a server that never started.
-        """
-        if self._process is not None:
-            if self._process.poll() is None:
-                self._process.send_signal(signal.SIGTERM)
-                try:
-                    self._process.wait(timeout=self.stop_timeout)
-                except subprocess.TimeoutExpired:
-                    self._process.kill()
-                    self._process.wait()
-            self.returncode = self._process.returncode
-            self._process = None
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
-        if self._given_run_dir is None and self._run_dir is not None:
-            shutil.rmtree(self._run_dir, ignore_errors=True)
-            self._run_dir = None
-        return self.returncode
-
-    def _log_tail(self) -> str:
-        if self._run_dir is None or not self.log_path.exists():
-            return "(no log)"
-        if self._log_file is not None:
-            self._log_file.flush()
-        text = self.log_path.read_text(errors="replace")
-        return f"--- last lines of {self.log_path} ---\n{text[-_LOG_TAIL_CHARS:]}"
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
