@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -99,7 +100,12 @@ def _child(mode: str, directory: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1M,10M,100M", help="comma-separated row counts")
-    parser.add_argument("--data", type=Path, default=Path("bench-results/histories"))
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "kafka-harness-bench",
+        help="where generated histories are kept between runs (they are large)",
+    )
     parser.add_argument("--out", type=Path, default=Path("bench-results/checker.json"))
     parser.add_argument("--no-reference", action="store_true", help="skip the pure-Python run")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "DIR"), help=argparse.SUPPRESS)

@@ -1,0 +1,109 @@
+"""`kafka-harness check`: a history in; a verdict, reports and an exit code out.
+
+The exit codes are the contract CI relies on (docs/history.md): 0 valid, 1 an anomaly the
+guarantee forbids, 2 a usage error or malformed history, 3 Spark or Java could not start (or a
+Spark job failed). With --json, stdout carries exactly one JSON object whatever happens, so the
+JVM's own output is pointed at stderr before it starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+
+from rich.console import Console
+
+from harness import history
+from harness.checker import report
+from harness.checker.result import CheckResult
+
+VALID, INVALID, USAGE, INFRASTRUCTURE = 0, 1, 2, 3
+
+
+@contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Point file descriptor 1 at stderr; children started meanwhile (the JVM) keep it so."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _refuse(code: int, message: str, as_json: bool, where: history.Location | None = None) -> int:
+    Console(stderr=True).print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
+    if as_json:
+        fields = {"file": where.file, "row": where.row} if where else {}
+        print(json.dumps({"error": message, "exit_code": code, **fields}))
+    return code
+
+
+def run(
+    history_dir: Path,
+    guarantee: str,
+    *,
+    master: str | None = None,
+    as_json: bool = False,
+    report_dir: Path | None = None,
+) -> int:
+    """Check one history and report; returns the process exit code."""
+    try:
+        files = history.history_files(history_dir)
+        for path in files:  # cheap footer checks: refuse a bad file before starting a JVM
+            if path.suffix == ".parquet":
+                history.check_parquet_schema(path)
+    except history.HistoryError as exc:
+        return _refuse(USAGE, str(exc), as_json, exc.location)
+    size = sum(p.stat().st_size for p in files)
+    with _stdout_to_stderr() if as_json else nullcontext():
+        outcome = _check(history_dir, len(files), size, guarantee, master, report_dir)
+    if isinstance(outcome, tuple):
+        code, message, where = outcome
+        return _refuse(code, message, as_json, where)
+    if as_json:
+        print(json.dumps(outcome.to_json()))
+    else:
+        report.print_summary(Console(), outcome, str(history_dir))
+    return VALID if outcome.valid else INVALID
+
+
+def _check(
+    history_dir: Path,
+    files: int,
+    size: int,
+    guarantee: str,
+    master: str | None,
+    report_dir: Path | None,
+) -> CheckResult | tuple[int, str, history.Location | None]:
+    """The Spark part: the result, or why there is none (exit code, message, where)."""
+    from harness.checker import spark  # pyspark takes a second to import; not for --help
+
+    err = Console(stderr=True)
+    try:
+        with err.status("Starting Spark…"):
+            session = spark.start_session(master, size)
+    except spark.SparkError as exc:
+        return INFRASTRUCTURE, str(exc), None
+    try:
+        with err.status(f"Checking {files} history file(s) in {history_dir}…"):
+            result = spark.check(session, history_dir, guarantee)
+        if report_dir is not None:
+            with err.status(f"Writing the report to {report_dir}…"):
+                data = spark.report_data(session, history_dir, result)
+                written = report.write_reports(report_dir, result, data, str(history_dir))
+            err.print("report: " + ", ".join(str(p) for p in written), highlight=False)
+        return result
+    except history.HistoryError as exc:
+        return USAGE, str(exc), exc.location
+    except spark.SparkError as exc:
+        return INFRASTRUCTURE, str(exc), None
+    finally:
+        session.stop()

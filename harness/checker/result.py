@@ -1,0 +1,254 @@
+"""What a check produces, independent of the engine that computed it.
+
+The anomaly names, the guarantee table and the JSON shape are the contract (docs/history.md); both
+engines fill the same CheckResult so the property test can demand identical answers and the
+reports never care which engine ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+ANOMALIES = (
+    "lost_write",
+    "unseen",
+    "duplicate",
+    "inconsistent_offset",
+    "aborted_read",
+    "phantom_read",
+    "nonmonotonic_send",
+    "nonmonotonic_poll",
+    "poll_skip",
+    "commit_regression",
+    "group_exclusivity",
+    "redelivery",
+)
+
+_AT_LEAST_ONCE = frozenset(
+    {
+        "lost_write",
+        "inconsistent_offset",
+        "aborted_read",
+        "phantom_read",
+        "nonmonotonic_poll",
+        "poll_skip",
+        "commit_regression",
+        "group_exclusivity",
+    }
+)
+GUARANTEES: dict[str, frozenset[str]] = {
+    "at-least-once": _AT_LEAST_ONCE,
+    "exactly-once": _AT_LEAST_ONCE | {"duplicate", "redelivery", "nonmonotonic_send"},
+    "at-most-once": frozenset(
+        {
+            "inconsistent_offset",
+            "aborted_read",
+            "phantom_read",
+            "duplicate",
+            "redelivery",
+            "group_exclusivity",
+        }
+    ),
+}
+DEFAULT_GUARANTEE = "at-least-once"
+
+STATS = (
+    "rows",
+    "processes",
+    "sends",
+    "sends_ok",
+    "sends_fail",
+    "sends_info",
+    "sends_pending",
+    "sends_ok_unknown_offset",
+    "polls",
+    "records_read",
+    "commits_ok",
+    "commits_failed",
+    "assigns",
+    "revokes",
+    "nemesis_ops",
+    "topic_partitions",
+    "first_time_ns",
+    "last_time_ns",
+)
+
+MAX_EXAMPLES = 5
+ROWS_PER_EXAMPLE = 10
+
+_TPO = ("topic", "partition", "offset")
+_PAIR = ("process", "topic", "partition", "seq")
+_COMMIT = ("group", "topic", "partition", "time_ns", "process", "seq")
+# Per anomaly: the fields that order its examples (the first MAX_EXAMPLES are reported), then
+# every field an example reports besides "rows". Both engines build examples from this.
+EXAMPLE_ORDER: dict[str, tuple[str, ...]] = {
+    "lost_write": (*_TPO, "op"),
+    "unseen": (*_TPO, "op"),
+    "duplicate": ("value",),
+    "inconsistent_offset": _TPO,
+    "aborted_read": ("value",),
+    "phantom_read": ("value",),
+    "nonmonotonic_send": _PAIR,
+    "nonmonotonic_poll": _PAIR,
+    "poll_skip": _PAIR,
+    "commit_regression": _COMMIT,
+    "group_exclusivity": ("group", "generation", "topic", "partition"),
+    "redelivery": ("group", *_TPO),
+}
+EXAMPLE_FIELDS: dict[str, tuple[str, ...]] = {
+    "lost_write": (*_TPO, "value", "op", "max_read_offset"),
+    "unseen": (*_TPO, "value", "op", "max_read_offset"),
+    "duplicate": ("value",),
+    "inconsistent_offset": _TPO,
+    "aborted_read": ("value",),
+    "phantom_read": ("value",),
+    "nonmonotonic_send": (*_PAIR, "offset", "previous_offset", "op", "previous_op"),
+    "nonmonotonic_poll": (*_PAIR, "offset", "previous_seq", "previous_offset"),
+    "poll_skip": (*_PAIR, "offset", "previous_seq", "previous_offset", "observed_between"),
+    "commit_regression": (
+        *_COMMIT,
+        "offset",
+        "previous_process",
+        "previous_seq",
+        "previous_offset",
+    ),
+    "group_exclusivity": (
+        "group",
+        "generation",
+        "topic",
+        "partition",
+        "process_count",
+        "processes",
+    ),
+    "redelivery": ("group", *_TPO, "reads"),
+}
+
+
+@dataclass
+class AnomalyResult:
+    count: int = 0
+    # Each example: the fields that identify the instance, and "rows": the history rows
+    # involved (ordered by process, seq; at most ROWS_PER_EXAMPLE).
+    examples: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class CheckResult:
+    guarantee: str
+    anomalies: dict[str, AnomalyResult]
+    stats: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        if self.guarantee not in GUARANTEES:
+            raise ValueError(f"unknown guarantee {self.guarantee!r}; use one of {list(GUARANTEES)}")
+        missing = set(ANOMALIES) - set(self.anomalies)
+        if missing:
+            raise ValueError(f"result lacks anomalies {sorted(missing)}")
+
+    def fails(self, name: str) -> bool:
+        """Whether this anomaly, if present, fails the run under the guarantee asked for."""
+        return name in GUARANTEES[self.guarantee]
+
+    @property
+    def failing(self) -> list[str]:
+        return [n for n in ANOMALIES if self.anomalies[n].count and self.fails(n)]
+
+    @property
+    def valid(self) -> bool:
+        return not self.failing
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "valid": self.valid,
+            "guarantee": self.guarantee,
+            "anomalies": {
+                name: {
+                    "count": self.anomalies[name].count,
+                    "examples": self.anomalies[name].examples,
+                }
+                for name in ANOMALIES
+            },
+            "stats": {name: self.stats.get(name) for name in STATS},
+        }
+
+
+@dataclass
+class TimelineBucket:
+    start_ns: int
+    sends_ok: int
+    sends_failed: int  # fail or info
+    records_read: int
+    latency_mean_ms: float | None
+    latency_p99_ms: float | None
+
+
+@dataclass
+class FaultWindow:
+    start_ns: int
+    end_ns: int
+    what: str
+
+
+@dataclass
+class OffsetPoint:
+    time_ns: int
+    offset: int
+    kind: str  # "send" (acked) or "read"
+    process: int
+
+
+@dataclass
+class Neighborhood:
+    """The offsets of one partition around one example, to see what happened next to it."""
+
+    anomaly: str
+    example: int
+    topic: str
+    partition: int
+    offset: int
+    points: list[OffsetPoint]
+
+
+@dataclass
+class ReportData:
+    """What the HTML report plots beyond the result; only computed when a report is asked for."""
+
+    bucket_ns: int
+    timeline: list[TimelineBucket]
+    faults: list[FaultWindow]
+    neighborhoods: list[Neighborhood]
+
+
+def example_anchor(example: dict[str, Any]) -> tuple[str, int, int] | None:
+    """The (topic, partition, offset) an example is about, for plotting the offsets around it."""
+    if all(example.get(k) is not None for k in ("topic", "partition", "offset")):
+        return example["topic"], example["partition"], example["offset"]
+    for row in example.get("rows", ()):
+        offset = row["offset"]
+        positioned = row["partition"] >= 0 and offset is not None and offset >= 0
+        if row["type"] == "ok" and row["f"] in ("send", "poll") and positioned:
+            return row["topic"], row["partition"], row["offset"]
+    return None
+
+
+def fault_windows(
+    nemesis: list[tuple[int, int, str, str | None]], end_ns: int
+) -> list[FaultWindow]:
+    """Fault windows from nemesis invoke rows (time_ns, op, type, value), in time order.
+
+    A nemesis op opens a window unless its value starts with "heal", which closes every open
+    window: the convention harness nemeses follow and docs/history.md describes.
+    """
+    windows: list[FaultWindow] = []
+    opened: list[tuple[int, str]] = []
+    for time_ns, _, type_, value in sorted(nemesis):
+        if type_ != "invoke":
+            continue
+        if (value or "").lower().startswith("heal"):
+            windows += [FaultWindow(start, time_ns, what) for start, what in opened]
+            opened = []
+        else:
+            opened.append((time_ns, value or "fault"))
+    windows += [FaultWindow(start, end_ns, what) for start, what in opened]
+    return windows

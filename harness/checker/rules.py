@@ -1,0 +1,310 @@
+"""The anomaly rules of docs/history.md in plain Python: the reference the Spark jobs must match.
+
+Written for clarity over speed and kept free of I/O, so a test can hand it a few events and read
+the definition straight off the code. Every choice the contract leaves open (example order, which
+rows are an example's context, tie-breaks) is made here and mirrored by harness.checker.spark.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from itertools import pairwise
+from typing import Any
+
+from harness.checker.result import (
+    ANOMALIES,
+    DEFAULT_GUARANTEE,
+    EXAMPLE_FIELDS,
+    EXAMPLE_ORDER,
+    MAX_EXAMPLES,
+    ROWS_PER_EXAMPLE,
+    AnomalyResult,
+    CheckResult,
+)
+from harness.history import Event
+
+TPO = tuple[str, int, int]
+Instance = tuple[dict[str, Any], Sequence[Event]]  # example fields, context rows
+
+
+def has_position(event: Event) -> bool:
+    """An ok send states where its value is only when both partition and offset are known."""
+    return event.partition >= 0 and event.offset is not None and event.offset >= 0
+
+
+def _is_read(event: Event) -> bool:
+    return event.f == "poll" and event.type == "ok"
+
+
+def _context(rows: Iterable[Event]) -> list[dict[str, Any]]:
+    ordered = sorted(rows, key=lambda e: (e.process, e.seq))
+    return [e.as_dict() for e in ordered[:ROWS_PER_EXAMPLE]]
+
+
+class _History:
+    """The views of a history that several rules share."""
+
+    def __init__(self, events: Sequence[Event]) -> None:
+        self.events = events
+        self.reads = [e for e in events if _is_read(e)]
+        self.known = [e for e in events if e.f == "send" and e.type == "ok" and has_position(e)]
+        self.by_op: dict[int, list[Event]] = defaultdict(list)
+        self.by_value: dict[str, list[Event]] = defaultdict(list)
+        self.invoke_seq: dict[int, int] = {}
+        self.invoked: set[str] = set()
+        self.failed: set[str] = set()
+        for e in events:
+            self.by_op[e.op].append(e)
+            if e.f in ("send", "poll") and e.value is not None:
+                self.by_value[e.value].append(e)
+            if e.f == "send" and e.type == "invoke":
+                self.invoked.add(e.value)
+                self.invoke_seq[e.op] = e.seq
+            elif e.f == "send" and e.type == "fail":
+                self.failed.add(e.value)
+        self.read_values = {e.value for e in self.reads}
+        self.observed_at: dict[TPO, list[Event]] = defaultdict(list)
+        self.positions: dict[str, set[TPO]] = defaultdict(set)
+        for e in self.reads + self.known:
+            self.observed_at[(e.topic, e.partition, e.offset)].append(e)
+            self.positions[e.value].add((e.topic, e.partition, e.offset))
+        self.max_read: dict[tuple[str, int], int] = {}
+        for e in self.reads:
+            tp = (e.topic, e.partition)
+            self.max_read[tp] = max(self.max_read.get(tp, e.offset), e.offset)
+        offsets: dict[tuple[str, int], set[int]] = defaultdict(set)
+        for t, p, o in self.observed_at:
+            offsets[(t, p)].add(o)
+        self.observed_offsets = {tp: sorted(os_) for tp, os_ in offsets.items()}
+
+    def observed_between(self, topic: str, partition: int, low: int, high: int) -> int:
+        """How many distinct offsets of the t/p strictly between low and high are observed."""
+        offsets = self.observed_offsets[(topic, partition)]
+        return max(0, bisect.bisect_left(offsets, high) - bisect.bisect_right(offsets, low))
+
+
+def _unread_sends(h: _History) -> tuple[list[Instance], list[Instance]]:
+    lost: list[Instance] = []
+    unseen: list[Instance] = []
+    for s in h.known:
+        if s.value in h.read_values:
+            continue
+        highest = h.max_read.get((s.topic, s.partition))
+        fields = {
+            "topic": s.topic,
+            "partition": s.partition,
+            "offset": s.offset,
+            "value": s.value,
+            "op": s.op,
+            "max_read_offset": highest,
+        }
+        target = lost if highest is not None and highest > s.offset else unseen
+        target.append((fields, h.by_op[s.op]))
+    return lost, unseen
+
+
+def _by_value(h: _History, values: Iterable[str]) -> list[Instance]:
+    return [({"value": v}, h.by_value[v]) for v in values]
+
+
+def _inconsistent(h: _History) -> list[Instance]:
+    return [
+        ({"topic": tpo[0], "partition": tpo[1], "offset": tpo[2]}, rows)
+        for tpo, rows in h.observed_at.items()
+        if len({e.value for e in rows}) > 1
+    ]
+
+
+def _nonmonotonic_sends(h: _History) -> list[Instance]:
+    streams: dict[tuple[int, str, int], list[tuple[int, Event]]] = defaultdict(list)
+    for s in h.known:
+        if s.op in h.invoke_seq:
+            streams[(s.process, s.topic, s.partition)].append((h.invoke_seq[s.op], s))
+    found: list[Instance] = []
+    for (process, topic, partition), stream in streams.items():
+        stream.sort(key=lambda item: item[0])
+        for (_, before), (seq, after) in pairwise(stream):
+            if after.offset < before.offset:
+                fields = {
+                    "process": process,
+                    "topic": topic,
+                    "partition": partition,
+                    "seq": seq,
+                    "offset": after.offset,
+                    "previous_offset": before.offset,
+                    "op": after.op,
+                    "previous_op": before.op,
+                }
+                rows = h.by_op[before.op] + h.by_op[after.op]
+                found.append((fields, rows))
+    return found
+
+
+def _read_pairs(h: _History) -> tuple[list[Instance], list[Instance]]:
+    """Consecutive reads inside one run; an assign or revoke of the t/p ends a run."""
+    streams: dict[tuple[int, str, int], list[Event]] = defaultdict(list)
+    for e in h.events:
+        if _is_read(e) or e.f in ("assign", "revoke"):
+            streams[(e.process, e.topic, e.partition)].append(e)
+    backwards: list[Instance] = []
+    skips: list[Instance] = []
+    for (process, topic, partition), stream in streams.items():
+        stream.sort(key=lambda e: e.seq)
+        for first, second in pairwise(stream):
+            if not (_is_read(first) and _is_read(second)):
+                continue
+            fields = {
+                "process": process,
+                "topic": topic,
+                "partition": partition,
+                "seq": second.seq,
+                "offset": second.offset,
+                "previous_seq": first.seq,
+                "previous_offset": first.offset,
+            }
+            rows = [first, second]
+            if second.offset <= first.offset:
+                backwards.append((fields, rows))
+            else:
+                between = h.observed_between(topic, partition, first.offset, second.offset)
+                if between:
+                    skips.append(({**fields, "observed_between": between}, rows))
+    return backwards, skips
+
+
+def _commit_regressions(h: _History) -> list[Instance]:
+    streams: dict[tuple[str, str, int], list[Event]] = defaultdict(list)
+    for e in h.events:
+        if e.f == "commit" and e.type == "ok" and e.group is not None:
+            streams[(e.group, e.topic, e.partition)].append(e)
+    found: list[Instance] = []
+    for (group, topic, partition), stream in streams.items():
+        stream.sort(key=lambda e: (e.time_ns, e.process, e.seq))
+        for before, after in pairwise(stream):
+            if after.offset < before.offset:
+                fields = {
+                    "group": group,
+                    "topic": topic,
+                    "partition": partition,
+                    "time_ns": after.time_ns,
+                    "process": after.process,
+                    "seq": after.seq,
+                    "offset": after.offset,
+                    "previous_process": before.process,
+                    "previous_seq": before.seq,
+                    "previous_offset": before.offset,
+                }
+                found.append((fields, [before, after]))
+    return found
+
+
+def _group_exclusivity(h: _History) -> list[Instance]:
+    first_reads: dict[tuple[str, int, str, int], dict[int, Event]] = defaultdict(dict)
+    for e in h.reads:
+        if e.group is None or e.generation < 0:
+            continue
+        firsts = first_reads[(e.group, e.generation, e.topic, e.partition)]
+        if e.process not in firsts or e.seq < firsts[e.process].seq:
+            firsts[e.process] = e
+    found: list[Instance] = []
+    for key, firsts in first_reads.items():
+        if len(firsts) < 2:
+            continue
+        processes = sorted(firsts)[:ROWS_PER_EXAMPLE]
+        fields = {
+            "group": key[0],
+            "generation": key[1],
+            "topic": key[2],
+            "partition": key[3],
+            "process_count": len(firsts),
+            "processes": processes,
+        }
+        found.append((fields, [firsts[p] for p in processes]))
+    return found
+
+
+def _redeliveries(h: _History) -> list[Instance]:
+    reads: dict[tuple[str, str, int, int], list[Event]] = defaultdict(list)
+    for e in h.reads:
+        if e.group is not None:
+            reads[(e.group, e.topic, e.partition, e.offset)].append(e)
+    names = ("group", "topic", "partition", "offset")
+    return [
+        ({**dict(zip(names, key, strict=True)), "reads": len(rows)}, rows)
+        for key, rows in reads.items()
+        if len({e.op for e in rows}) > 1
+    ]
+
+
+def _stats(h: _History) -> dict[str, Any]:
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    for e in h.events:
+        counts[(e.f, e.type)] += 1
+    sends = counts[("send", "invoke")]
+    done = {t: counts[("send", t)] for t in ("ok", "fail", "info")}
+    times = [e.time_ns for e in h.events]
+    return {
+        "rows": len(h.events),
+        "processes": len({e.process for e in h.events}),
+        "sends": sends,
+        "sends_ok": done["ok"],
+        "sends_fail": done["fail"],
+        "sends_info": done["info"],
+        "sends_pending": sends - sum(done.values()),
+        "sends_ok_unknown_offset": done["ok"] - len(h.known),
+        "polls": counts[("poll", "invoke")],
+        "records_read": len(h.reads),
+        "commits_ok": counts[("commit", "ok")],
+        "commits_failed": counts[("commit", "fail")] + counts[("commit", "info")],
+        "assigns": sum(n for (f, _), n in counts.items() if f == "assign"),
+        "revokes": sum(n for (f, _), n in counts.items() if f == "revoke"),
+        "nemesis_ops": counts[("nemesis", "invoke")],
+        "topic_partitions": len(h.observed_offsets),
+        "first_time_ns": min(times, default=None),
+        "last_time_ns": max(times, default=None),
+    }
+
+
+def _result(name: str, instances: list[Instance], max_examples: int) -> AnomalyResult:
+    order = EXAMPLE_ORDER[name]
+    chosen = sorted(instances, key=lambda item: tuple(item[0][k] for k in order))[:max_examples]
+    return AnomalyResult(
+        count=len(instances),
+        examples=[
+            {**{k: fields[k] for k in EXAMPLE_FIELDS[name]}, "rows": _context(rows)}
+            for fields, rows in chosen
+        ],
+    )
+
+
+def check_events(
+    events: Sequence[Event],
+    guarantee: str = DEFAULT_GUARANTEE,
+    *,
+    max_examples: int = MAX_EXAMPLES,
+) -> CheckResult:
+    """Judge a validated history (see harness.history.read_history) under one guarantee."""
+    h = _History(events)
+    lost, unseen = _unread_sends(h)
+    backwards, skips = _read_pairs(h)
+    found = {
+        "lost_write": lost,
+        "unseen": unseen,
+        "duplicate": _by_value(h, (v for v in h.invoked if len(h.positions.get(v, ())) > 1)),
+        "inconsistent_offset": _inconsistent(h),
+        "aborted_read": _by_value(h, h.read_values & h.failed),
+        "phantom_read": _by_value(h, h.read_values - h.invoked),
+        "nonmonotonic_send": _nonmonotonic_sends(h),
+        "nonmonotonic_poll": backwards,
+        "poll_skip": skips,
+        "commit_regression": _commit_regressions(h),
+        "group_exclusivity": _group_exclusivity(h),
+        "redelivery": _redeliveries(h),
+    }
+    return CheckResult(
+        guarantee=guarantee,
+        anomalies={name: _result(name, found[name], max_examples) for name in ANOMALIES},
+        stats=_stats(h),
+    )

@@ -1,0 +1,722 @@
+"""The anomaly rules as Spark jobs: the checker that scales past one machine.
+
+The only module that imports pyspark. It mirrors harness.checker.rules (the reference the property
+test holds it to) rule for rule, but never brings a dataset to the driver: one job computes every
+validation verdict, anomaly count, the first examples and the stats as a handful of aggregated
+rows; a second fetches the rows that give the examples their context; a third, only for the HTML
+report, the bucketed timeline and the offsets around each example.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from functools import reduce
+from pathlib import Path
+from typing import Any
+
+from py4j.protocol import Py4JError
+from pyspark import StorageLevel
+from pyspark.errors import PySparkException
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from harness import history
+from harness.checker import cluster, sql
+from harness.checker import result as R
+
+_SPARK_TYPES = {"string": T.StringType(), "int64": T.LongType(), "int32": T.IntegerType()}
+SCHEMA = T.StructType([T.StructField(c.name, _SPARK_TYPES[c.kind]) for c in history.COLUMNS])
+_DECODED = T.StructType([*SCHEMA.fields, T.StructField("_problem", T.StringType())])
+_NAMES = list(history.COLUMN_NAMES)
+
+
+class SparkError(RuntimeError):
+    """Spark or Java could not start, the cluster asked for cannot be reached, or a job failed:
+    the infrastructure, not the history, is at fault."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Session
+
+
+def start_session(master: str | None = None, history_bytes: int | None = None) -> SparkSession:
+    """A session on the master cluster.resolve picks, set up by cluster.session_settings for
+    histories of about `history_bytes` (unknown: tuned for big ones)."""
+    target = cluster.resolve(master)
+    problem = cluster.unreachable(target)
+    if problem:
+        raise SparkError(problem)
+    builder = SparkSession.builder.appName("kafka-harness check")
+    if target.connect:
+        builder = builder.remote(target.url)
+    else:
+        builder = builder.master(target.url)
+        for key, value in cluster.session_settings(target, history_bytes).items():
+            builder = builder.config(key, value)
+        # Python workers (they decode JSONL) run what PYSPARK_PYTHON names, else whatever
+        # "python3" is on PATH, which may lack this package; default to this interpreter.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # a missing or broken Java, or Connect's gRPC, raise many types
+        raise SparkError(f"cannot start Spark ({target.url}): {exc}") from exc
+    if not target.connect:
+        spark.sparkContext.setLogLevel("OFF")
+    return spark
+
+
+def _release(frame: DataFrame) -> None:
+    """Drop a cached frame; after a failure that stopped Spark there is nothing to drop, and
+    saying so would hide the failure."""
+    with suppress(Py4JError, PySparkException):
+        frame.unpersist()
+
+
+def _is_connect(spark: SparkSession) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def _jsonl_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
+    # Line numbers exist only as positions: a line is its split (file, block start) and its
+    # monotonically increasing id, whose order within a split is the file's order.
+    return spark.read.text(paths).select(
+        "value",
+        F.col("_metadata.file_name").alias("_file"),
+        F.col("_metadata.file_block_start").alias("_block"),
+        F.monotonically_increasing_id().alias("_row"),
+    )
+
+
+def _load(spark: SparkSession, files: list[Path]) -> DataFrame:
+    parquet = [str(p) for p in files if p.suffix == ".parquet"]
+    jsonl = [str(p) for p in files if p.suffix == ".jsonl"]
+    parts = []
+    if parquet:
+        parts.append(
+            spark.read.schema(SCHEMA)
+            .parquet(*parquet)
+            .select(
+                *_NAMES,
+                F.col("_metadata.file_name").alias("_file"),
+                F.lit(0).cast("long").alias("_block"),
+                F.col("_metadata.row_index").alias("_row"),
+                F.lit(None).cast("string").alias("_problem"),
+            )
+        )
+    if jsonl:
+        decode = F.udf(history.decode_json_row, _DECODED, useArrow=False)
+        decoded = _jsonl_lines(spark, jsonl).select(
+            decode("value").alias("r"), "_file", "_block", "_row"
+        )
+        parts.append(
+            decoded.where(F.col("r").isNotNull()).select(
+                *[F.col(f"r.{n}").alias(n) for n in _NAMES],
+                "_file",
+                "_block",
+                "_row",
+                F.col("r._problem").alias("_problem"),
+            )
+        )
+    frame = reduce(DataFrame.unionByName, parts)
+    for name in history.UNKNOWN_AS_MINUS_ONE:
+        frame = frame.withColumn(name, F.coalesce(F.col(name), F.lit(-1)))
+    return frame.withColumn("_pos", F.struct("_file", "_block", "_row"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules. The history is shuffled three ways, each once: by process (operations, seqs, send
+# order), by topic-partition (offsets, read runs, groups) and by value (what became of each
+# send); every rule is computed inside one of them. Each rule yields one row per anomaly with
+# its example fields and selectors (sel_*) naming the rows that give the example context.
+
+TP = ["topic", "partition"]
+TPO = [*TP, "offset"]
+COMMIT = ["group", *TP, "time_ns", "process", "seq"]
+
+
+def _is_read() -> Column:
+    return F.expr(sql.IS_READ)
+
+
+def _is_known() -> Column:
+    return F.expr(sql.IS_KNOWN)
+
+
+def _when_count(condition: Column) -> Column:
+    return F.sum(F.when(condition, 1).otherwise(0))
+
+
+def _ops(by_process: DataFrame) -> DataFrame:
+    """Per (process, op): what validation needs, and each known ok send with its invoke's seq.
+    Every aggregate is numeric: strings and structs would force Spark to sort instead of hash."""
+    is_invoke, is_send = F.col("type") == "invoke", F.col("f") == "send"
+    code = F.expr(sql.f_code())
+    # A send's rows must carry one value; two independent hashes stand in for the strings.
+    hashes = [F.xxhash64("value"), F.hash("value")]
+    known = _is_known()
+    ops = by_process.groupBy("process", "op").agg(
+        F.bit_or(code).alias("bits"),
+        _when_count(is_invoke).alias("invokes"),
+        _when_count(~is_invoke).alias("completions"),
+        *[F.min(F.when(is_send, x)).alias(f"value_min{i}") for i, x in enumerate(hashes)],
+        *[F.max(F.when(is_send, x)).alias(f"value_max{i}") for i, x in enumerate(hashes)],
+        F.min(F.when(is_send & is_invoke, F.col("seq"))).alias("seq"),
+        *[F.max(F.when(known, F.col(c))).alias(c) for c in TPO],
+        F.max(known).alias("sent"),
+    )
+    problem, at_completion = sql.op_problem()
+    return ops.select(
+        "process",
+        "op",
+        "seq",
+        *TPO,
+        (F.col("sent") & F.expr(f"{sql.f_name('bits', lowest=True)} = 'send'")).alias("sent"),
+        F.expr(problem).alias("problem"),
+        F.expr(at_completion).alias("at_completion"),
+    )
+
+
+def _nonmonotonic_sends(ops: DataFrame) -> DataFrame:
+    sends = ops.where(F.col("sent") & F.col("seq").isNotNull()).select("process", *TPO, "op", "seq")
+    w = Window.partitionBy("process", *TP).orderBy("seq")
+    return (
+        sends.select(
+            "*",
+            F.lag("offset").over(w).alias("previous_offset"),
+            F.lag("op").over(w).alias("previous_op"),
+        )
+        .where(F.col("offset") < F.col("previous_offset"))
+        .withColumn("sel_ops", F.array("previous_op", "op"))
+    )
+
+
+def _values(h: DataFrame) -> DataFrame:
+    """Per value: was it sent, did its send fail, was it read, at how many places was it
+    observed (two or more iff some position component varies), where was it acked."""
+    send, invoke = F.col("f") == "send", F.col("type") == "invoke"
+    observed, known = _is_read() | _is_known(), _is_known()
+    values = (
+        h.where((send | _is_read()) & F.col("value").isNotNull())
+        .groupBy("value")
+        .agg(
+            _when_count(send & invoke).alias("invokes"),
+            F.max(send & (F.col("type") == "fail")).alias("failed"),
+            F.max(_is_read()).alias("read"),
+            *[F.min(F.when(observed, F.col(c))).alias(f"{c}_min") for c in TPO],
+            *[F.max(F.when(observed, F.col(c))).alias(f"{c}_max") for c in TPO],
+            *[F.max(F.when(known, F.col(c))).alias(c) for c in [*TPO, "op"]],
+        )
+    )
+    same = [F.col(f"{c}_min") == F.col(f"{c}_max") for c in TPO]
+    places = (
+        F.when(F.col("offset_min").isNull(), 0).when(reduce(Column.__and__, same), 1).otherwise(2)
+    )
+    return values.withColumn("places", places)
+
+
+def _by_value(values: DataFrame, condition: Column) -> DataFrame:
+    return values.where(condition).select("value", F.col("value").alias("sel_value"))
+
+
+def _unread(values: DataFrame, highest: DataFrame, lost: bool) -> DataFrame:
+    sent = values.where(F.col("op").isNotNull() & ~F.col("read")).select("value", *TPO, "op")
+    joined = sent.join(highest, TP, "left")
+    past = F.coalesce(F.col("max_read_offset") > F.col("offset"), F.lit(False))
+    return joined.where(past if lost else ~past).withColumn("sel_ops", F.array("op"))
+
+
+def _row_refs(*pairs: tuple[str, str]) -> Column:
+    return F.array(*[F.struct(F.col(p).alias("process"), F.col(s).alias("seq")) for p, s in pairs])
+
+
+def _read_pairs(observed: DataFrame) -> DataFrame:
+    """Consecutive reads of a t/p by a process inside one run (ended by assign or revoke). Each
+    read carries the dense rank of its offset among the t/p's observed offsets, so the observed
+    offsets strictly between a pair are a difference of ranks, not a join."""
+    rank = F.dense_rank().over(Window.partitionBy(*TP).orderBy("offset"))
+    w = Window.partitionBy("process", *TP).orderBy("seq")
+    return (
+        observed.withColumn("rank", rank)
+        .where(~F.col("known"))
+        .select(
+            "process",
+            *TP,
+            "seq",
+            "offset",
+            "read",
+            "rank",
+            F.lag("read").over(w).alias("after_read"),
+            F.lag("offset").over(w).alias("previous_offset"),
+            F.lag("seq").over(w).alias("previous_seq"),
+            F.lag("rank").over(w).alias("previous_rank"),
+        )
+        .where(F.col("read") & F.col("after_read"))
+        .withColumn("sel_rows", _row_refs(("process", "previous_seq"), ("process", "seq")))
+        .withColumn("observed_between", F.col("rank") - F.col("previous_rank") - 1)
+    )
+
+
+def _commit_regressions(h: DataFrame) -> DataFrame:
+    commits = h.where(
+        (F.col("f") == "commit") & (F.col("type") == "ok") & F.col("group").isNotNull()
+    )
+    w = Window.partitionBy("group", *TP).orderBy("time_ns", "process", "seq")
+    return (
+        commits.select(
+            *COMMIT,
+            "offset",
+            F.lag("process").over(w).alias("previous_process"),
+            F.lag("seq").over(w).alias("previous_seq"),
+            F.lag("offset").over(w).alias("previous_offset"),
+        )
+        .where(F.col("offset") < F.col("previous_offset"))
+        .withColumn("sel_rows", _row_refs(("previous_process", "previous_seq"), ("process", "seq")))
+    )
+
+
+def _group_exclusivity(reads: DataFrame) -> DataFrame:
+    keys = ["group", "generation", *TP]
+    firsts = F.array_sort(F.collect_list(F.struct("process", "seq")))
+    return (
+        reads.where(F.col("group").isNotNull() & (F.col("generation") >= 0))
+        .groupBy(*keys, "process")
+        .agg(F.min("seq").alias("seq"))
+        .groupBy(*keys)
+        .agg(
+            F.count(F.lit(1)).alias("process_count"),
+            F.slice(firsts, 1, R.ROWS_PER_EXAMPLE).alias("sel_rows"),
+        )
+        .where(F.col("process_count") > 1)
+        .withColumn("processes", F.transform("sel_rows", lambda r: r["process"]))
+    )
+
+
+def _redeliveries(reads: DataFrame) -> DataFrame:
+    keys = ["group", *TPO]
+    return (
+        reads.where(F.col("group").isNotNull())
+        .groupBy(*keys)
+        .agg(F.min("op").alias("low"), F.max("op").alias("high"), F.count(F.lit(1)).alias("reads"))
+        .where(F.col("low") != F.col("high"))
+        .withColumn("sel_gtpo", F.struct(*keys))
+    )
+
+
+def _instances(name: str, frame: DataFrame) -> DataFrame:
+    """One anomaly's instances in the shape shared by all, so one job ranks and counts them.
+    Written as SQL expressions: one call to the JVM instead of hundreds of column objects."""
+    return frame.selectExpr(*sql.instance(name, set(frame.columns)))
+
+
+def _stats(h: DataFrame) -> DataFrame:
+    def count(f: str, *types: str) -> Column:
+        return _when_count((F.col("f") == f) & F.col("type").isin(*types))
+
+    totals = h.agg(
+        F.count(F.lit(1)).alias("rows"),
+        count("send", "invoke").alias("sends"),
+        count("send", "ok").alias("sends_ok"),
+        count("send", "fail").alias("sends_fail"),
+        count("send", "info").alias("sends_info"),
+        _when_count(_is_known()).alias("known"),
+        count("poll", "invoke").alias("polls"),
+        count("poll", "ok").alias("records_read"),
+        count("commit", "ok").alias("commits_ok"),
+        count("commit", "fail", "info").alias("commits_failed"),
+        count("assign", *history.TYPES).alias("assigns"),
+        count("revoke", *history.TYPES).alias("revokes"),
+        count("nemesis", "invoke").alias("nemesis_ops"),
+        F.min("time_ns").alias("first_time_ns"),
+        F.max("time_ns").alias("last_time_ns"),
+        _when_count(F.expr(sql.row_problem()).isNotNull()).alias("bad_rows"),
+    )
+    pending = F.col("sends") - F.col("sends_ok") - F.col("sends_fail") - F.col("sends_info")
+    return totals.withColumn("sends_pending", pending).withColumn(
+        "sends_ok_unknown_offset", F.col("sends_ok") - F.col("known")
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The check
+
+
+@contextmanager
+def _history(
+    spark: SparkSession, directory: str | os.PathLike[str]
+) -> Iterator[tuple[list[Path], DataFrame, bool]]:
+    """The history's rows as a DataFrame, with Spark tuned to its size and its failures made
+    SparkError, and whether it is small; a small history (or one whose JSONL executors must
+    decode) is cached."""
+    files = history.history_files(directory)
+    for path in files:
+        if path.suffix == ".parquet":
+            history.check_parquet_schema(path)
+    size = sum(p.stat().st_size for p in files)
+    jsonl = any(p.suffix == ".jsonl" for p in files)
+    try:
+        connect = _is_connect(spark)
+        cores = 8 if connect else spark.sparkContext.defaultParallelism
+        for key, value in cluster.job_settings(size, cores).items():
+            spark.conf.set(key, value)
+        if jsonl and not (not connect and spark.sparkContext.master.startswith("local")):
+            archive = str(cluster.package_archive())
+            if connect:
+                spark.addArtifacts(archive, pyfile=True)
+            else:
+                spark.sparkContext.addPyFile(archive)
+        h = _load(spark, files)
+        small = size < cluster.SMALL_HISTORY
+        if small:
+            # One partition needs no shuffle at all: every grouping and window already has
+            # its rows together, so the whole check runs as a couple of stages.
+            h = h.coalesce(1)
+        if small or jsonl:
+            h = h.persist()
+        try:
+            yield files, h, small
+        finally:
+            _release(h)
+    except (Py4JError, PySparkException) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SparkError(f"Spark job failed: {reason}") from exc
+
+
+def _raise_first(spark: SparkSession, files: list[Path], h: DataFrame, errors: dict) -> None:
+    """Raise the first problem found, in the pure reader's order, at its first row."""
+    if not errors:
+        return
+    kind = min(errors)
+    found = errors[kind]
+    if kind == "0-row":  # found: how many bad rows; the first is looked up now
+        problem = F.expr(sql.row_problem())
+        bad = h.select("_pos", problem.alias("problem")).where(F.col("problem").isNotNull())
+        first = bad.agg(F.min(F.struct("_pos", "problem"))).first()[0]
+        at, problem = first["_pos"].asDict(), first["problem"]
+    else:
+        if kind == "1-op":
+            rows = (F.col("process") == found["process"]) & (F.col("op") == found["op"])
+            if found["at_completion"]:
+                rows = rows & (F.col("type") != "invoke")
+        elif kind == "2-seq":
+            rows = (F.col("process") == found["process"]) & (F.col("seq") == found["seq"])
+        else:
+            rows = (F.col("f") == "send") & (F.col("type") == "invoke")
+            rows = rows & (F.col("value") == found["value"])
+        got = h.where(rows).agg(F.min("_pos").alias("at"), F.count(F.lit(1)).alias("n")).first()
+        at = got["at"].asDict()
+        problem = found.get("problem") or history.SEQ_REUSED.format(
+            process=found["process"], seq=found["seq"], rows=got["n"]
+        )
+    path = next(p for p in files if p.name == at["_file"])
+    if path.suffix == ".parquet":
+        line = at["_row"] + 1
+    else:
+        jsonl = [str(p) for p in files if p.suffix == ".jsonl"]
+        lines = _jsonl_lines(spark, jsonl).where(F.col("_file") == path.name)
+        got = lines.agg(
+            _when_count(F.col("_block") < at["_block"]).alias("before"),
+            F.min(F.when(F.col("_block") == at["_block"], F.col("_row"))).alias("start"),
+        ).first()
+        line = got["before"] + at["_row"] - got["start"] + 1
+    raise history.HistoryError(history.Location(str(path), line), problem)
+
+
+def _context(h: DataFrame, selections: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The rows each example names, at most ROWS_PER_EXAMPLE each, in (process, seq) order."""
+    found: list[list[dict[str, Any]]] = [[] for _ in selections]
+    if not selections:
+        return found
+    candidates, tags = sql.context(selections)
+    matched = h.where(F.expr(candidates)).select(*_NAMES, F.explode(F.expr(tags)).alias("example"))
+    rank = F.row_number().over(Window.partitionBy("example").orderBy("process", "seq"))
+    for row in matched.withColumn("k", rank).where(F.col("k") <= R.ROWS_PER_EXAMPLE).collect():
+        found[row["example"]].append({n: row[n] for n in _NAMES})
+    for rows in found:
+        rows.sort(key=lambda r: (r["process"], r["seq"]))
+    return found
+
+
+def _as_result(kind: str, frame: DataFrame, name: Column, *payload: str) -> DataFrame:
+    """Rows of one kind in the one shape the check's single job returns to the driver."""
+    return frame.select(
+        F.lit(kind).alias("kind"),
+        name.cast("string").alias("name"),
+        F.to_json(F.struct(*payload), {"ignoreNullFields": "false"}).alias("payload"),
+    )
+
+
+def check(
+    spark: SparkSession,
+    directory: str | os.PathLike[str],
+    guarantee: str = R.DEFAULT_GUARANTEE,
+    *,
+    max_examples: int = R.MAX_EXAMPLES,
+) -> R.CheckResult:
+    """Validate and judge the history in `directory`; raises history.HistoryError if malformed."""
+    if guarantee not in R.GUARANTEES:
+        raise ValueError(f"unknown guarantee {guarantee!r}")
+    with _history(spark, directory) as (files, h, small):
+        return _judge(spark, files, h, small, guarantee, max_examples)
+
+
+def _intern_topics(h: DataFrame) -> tuple[DataFrame, list[str]]:
+    """The history with each topic replaced by its rank among the topic names: numbers shuffle,
+    hash and aggregate far cheaper than strings, and rank order is name order."""
+    topics = [
+        r[0] for r in h.where(F.col("topic").isNotNull()).select("topic").distinct().collect()
+    ]
+    topics.sort()
+    ids = F.create_map(*[F.lit(x) for i, t in enumerate(topics) for x in (t, i)])
+    interned = F.try_element_at(ids, F.col("topic")) if topics else F.lit(None)
+    return h.withColumn("topic", interned.cast("long")), topics
+
+
+def _judge(
+    spark: SparkSession,
+    files: list[Path],
+    h: DataFrame,
+    small: bool,
+    guarantee: str,
+    max_examples: int,
+) -> R.CheckResult:
+    # Whatever several rules read is cached on local disk: Spark would otherwise recompute it,
+    # shuffles included, once per reader. On disk, not in memory: one process's or partition's
+    # rows land in one task, and unrolling such a block in a bounded heap is what runs out of
+    # memory. A small history is one cached partition already; recomputing from it is cheaper.
+    cached: list[DataFrame] = []
+
+    def keep(frame: DataFrame) -> DataFrame:
+        if small:
+            return frame
+        cached.append(frame.persist(StorageLevel.DISK_ONLY))
+        return cached[-1]
+
+    def shuffled(frame: DataFrame, *keys: str, order: list[str]) -> DataFrame:
+        # Sorted once before caching, so the windows over it need no sort of their own.
+        frame = frame if small else frame.repartition(*keys)
+        return keep(frame.sortWithinPartitions(*keys, *order))
+
+    interned, topics = _intern_topics(h)
+    by_process = shuffled(
+        interned.select(
+            "process",
+            "seq",
+            "op",
+            "type",
+            "f",
+            *TPO,
+            F.when(F.col("f") == "send", F.col("value")).alias("value"),
+            F.when(F.col("f") == "commit", F.col("group")).alias("group"),
+            F.when(F.col("f") == "commit", F.col("time_ns")).alias("time_ns"),
+        ),
+        "process",
+        order=["seq"],
+    )
+    observed = shuffled(
+        interned.where(_is_read() | _is_known() | F.col("f").isin("assign", "revoke")).select(
+            "process",
+            "seq",
+            "op",
+            *TPO,
+            "value",
+            "group",
+            "generation",
+            _is_read().alias("read"),
+            _is_known().alias("known"),
+        ),
+        *TP,
+        order=["offset"],
+    )
+    try:
+        frames = _rules(interned, by_process, observed, keep(_values(interned)), keep)
+        instances = keep(reduce(DataFrame.union, [_instances(n, frames[n]) for n in R.ANOMALIES]))
+        return _collect(spark, files, h, topics, frames, instances, guarantee, max_examples)
+    finally:
+        for frame in cached:
+            _release(frame)
+
+
+def _rules(
+    h: DataFrame,
+    by_process: DataFrame,
+    observed: DataFrame,
+    values: DataFrame,
+    keep: Callable[[DataFrame], DataFrame],
+) -> dict[str, DataFrame]:
+    """Every rule's instances, plus the validation problems ("1-op" and so on) and stats."""
+    reads = observed.where("read")
+    ops = keep(_ops(by_process))
+    # Distinct values per observed offset in two hash aggregations, not a sort of strings.
+    tpo = keep(
+        observed.where(F.col("read") | F.col("known"))
+        .groupBy(*TPO, "value")
+        .agg(F.max("read").alias("read"))
+        .groupBy(*TPO)
+        .agg(F.count(F.lit(1)).alias("values"), F.max("read").alias("read"))
+    )
+    highest = keep(
+        tpo.groupBy(*TP).agg(F.max(F.when(F.col("read"), F.col("offset"))).alias("max_read_offset"))
+    )
+    pairs = keep(_read_pairs(observed))
+    backwards = pairs.where(F.col("offset") <= F.col("previous_offset"))
+    skips = pairs.where(
+        (F.col("offset") > F.col("previous_offset")) & (F.col("observed_between") > 0)
+    )
+    by_seq = Window.partitionBy("process").orderBy("seq")
+    reused_seqs = by_process.select(
+        "process", "seq", F.lag("seq").over(by_seq).alias("previous")
+    ).where(F.col("previous") == F.col("seq"))
+    value_problem = F.expr(
+        sql.message(history.VALUE_REUSED, value=sql.Sql("value"), sends=sql.Sql("invokes"))
+    )
+    stats = keep(_stats(h))
+    return {
+        "lost_write": _unread(values, highest, lost=True),
+        "unseen": _unread(values, highest, lost=False),
+        "duplicate": _by_value(values, (F.col("invokes") > 0) & (F.col("places") > 1)),
+        "inconsistent_offset": tpo.where(F.col("values") > 1).withColumn("sel_tpo", F.struct(*TPO)),
+        "aborted_read": _by_value(values, F.col("read") & F.col("failed")),
+        "phantom_read": _by_value(values, F.col("read") & (F.col("invokes") == 0)),
+        "nonmonotonic_send": _nonmonotonic_sends(ops),
+        "nonmonotonic_poll": backwards,
+        "poll_skip": skips,
+        "commit_regression": _commit_regressions(by_process),
+        "group_exclusivity": _group_exclusivity(reads),
+        "redelivery": _redeliveries(reads),
+        "0-row": stats.select("bad_rows").where("bad_rows > 0"),
+        "1-op": ops.where(F.col("problem").isNotNull()).select(
+            "process", "op", "problem", "at_completion"
+        ),
+        "2-seq": reused_seqs.select("process", "seq"),
+        "3-value": values.where(F.col("invokes") > 1).select(
+            "value", value_problem.alias("problem")
+        ),
+        "stats": stats.drop("bad_rows"),
+        "processes": by_process.select("process")
+        .distinct()
+        .agg(F.count(F.lit(1)).alias("processes")),
+        "topic_partitions": highest.agg(F.count(F.lit(1)).alias("topic_partitions")),
+    }
+
+
+def _collect(
+    spark: SparkSession,
+    files: list[Path],
+    h: DataFrame,
+    topics: list[str],
+    frames: dict[str, DataFrame],
+    instances: DataFrame,
+    guarantee: str,
+    max_examples: int,
+) -> R.CheckResult:
+    """One job for every count, the first examples, the stats and the first problem; then one
+    for the examples' rows, unless the history is malformed."""
+    ranked = instances.withColumn(
+        "rank", F.row_number().over(Window.partitionBy("name").orderBy("key"))
+    ).where(F.col("rank") <= max_examples)
+    errors = ["0-row", "1-op", "2-seq", "3-value"]
+    parts = [
+        _as_result("count", instances.groupBy("name").count(), F.col("name"), "count"),
+        _as_result("example", ranked, F.col("name"), "rank", "fields", "select"),
+        *[
+            _as_result("stats", frames[n], F.lit(None), "*")
+            for n in ("stats", "processes", "topic_partitions")
+        ],
+        *[
+            _as_result("error", frames[n].agg(F.min(F.struct("*")).alias("e")), F.lit(n), "e")
+            for n in errors
+        ],
+    ]
+    found: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for row in reduce(DataFrame.union, parts).collect():
+        found.setdefault(row["kind"], []).append((row["name"], json.loads(row["payload"])))
+    _raise_first(spark, files, h, {kind: p["e"] for kind, p in found["error"] if p["e"]})
+
+    def named(value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return value and {
+            **value,
+            "topic": topics[value["topic"]] if value["topic"] is not None else None,
+        }
+
+    examples = sorted(found.get("example", []), key=lambda item: (item[0], item[1]["rank"]))
+    selections = [
+        {
+            **p["select"],
+            "sel_tpo": named(p["select"]["sel_tpo"]),
+            "sel_gtpo": named(p["select"]["sel_gtpo"]),
+        }
+        for _, p in examples
+    ]
+    context = _context(h, selections)
+    anomalies = {name: R.AnomalyResult() for name in R.ANOMALIES}
+    for name, payload in found.get("count", []):
+        anomalies[name].count = payload["count"]
+    for (name, payload), rows in zip(examples, context, strict=True):
+        fields = {k: payload["fields"][k] for k in R.EXAMPLE_FIELDS[name]}
+        if "topic" in fields:
+            fields = named(fields)
+        anomalies[name].examples.append({**fields, "rows": rows})
+    stats = {k: v for _, payload in found["stats"] for k, v in payload.items()}
+    return R.CheckResult(guarantee=guarantee, anomalies=anomalies, stats=stats)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the HTML report plots
+
+
+def report_data(
+    spark: SparkSession,
+    directory: str | os.PathLike[str],
+    result: R.CheckResult,
+    *,
+    buckets: int = 120,
+    around: int = 20,
+    points_per_anchor: int = 400,
+) -> R.ReportData:
+    """Bucketed throughput and latency, the nemesis' fault windows, and the observed offsets of
+    each example's partition within `around` of its offset, all bounded before collecting."""
+    first, last = result.stats["first_time_ns"], result.stats["last_time_ns"]
+    if first is None:
+        return R.ReportData(1, [], [], [])
+    width = max(1, math.ceil((last - first + 1) / buckets))
+    anchors = [
+        (name, index, anchor)
+        for name in R.ANOMALIES
+        for index, example in enumerate(result.anomalies[name].examples[:3])
+        if (anchor := R.example_anchor(example)) is not None
+    ]
+    with _history(spark, directory) as (_, h, _):
+        h.createOrReplaceTempView("history")
+        timeline = [
+            R.TimelineBucket(first + r[0] * width, *r[1:])
+            for r in spark.sql(sql.timeline(first, width)).collect()
+        ]
+        nemesis = [tuple(r) for r in spark.sql(sql.nemesis(10_000)).collect()]
+        points: list[list[R.OffsetPoint]] = [[] for _ in anchors]
+        if anchors:
+            query = sql.neighborhoods([a for _, _, a in anchors], around, points_per_anchor)
+            for r in spark.sql(query).orderBy("time_ns", "offset").collect():
+                kind = "read" if r["read"] else "send"
+                points[r["anchor"]].append(
+                    R.OffsetPoint(r["time_ns"], r["offset"], kind, r["process"])
+                )
+        spark.catalog.dropTempView("history")
+    return R.ReportData(
+        bucket_ns=width,
+        timeline=timeline,
+        faults=R.fault_windows(nemesis, last),
+        neighborhoods=[
+            R.Neighborhood(name, index, t, p, o, points[i])
+            for i, (name, index, (t, p, o)) in enumerate(anchors)
+        ],
+    )

@@ -1,0 +1,230 @@
+"""Spark SQL text for the checker: the expressions and queries harness.checker.spark runs.
+
+Plain strings, so they live outside the only module that imports pyspark, read as the
+definitions they implement, and cost the JVM one parse instead of hundreds of column objects.
+Validation messages are rendered from harness.history's templates, so the Spark checker and the
+pure reader name a bad history in the same words.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+from harness import history
+from harness.checker.result import EXAMPLE_FIELDS, EXAMPLE_ORDER
+
+IS_READ = "(f = 'poll' AND type = 'ok')"
+# An ok send with a position; rules.has_position says why both must be known.
+IS_KNOWN = "(f = 'send' AND type = 'ok' AND partition >= 0 AND coalesce(`offset` >= 0, false))"
+STRINGS = {"value", "group"}  # topics travel as numbers (their rank among topic names)
+FIELDS = list(dict.fromkeys(f for fields in EXAMPLE_FIELDS.values() for f in fields))
+# What names an example's context rows: ops, a value, an observed or group-read offset, rows.
+SELECTORS = {
+    "sel_ops": "array<bigint>",
+    "sel_value": "string",
+    "sel_tpo": "struct<topic:bigint,partition:bigint,offset:bigint>",
+    "sel_rows": "array<struct<process:bigint,seq:bigint>>",
+    "sel_gtpo": "struct<group:string,topic:bigint,partition:bigint,offset:bigint>",
+}
+F_CODES = {f: 1 << i for i, f in enumerate(sorted(history.FUNCTIONS))}  # bit order = name order
+
+
+def literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return str(int(value))
+
+
+class Sql(str):
+    """A SQL expression, as opposed to a literal, among message parts."""
+
+
+def message(template: str, **parts: str | Any) -> str:
+    """A history.py template as a concat() of literals and, for parts given as Sql, columns."""
+    pieces = []
+    for text, name, _, _ in string.Formatter().parse(template):
+        if text:
+            pieces.append(literal(text))
+        if name is not None:
+            part = parts[name]
+            pieces.append(
+                f"CAST({part} AS STRING)" if isinstance(part, Sql) else literal(str(part))
+            )
+    return f"concat({', '.join(pieces)})"
+
+
+def _quoted(values: tuple[str, ...]) -> str:
+    return ", ".join(literal(v) for v in values)
+
+
+def row_problem() -> str:
+    """history.row_problem, in its order; a row's needs are looked up by f first, so a valid
+    row (nearly every row) costs a handful of comparisons, not dozens."""
+    checks = ["_problem"]
+    checks += [
+        f"CASE WHEN `{c.name}` IS NULL THEN {literal(history.NULL.format(column=c.name))} END"
+        for c in history.COLUMNS
+        if c.required
+    ]
+    for name, known in (("type", history.TYPES), ("f", history.FUNCTIONS)):
+        text = message(history.UNKNOWN, column=name, value=Sql(name), allowed=history.allowed(name))
+        checks.append(f"CASE WHEN NOT ({name} IN ({_quoted(known)})) THEN {text} END")
+    needs: dict[str, list[str]] = {}
+    for f, types, fields in history.ROW_NEEDS:
+        for name in fields:
+            missing = f"`{name}` IS NULL" + (
+                f" OR `{name}` < 0" if name in history.NON_NEGATIVE else ""
+            )
+            if types != history.TYPES:
+                missing = f"type IN ({_quoted(types)}) AND ({missing})"
+            text = literal(history.needs_message(f, types, name))
+            needs.setdefault(f, []).append(f"CASE WHEN {missing} THEN {text} END")
+    by_f = " ".join(f"WHEN {literal(f)} THEN coalesce({', '.join(c)})" for f, c in needs.items())
+    return f"coalesce({', '.join(checks)}, CASE f {by_f} END)"
+
+
+def f_code() -> str:
+    """`f` as one bit, so an operation's f values are a bitwise OR."""
+    return "CASE f " + " ".join(f"WHEN '{f}' THEN {c}" for f, c in F_CODES.items()) + " END"
+
+
+def f_name(bits: str, lowest: bool) -> str:
+    """The alphabetically first (or last) f among the bits: min(f) or max(f) of an operation."""
+    order = sorted(F_CODES.items(), key=lambda item: item[1], reverse=not lowest)
+    return "CASE " + " ".join(f"WHEN ({bits} & {c}) != 0 THEN '{f}'" for f, c in order) + " END"
+
+
+def op_problem() -> tuple[str, str]:
+    """history.op_problem over an operation's aggregates (bits, invokes, completions, value
+    hashes), and whether it is to be found at the op's first completion row."""
+    low, high = Sql(f_name("bits", lowest=True)), Sql(f_name("bits", lowest=False))
+    op, invokes, completions = Sql("op"), Sql("invokes"), Sql("completions")
+    mixed = "(bits & (bits - 1)) != 0"
+    no_invoke = f"({low} IN ({_quoted(history.INVOKED)}) AND invokes = 0 AND completions > 0)"
+    send = f"({low} = 'send')"
+    differ = "(value_min0 != value_max0 OR value_min1 != value_max1)"
+    cases = [
+        (mixed, message(history.OP_MIXED_F, op=op, low=low, high=high)),
+        (no_invoke, message(history.OP_NO_INVOKE, f=low, op=op)),
+        ("invokes > 1", message(history.OP_INVOKES, op=op, invokes=invokes)),
+        (
+            f"{send} AND completions > 1",
+            message(history.OP_COMPLETIONS, op=op, completions=completions),
+        ),
+        (f"{send} AND {differ}", message(history.OP_VALUES, op=op)),
+    ]
+    problem = "CASE " + " ".join(f"WHEN {c} THEN {m}" for c, m in cases) + " END"
+    return problem, f"{no_invoke} AND NOT ({mixed})"
+
+
+def _cell(column: str, wanted: bool, type_: str) -> str:
+    return f"CAST({f'`{column}`' if wanted else 'NULL'} AS {type_})"
+
+
+def _kind(column: str) -> str:
+    if column in STRINGS:
+        return "string"
+    return "array<bigint>" if column == "processes" else "bigint"
+
+
+def instance(name: str, columns: set[str]) -> list[str]:
+    """Select expressions turning one anomaly's instance rows (with `columns`) into the shared
+    shape: name, a sort key (one (string, number) pair per ordering field, so one ordering
+    serves every anomaly), every example field of every anomaly, and every selector."""
+    keys, fields = EXAMPLE_ORDER[name], EXAMPLE_FIELDS[name]
+    key = ", ".join(
+        f"named_struct('s', {_cell(k, k in STRINGS, 'string')}, "
+        f"'l', {_cell(k, k not in STRINGS, 'bigint')})"
+        for k in keys
+    )
+    values = ", ".join(f"'{f}', {_cell(f, f in fields, _kind(f))}" for f in FIELDS)
+    selects = ", ".join(f"'{s}', {_cell(s, s in columns, t)}" for s, t in SELECTORS.items())
+    return [
+        f"'{name}' AS name",
+        f"array({key}) AS key",
+        f"named_struct({values}) AS fields",
+        f"named_struct({selects}) AS `select`",
+    ]
+
+
+def context(selections: list[dict[str, Any]]) -> tuple[str, str]:
+    """A filter cheap enough to scan everything with (membership tests on single columns), and
+    the array of example numbers each row it lets through belongs to."""
+    tags, ops, values, offsets, seqs = [], set(), set(), set(), set()
+    for ident, select in enumerate(selections):
+        parts = []
+        if select["sel_ops"]:
+            ops.update(select["sel_ops"])
+            parts.append(f"op IN ({', '.join(map(literal, select['sel_ops']))})")
+        if select["sel_value"] is not None:
+            values.add(select["sel_value"])
+            parts.append(f"(value = {literal(select['sel_value'])} AND f IN ('send', 'poll'))")
+        for key, source in (("sel_tpo", f"({IS_READ} OR {IS_KNOWN})"), ("sel_gtpo", IS_READ)):
+            if select[key]:
+                offsets.add(select[key]["offset"])
+                match = [f"`{c}` = {literal(v)}" for c, v in select[key].items()]
+                parts.append("(" + " AND ".join([source, *match]) + ")")
+        for ref in select["sel_rows"] or ():
+            seqs.add(ref["seq"])
+            parts.append(f"(process = {literal(ref['process'])} AND seq = {literal(ref['seq'])})")
+        tags.append(f"CASE WHEN {' OR '.join(parts)} THEN {ident} END")
+    candidates = [
+        f"`{column}` IN ({', '.join(map(literal, sorted(found)))})"
+        for column, found in (("op", ops), ("value", values), ("offset", offsets), ("seq", seqs))
+        if found
+    ]
+    return " OR ".join(candidates), f"filter(array({', '.join(tags)}), t -> t IS NOT NULL)"
+
+
+def timeline(first: int, width: int) -> str:
+    """Per time bucket: acked and failed sends, records read, send latency (mean and p99)."""
+    bucket = f"CAST((time_ns - {first}) DIV {width} AS BIGINT)"
+    return f"""
+    WITH counts AS (
+      SELECT {bucket} AS bucket,
+             sum(CASE WHEN f = 'send' AND type = 'ok' THEN 1 ELSE 0 END) AS sends_ok,
+             sum(CASE WHEN f = 'send' AND type IN ('fail', 'info') THEN 1 ELSE 0 END) AS bad,
+             sum(CASE WHEN {IS_READ} THEN 1 ELSE 0 END) AS reads
+      FROM history GROUP BY 1),
+    sends AS (
+      SELECT min(CASE WHEN type = 'invoke' THEN time_ns END) AS start,
+             max(CASE WHEN type = 'ok' THEN time_ns END) AS time_ns
+      FROM history WHERE f = 'send' GROUP BY op),
+    latency AS (
+      SELECT {bucket} AS bucket, avg((time_ns - start) / 1e6) AS mean,
+             percentile_approx((time_ns - start) / 1e6, 0.99) AS p99
+      FROM sends WHERE start IS NOT NULL AND time_ns IS NOT NULL GROUP BY 1)
+    SELECT c.bucket, sends_ok, bad, reads, mean, p99
+    FROM counts c LEFT JOIN latency l ON c.bucket = l.bucket ORDER BY c.bucket"""
+
+
+def nemesis(limit: int) -> str:
+    return (
+        "SELECT time_ns, op, type, value FROM history WHERE f = 'nemesis' "
+        f"ORDER BY time_ns, op LIMIT {limit}"
+    )
+
+
+def neighborhoods(anchors: list[tuple[str, int, int]], around: int, points: int) -> str:
+    """Observed rows of each anchor's partition within `around` offsets of it, the first
+    `points` of each by time."""
+    near = " OR ".join(
+        f"(topic = {literal(t)} AND partition = {p} AND `offset` BETWEEN {o - around} AND "
+        f"{o + around})"
+        for t, p, o in anchors
+    )
+    tags = ", ".join(
+        f"CASE WHEN topic = {literal(t)} AND partition = {p} AND `offset` BETWEEN "
+        f"{o - around} AND {o + around} THEN {i} END"
+        for i, (t, p, o) in enumerate(anchors)
+    )
+    return f"""
+    SELECT anchor, time_ns, `offset`, process, read FROM (
+      SELECT *, row_number() OVER (PARTITION BY anchor ORDER BY time_ns, `offset`) AS k FROM (
+        SELECT time_ns, `offset`, process, {IS_READ} AS read,
+               explode(filter(array({tags}), t -> t IS NOT NULL)) AS anchor
+        FROM history WHERE ({IS_READ} OR {IS_KNOWN}) AND ({near})))
+    WHERE k <= {points}"""

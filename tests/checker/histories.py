@@ -1,0 +1,224 @@
+"""Hand-built histories for the checker tests, written the way a workload would write them."""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from harness.checker.result import ANOMALIES
+from harness.history import Event, write_jsonl, write_parquet
+
+
+class Builder:
+    """Appends the rows of whole operations, numbering seqs per process, ops and times."""
+
+    def __init__(self, run_id: str = "test") -> None:
+        self.run_id = run_id
+        self.events: list[Event] = []
+        self._seq: dict[int, int] = defaultdict(int)
+        self._op = itertools.count(1)
+        self._time = itertools.count(1_000, 1_000)
+
+    def row(self, process: int, op: int, type_: str, f: str, **fields: Any) -> Event:
+        time_ns = fields.pop("time_ns", None)
+        event = Event(
+            self.run_id,
+            process,
+            self._seq[process],
+            op,
+            next(self._time) if time_ns is None else time_ns,
+            type_,
+            f,
+            **fields,
+        )
+        self._seq[process] += 1
+        self.events.append(event)
+        return event
+
+    def send(
+        self,
+        process: int,
+        value: str,
+        offset: int | None,
+        *,
+        partition: int = 0,
+        topic: str = "t",
+        outcome: str | None = "ok",
+    ) -> int:
+        """A send; outcome None leaves it pending (invoke only)."""
+        op = next(self._op)
+        self.row(process, op, "invoke", "send", topic=topic, value=value)
+        if outcome is not None:
+            known = outcome == "ok"
+            self.row(
+                process,
+                op,
+                outcome,
+                "send",
+                topic=topic,
+                partition=partition if known else -1,
+                offset=offset if known else None,
+                value=value,
+                error=None if known else "REQUEST_TIMED_OUT",
+            )
+        return op
+
+    def poll(
+        self,
+        process: int,
+        records: list[tuple[int, str]],
+        *,
+        partition: int = 0,
+        topic: str = "t",
+        group: str | None = None,
+        generation: int = -1,
+    ) -> int:
+        """One poll returning `records` as (offset, value) of one topic-partition."""
+        op = next(self._op)
+        self.row(process, op, "invoke", "poll", group=group, generation=generation)
+        for offset, value in records:
+            self.row(
+                process,
+                op,
+                "ok",
+                "poll",
+                topic=topic,
+                partition=partition,
+                offset=offset,
+                value=value,
+                group=group,
+                generation=generation,
+            )
+        return op
+
+    def commit(
+        self,
+        process: int,
+        offset: int,
+        *,
+        partition: int = 0,
+        topic: str = "t",
+        group: str | None = "g",
+        outcome: str = "ok",
+        time_ns: int | None = None,
+    ) -> None:
+        fields = {"time_ns": time_ns} if time_ns is not None else {}
+        self.row(
+            process,
+            next(self._op),
+            outcome,
+            "commit",
+            topic=topic,
+            partition=partition,
+            offset=offset,
+            group=group,
+            **fields,
+        )
+
+    def assignment(self, f: str, process: int, *, partition: int = 0, topic: str = "t") -> None:
+        self.row(process, next(self._op), "ok", f, topic=topic, partition=partition)
+
+    def nemesis(self, what: str) -> None:
+        op = next(self._op)
+        self.row(0, op, "invoke", "nemesis", value=what)
+        self.row(0, op, "ok", "nemesis", value=what)
+
+    def write(self, directory: Path, split: bool = False) -> Path:
+        """Parquet, or with split=True the first half as Parquet and the rest as JSONL."""
+        directory.mkdir(parents=True, exist_ok=True)
+        half = len(self.events) // 2 if split else len(self.events)
+        write_parquet(directory / "a.parquet", self.events[:half])
+        if split:
+            write_jsonl(directory / "b.jsonl", self.events[half:])
+        return directory
+
+
+def zoo() -> tuple[Builder, dict[str, int]]:
+    """Every anomaly planted once, each on a topic of its own so none touches another."""
+    b = Builder()
+    # lost_write: b never read while offset 2 was (by separate readers, so no poll_skip).
+    for offset, value in enumerate("abc"):
+        b.send(1, f"lost-{value}", offset, topic="lost")
+    b.poll(11, [(0, "lost-a")], topic="lost")
+    b.poll(12, [(2, "lost-c")], topic="lost")
+    # unseen: acked, never read; an ack without offset is only counted in the stats.
+    b.send(1, "unseen-x", 0, topic="unseen")
+    b.send(1, "acks0", None, topic="unseen", partition=-1)
+    # duplicate: one value at offsets 0 and 1.
+    b.send(1, "dup-d", 0, topic="dup")
+    b.poll(11, [(0, "dup-d"), (1, "dup-d")], topic="dup")
+    # inconsistent_offset: two acks name offset 0; each value is read there.
+    b.send(1, "inc-e", 0, topic="inc")
+    b.send(1, "inc-f", 0, topic="inc")
+    b.poll(11, [(0, "inc-e")], topic="inc")
+    b.poll(12, [(0, "inc-f")], topic="inc")
+    # aborted_read: the send failed, yet the value was read.
+    b.send(1, "abort-h", None, topic="abort", outcome="fail")
+    b.poll(11, [(0, "abort-h")], topic="abort")
+    # phantom_read: a value nobody sent.
+    b.poll(11, [(0, "ghost")], topic="phantom")
+    # nonmonotonic_send: the later send got the lower offset.
+    b.send(2, "nms-i", 1, topic="nms")
+    b.send(2, "nms-j", 0, topic="nms")
+    b.poll(11, [(0, "nms-j"), (1, "nms-i")], topic="nms")
+    # nonmonotonic_poll: a read goes back inside one run.
+    b.send(1, "nmp-k", 0, topic="nmp")
+    b.send(1, "nmp-l", 1, topic="nmp")
+    b.poll(11, [(0, "nmp-k"), (1, "nmp-l"), (0, "nmp-k")], topic="nmp")
+    # poll_skip: reads jump 0 -> 2 while offset 1 is observed (read by another process).
+    for offset, value in enumerate("mno"):
+        b.send(1, f"skip-{value}", offset, topic="skip")
+    b.poll(11, [(0, "skip-m"), (2, "skip-o")], topic="skip")
+    b.poll(12, [(1, "skip-n")], topic="skip")
+    # commit_regression: 5 then 3; a failed and a group-less lower commit do not count.
+    b.commit(13, 5, topic="commit", group="g2")
+    b.commit(13, 3, topic="commit", group="g2")
+    b.commit(13, 1, topic="commit", group="g2", outcome="fail")
+    b.commit(13, 0, topic="commit", group=None)
+    # group_exclusivity: two processes of g3, generation 1, read one partition.
+    b.send(1, "excl-q", 0, topic="excl")
+    b.send(1, "excl-r", 1, topic="excl")
+    b.poll(14, [(0, "excl-q")], topic="excl", group="g3", generation=1)
+    b.poll(15, [(1, "excl-r")], topic="excl", group="g3", generation=1)
+    # redelivery: g4 reads offset 0 in two polls, in generations 1 and 2.
+    b.send(1, "redeliv-s", 0, topic="redeliv")
+    b.poll(16, [(0, "redeliv-s")], topic="redeliv", group="g4", generation=1)
+    b.poll(17, [(0, "redeliv-s")], topic="redeliv", group="g4", generation=2)
+    b.nemesis("partition {1} | {2}")
+    b.nemesis("heal")
+    return b, dict.fromkeys(ANOMALIES, 1)
+
+
+def clean() -> Builder:
+    """A run with a group consumer, a rebalance, commits and a fault: nothing wrong."""
+    b = Builder()
+    b.assignment("assign", 10)
+    for offset in range(6):
+        b.send(1, f"v{offset}", offset)
+    b.nemesis("kill broker 1")
+    b.poll(10, [(0, "v0"), (1, "v1"), (2, "v2")], group="g", generation=1)
+    b.commit(10, 3)
+    b.assignment("revoke", 10)
+    b.nemesis("heal")
+    b.assignment("assign", 20)
+    b.poll(20, [(3, "v3"), (4, "v4"), (5, "v5")], group="g", generation=2)
+    b.commit(20, 6)
+    return b
+
+
+def allowed_only() -> tuple[Builder, dict[str, int]]:
+    """Anomalies at-least-once tolerates (and exactly-once does not): duplicate, redelivery,
+    nonmonotonic_send, plus unseen, which fails no guarantee."""
+    b = Builder()
+    b.send(1, "a", 1)
+    b.send(1, "b", 0)  # nonmonotonic_send
+    b.send(1, "c", 2)
+    b.send(1, "tail", 9, partition=1)  # unseen
+    b.poll(10, [(0, "b"), (1, "a"), (2, "c"), (3, "c")], group="g", generation=1)  # duplicate
+    b.assignment("revoke", 10)
+    b.poll(20, [(2, "c")], group="g", generation=2)  # redelivery of offset 2
+    expected = dict.fromkeys(ANOMALIES, 0)
+    expected.update(duplicate=1, redelivery=1, nonmonotonic_send=1, unseen=1)
+    return b, expected

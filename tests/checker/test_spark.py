@@ -1,0 +1,134 @@
+"""The Spark checker against the pure-Python reference, on one shared local session."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.checker import rules, synth
+from harness.checker import spark as engine
+from harness.checker.result import GUARANTEES
+from harness.history import Event, HistoryError, read_history, write_jsonl, write_parquet
+
+from .histories import Builder, zoo
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> Builder:
+    """Few processes, partitions and offsets, so that collisions, and anomalies, are common."""
+    b = Builder()
+    values = ["phantom-1", "phantom-2"]
+    for i in range(draw(st.integers(1, 24))):
+        kind = draw(st.sampled_from(["send", "send", "poll", "poll", "commit", "assign", "revoke"]))
+        partition = draw(st.integers(0, 1))
+        if kind == "send":
+            outcome = draw(st.sampled_from(["ok", "ok", "ok", "fail", "info", None]))
+            offset = draw(st.none() | st.integers(0, 5))
+            b.send(draw(st.integers(1, 2)), f"v{i}", offset, partition=partition, outcome=outcome)
+            values.append(f"v{i}")
+        elif kind == "poll":
+            records = draw(
+                st.lists(st.tuples(st.integers(0, 5), st.sampled_from(values)), max_size=4)
+            )
+            b.poll(
+                draw(st.integers(3, 5)),
+                records,
+                partition=partition,
+                group=draw(st.sampled_from([None, "g", "g"])),
+                generation=draw(st.integers(-1, 1)),
+            )
+        elif kind == "commit":
+            b.commit(
+                draw(st.integers(3, 5)),
+                draw(st.integers(0, 6)),
+                partition=partition,
+                group=draw(st.sampled_from([None, "g", "h"])),
+                outcome=draw(st.sampled_from(["ok", "ok", "fail"])),
+                time_ns=draw(st.integers(0, 30)) * 1000,
+            )
+        else:
+            b.assignment(kind, draw(st.integers(3, 5)), partition=partition)
+    return b
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    b=histories(),
+    split=st.sampled_from([False, False, True]),
+    guarantee=st.sampled_from(sorted(GUARANTEES)),
+)
+def test_spark_agrees_with_the_reference(spark, tmp_path_factory, b, split, guarantee):
+    directory = b.write(tmp_path_factory.mktemp("history"), split=split)
+    expected = rules.check_events(read_history(directory), guarantee).to_json()
+    assert engine.check(spark, directory, guarantee).to_json() == expected
+
+
+def test_zoo_examples_and_context_agree(spark, tmp_path):
+    b, expected = zoo()
+    b.write(tmp_path, split=True)
+    result = engine.check(spark, tmp_path).to_json()
+    assert {k: a["count"] for k, a in result["anomalies"].items()} == expected
+    assert result == rules.check_events(b.events).to_json()
+
+
+def test_synthetic_history_counts(spark, tmp_path):
+    rates = {name: 0.001 for name in synth.PLANTED}
+    made = synth.generate(tmp_path, synth.Spec(rows=30_000, partitions=2, rates=rates, unseen=0.01))
+    result = engine.check(spark, tmp_path)
+    assert {k: a.count for k, a in result.anomalies.items()} == made.expected
+
+
+def _bad_rows(tmp_path, kind: str) -> None:
+    """Histories that are wrong in one way, each in a place only Spark's positions can name."""
+    good = [Event("r", 1, i, i, i, "invoke", "send", "t", value=f"v{i}") for i in range(40)]
+    if kind == "unknown type in parquet":
+        good[17] = Event("r", 1, 17, 17, 17, "okay", "send", "t", value="v17")
+        write_parquet(tmp_path / "a.parquet", good)
+    elif kind == "completion without invoke in jsonl":
+        write_parquet(tmp_path / "a.parquet", good)
+        write_jsonl(
+            tmp_path / "b.jsonl", [Event("r", 2, 0, 99, 1, "ok", "send", "t", 0, 0, value="x")]
+        )
+    elif kind == "reused seq":
+        good[30] = Event("r", 1, 3, 30, 30, "invoke", "send", "t", value="v30")
+        write_parquet(tmp_path / "a.parquet", good)
+    elif kind == "reused value":
+        good[25] = Event("r", 1, 25, 25, 25, "invoke", "send", "t", value="v4")
+        write_parquet(tmp_path / "a.parquet", good)
+    else:  # a bad line deep in a JSONL file that Spark reads in many splits
+        lines = [json.dumps(e.as_dict()) for e in good * 60]
+        lines = [
+            json.dumps({**json.loads(line), "seq": n, "op": n}) for n, line in enumerate(lines)
+        ]
+        lines[2000] = lines[2000].replace('"process": 1', '"process": "1"')
+        (tmp_path / "z.jsonl").write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "unknown type in parquet",
+        "completion without invoke in jsonl",
+        "reused seq",
+        "reused value",
+        "wrong type deep in split jsonl",
+    ],
+)
+def test_malformed_history_named_as_the_reference_names_it(spark, tmp_path, kind):
+    _bad_rows(tmp_path, kind)
+    with pytest.raises(HistoryError) as reference:
+        read_history(tmp_path)
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "16384")
+    try:
+        with pytest.raises(HistoryError) as found:
+            engine.check(spark, tmp_path)
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    assert str(found.value) == str(reference.value)
