@@ -106,21 +106,18 @@ def _big_endian_int32s(data: bytes) -> array:
     return values
 
 
-class OffsetIndex:
-    """Maps offsets to file positions; entries are batch base offsets, strictly increasing."""
+class _Index:
+    """What both indexes share: the backing file, capacity, and two in-memory entry columns."""
 
-    ENTRY_SIZE = _OFFSET_ENTRY.size
+    ENTRY_SIZE: int
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int, *, create: bool) -> None:
         self.base_offset = base_offset
         self.max_entries = max_index_size // self.ENTRY_SIZE
         self._file = _IndexFile(path, self.ENTRY_SIZE, create=create)
-        self._offsets = array("i")  # relative to base_offset
-        self._positions = array("i")
-        if not create:
-            pairs = _big_endian_int32s(self._file.load())
-            self._offsets = pairs[0::2]
-            self._positions = pairs[1::2]
+
+    def _columns(self) -> tuple[array, array]:
+        raise NotImplementedError
 
     @property
     def path(self) -> Path:
@@ -128,11 +125,48 @@ class OffsetIndex:
 
     @property
     def entries(self) -> int:
-        return len(self._offsets)
+        return len(self._columns()[0])
 
     @property
     def is_full(self) -> bool:
-        return len(self._offsets) >= self.max_entries
+        return self.entries >= self.max_entries
+
+    def clear(self) -> None:
+        """Drop every entry, in memory and on disk, before a rebuild."""
+        for column in self._columns():
+            del column[:]
+        self._file.keep(0)
+
+    def write_pending(self) -> None:
+        """Put buffered entries in the file (no fsync): a rebuilt index should not be lost."""
+        self._file.write_pending()
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+    def delete(self) -> None:
+        self._file.delete()
+
+
+class OffsetIndex(_Index):
+    """Maps offsets to file positions; entries are batch base offsets, strictly increasing."""
+
+    ENTRY_SIZE = _OFFSET_ENTRY.size
+
+    def __init__(self, path: Path, base_offset: int, max_index_size: int, *, create: bool) -> None:
+        super().__init__(path, base_offset, max_index_size, create=create)
+        self._offsets = array("i")  # relative to base_offset
+        self._positions = array("i")
+        if not create:
+            pairs = _big_endian_int32s(self._file.load())
+            self._offsets = pairs[0::2]
+            self._positions = pairs[1::2]
+
+    def _columns(self) -> tuple[array, array]:
+        return self._offsets, self._positions
 
     def entry(self, n: int) -> tuple[int, int]:
         return self.base_offset + self._offsets[n], self._positions[n]
@@ -176,36 +210,16 @@ class OffsetIndex:
         if any(a >= b for a, b in pairwise(offsets)) or any(a >= b for a, b in pairwise(positions)):
             raise CorruptIndex(f"{self.path}: entries are not strictly increasing")
 
-    def clear(self) -> None:
-        """Drop every entry, in memory and on disk, before a rebuild."""
-        del self._offsets[:]
-        del self._positions[:]
-        self._file.keep(0)
-
-    def write_pending(self) -> None:
-        """Put buffered entries in the file (no fsync): a rebuilt index should not be lost."""
-        self._file.write_pending()
-
-    def flush(self) -> None:
-        self._file.flush()
-
-    def close(self) -> None:
-        self._file.close()
-
-    def delete(self) -> None:
-        self._file.delete()
 
 
-class TimeIndex:
+class TimeIndex(_Index):
     """Maps timestamps to offsets: each entry is the segment's max timestamp so far and the base
     offset of the batch that first reached it, so timestamps increase strictly."""
 
     ENTRY_SIZE = _TIME_ENTRY.size
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int, *, create: bool) -> None:
-        self.base_offset = base_offset
-        self.max_entries = max_index_size // self.ENTRY_SIZE
-        self._file = _IndexFile(path, self.ENTRY_SIZE, create=create)
+        super().__init__(path, base_offset, max_index_size, create=create)
         self._timestamps = array("q")
         self._offsets = array("i")
         if not create:
@@ -213,17 +227,8 @@ class TimeIndex:
                 self._timestamps.append(timestamp)
                 self._offsets.append(relative)
 
-    @property
-    def path(self) -> Path:
-        return self._file.path
-
-    @property
-    def entries(self) -> int:
-        return len(self._timestamps)
-
-    @property
-    def is_full(self) -> bool:
-        return len(self._timestamps) >= self.max_entries
+    def _columns(self) -> tuple[array, array]:
+        return self._timestamps, self._offsets
 
     def last_entry(self) -> tuple[int, int] | None:
         """(timestamp, offset) of the last entry, None when empty."""
@@ -267,21 +272,3 @@ class TimeIndex:
         ):
             raise CorruptIndex(f"{self.path}: entries are not increasing")
 
-    def clear(self) -> None:
-        """Drop every entry, in memory and on disk, before a rebuild."""
-        del self._timestamps[:]
-        del self._offsets[:]
-        self._file.keep(0)
-
-    def write_pending(self) -> None:
-        """Put buffered entries in the file (no fsync): a rebuilt index should not be lost."""
-        self._file.write_pending()
-
-    def flush(self) -> None:
-        self._file.flush()
-
-    def close(self) -> None:
-        self._file.close()
-
-    def delete(self) -> None:
-        self._file.delete()
