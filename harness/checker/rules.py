@@ -52,7 +52,7 @@ class _History:
         self.known = [e for e in events if e.f == "send" and e.type == "ok" and has_position(e)]
         self.by_op: dict[int, list[Event]] = defaultdict(list)
         self.by_value: dict[str, list[Event]] = defaultdict(list)
-        self.invoke_seq: dict[int, int] = {}
+        self.invoke_seq: dict[tuple[int, int], int] = {}  # by (process, op)
         self.invoked: set[str] = set()
         self.failed: set[str] = set()
         for e in events:
@@ -61,7 +61,7 @@ class _History:
                 self.by_value[e.value].append(e)
             if e.f == "send" and e.type == "invoke":
                 self.invoked.add(e.value)
-                self.invoke_seq[e.op] = e.seq
+                self.invoke_seq[(e.process, e.op)] = e.seq
             elif e.f == "send" and e.type == "fail":
                 self.failed.add(e.value)
         self.read_values = {e.value for e in self.reads}
@@ -120,8 +120,8 @@ def _inconsistent(h: _History) -> list[Instance]:
 def _nonmonotonic_sends(h: _History) -> list[Instance]:
     streams: dict[tuple[int, str, int], list[tuple[int, Event]]] = defaultdict(list)
     for s in h.known:
-        if s.op in h.invoke_seq:
-            streams[(s.process, s.topic, s.partition)].append((h.invoke_seq[s.op], s))
+        if (s.process, s.op) in h.invoke_seq:
+            streams[(s.process, s.topic, s.partition)].append((h.invoke_seq[(s.process, s.op)], s))
     found: list[Instance] = []
     for (process, topic, partition), stream in streams.items():
         stream.sort(key=lambda item: item[0])

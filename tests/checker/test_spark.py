@@ -55,7 +55,7 @@ def histories(draw: st.DrawFn) -> Builder:
 
 
 @settings(
-    max_examples=12,
+    max_examples=10,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
