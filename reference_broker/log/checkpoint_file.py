@@ -1,4 +1,4 @@
-"""Kafka's offset checkpoint files: recovery points and log start offsets per partition.
+"""Kafka's offset checkpoint files: recovery points, log start offsets and high watermarks.
 
 Text, as Kafka writes them, so Kafka's own tools and engineers can read ours:
 
@@ -23,15 +23,21 @@ logger = logging.getLogger("reference_broker.log")
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 _VERSION = 0
 
 
 def write_checkpoint(path: Path, offsets: Mapping[tuple[str, int], int]) -> None:
     lines = [str(_VERSION), str(len(offsets))]
     lines.extend(f"{topic} {partition} {offset}" for (topic, partition), offset in offsets.items())
+    write_text_atomically(path, "\n".join(lines) + "\n")
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Temp file, fsync, rename, fsync of the directory: readers see the old text or the new."""
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as out:
-        out.write("\n".join(lines) + "\n")
+        out.write(text)
         out.flush()
         os.fsync(out.fileno())
     os.replace(tmp, path)

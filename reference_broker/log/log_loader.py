@@ -7,6 +7,10 @@ a torn or corrupt tail, every later segment is dropped too: their offsets would 
 
 Producer state comes from the newest readable snapshot at or below the log end offset, plus a
 replay of the batch headers after it; snapshots are taken at every roll and at close.
+
+The leader epoch checkpoint is written before the data it describes, so after a crash it is cut
+back to the log end. When it is missing, unreadable, or misses the epoch of the last batch on
+disk, it is rebuilt from the batch headers (each carries its partition leader epoch).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from reference_broker.log.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
 from reference_broker.log.log_config import LogConfig
 from reference_broker.log.producer_state import (
     ProducerStateManager,
@@ -43,6 +48,7 @@ class LoadedLog:
     log_start_offset: int
     recovery_point: int
     producer_state: ProducerStateManager
+    leader_epoch_cache: LeaderEpochFileCache
 
 
 def load_log(
@@ -90,14 +96,59 @@ def load_log(
     if not segments:
         segments.append(LogSegment.create(directory, max(log_start_offset, 0), config, now_ms))
     log_end_offset = segments[-1].next_offset
+    log_start_offset = min(max(log_start_offset, segments[0].base_offset), log_end_offset)
     return LoadedLog(
         segments=segments,
-        log_start_offset=min(max(log_start_offset, segments[0].base_offset), log_end_offset),
+        log_start_offset=log_start_offset,
         recovery_point=log_end_offset
         if had_clean_shutdown
         else min(recovery_point, log_end_offset),
         producer_state=load_producer_state(directory, segments, log_end_offset),
+        leader_epoch_cache=load_leader_epoch_cache(
+            directory, segments, log_start_offset, log_end_offset
+        ),
     )
+
+
+def load_leader_epoch_cache(
+    directory: Path, segments: list[LogSegment], log_start_offset: int, log_end_offset: int
+) -> LeaderEpochFileCache:
+    cache = LeaderEpochFileCache(directory / LEADER_EPOCH_CHECKPOINT)
+    if not cache.needs_rebuild:
+        cache.truncate_from_end(log_end_offset)
+        last_epoch = _last_batch_epoch(segments)
+        latest = -1 if cache.latest_epoch is None else cache.latest_epoch
+        if last_epoch > latest:
+            logger.warning(
+                "%s: the last batch has leader epoch %d but the checkpoint ends at epoch %d; "
+                "rebuilding it from the log",
+                cache.path, last_epoch, latest,
+            )
+            cache.needs_rebuild = True
+    if cache.needs_rebuild:
+        if log_end_offset > segments[0].base_offset:
+            logger.info("%s: rebuilding the leader epoch cache from the log", directory)
+        rebuild_leader_epoch_cache(cache, segments)
+    cache.truncate_from_start(log_start_offset)
+    return cache
+
+
+def rebuild_leader_epoch_cache(cache: LeaderEpochFileCache, segments: list[LogSegment]) -> None:
+    """Replace the cache's entries by the epochs the batches on disk were written in."""
+    cache.rebuild(
+        (header.partition_leader_epoch, header.base_offset)
+        for segment in segments
+        for header in segment.iter_headers(segment.base_offset)
+    )
+
+
+def _last_batch_epoch(segments: list[LogSegment]) -> int:
+    for segment in reversed(segments):
+        if segment.size:
+            found = segment.translate_offset(segment.next_offset - 1)
+            if found is not None:
+                return found[1].partition_leader_epoch
+    return -1
 
 
 def load_producer_state(

@@ -8,7 +8,11 @@ otherwise unflushed segments are recovered. The marker is removed once loading i
 crash later in this run is never mistaken for a clean stop.
 
 The server drives the periodic work on its own timers: `flush_dirty_logs` (flush.ms),
-`cleanup_logs` (retention) and `checkpoint_recovery_points`.
+`cleanup_logs` (retention), `checkpoint_recovery_points` and, for replicated partitions,
+`checkpoint_high_watermarks` (replica.high.watermark.checkpoint.interval.ms). High watermarks
+are not the log's own state (the partition computes them from its followers), so the caller
+hands them in; they are kept per log dir, in Kafka's `replication-offset-checkpoint`, next to
+the logs they describe, and read back with `high_watermarks` when the broker starts.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 from reference_broker.log.checkpoint_file import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
     fsync_directory,
     read_checkpoint,
     write_checkpoint,
@@ -197,6 +202,10 @@ class LogManager:
         log_dir = self._dir_of.pop(topic_partition)
         log.delete()
         self._write_checkpoints(log_dir)
+        high_watermarks = read_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT)
+        if high_watermarks.pop(topic_partition, None) is not None:
+            # a topic re-created under the same name must not inherit the old high watermark
+            write_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT, high_watermarks)
         return True
 
     def update_config(self, topic: str, config: LogConfig) -> None:
@@ -238,6 +247,31 @@ class LogManager:
             log_dir / LOG_START_OFFSET_CHECKPOINT,
             {tp: log.log_start_offset for tp, log in logs.items()},
         )
+
+    def checkpoint_high_watermarks(self, hws: Mapping[tuple[str, int], int]) -> None:
+        """Write each log dir's `replication-offset-checkpoint` with the given high watermarks
+        of the logs that live in it (entries for partitions without a log here are dropped)."""
+        by_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+        for key, high_watermark in hws.items():
+            topic_partition = TopicPartition(*key)
+            log_dir = self._dir_of.get(topic_partition)
+            if log_dir is not None:
+                by_dir[log_dir][topic_partition] = high_watermark
+        for log_dir, offsets in by_dir.items():
+            write_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT, offsets)
+
+    def high_watermarks(self) -> dict[tuple[str, int], int]:
+        """The checkpointed high watermarks of this broker's logs, each read from the log dir
+        holding the log (a missing or damaged file reads as empty: the partition then starts
+        from what its leader tells it, as after a first start)."""
+        found: dict[tuple[str, int], int] = {}
+        for log_dir in self.log_dirs:
+            entries = read_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT)
+            for key, high_watermark in entries.items():
+                topic_partition = TopicPartition(*key)
+                if self._dir_of.get(topic_partition) == log_dir:
+                    found[topic_partition] = high_watermark
+        return found
 
     def shutdown(self) -> None:
         """Flush and close every log, write checkpoints, mark the shutdown clean, unlock."""

@@ -8,12 +8,14 @@ recovery. Appends are one os.write on an O_APPEND descriptor plus O(1) index boo
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 from harness.wire.records import HEADER_SIZE, MAGIC, BatchHeader, compute_crc, read_header
+from reference_broker.log.checkpoint_file import fsync_directory
 from reference_broker.log.errors import CorruptIndex
 from reference_broker.log.file_records import (
     SegmentFile,
@@ -419,6 +421,31 @@ class LogSegment:
         except CorruptIndex:
             self._rebuild(verify_crc=False)
         return removed
+
+    def swap_in_cleaned(self, cleaned: bytes, config: LogConfig, now_ms: int) -> LogSegment:
+        """Replace this sealed segment's bytes by `cleaned` (compaction); returns the segment
+        opened on the new file, whose indexes are rebuilt and fsynced.
+
+        The bytes are written and fsynced as `<base>.log.cleaned`, the old indexes removed, and
+        one rename puts the new file in place: a crash leaves either the old segment or the new
+        one (whose missing indexes the next load rebuilds); a stray `.cleaned` file is removed
+        on load. Fetches already holding regions of the old file keep reading it.
+        """
+        log_path = self.log_path
+        staged = log_path.with_name(log_path.name + ".cleaned")
+        with open(staged, "wb") as out:
+            out.write(cleaned)
+            out.flush()
+            os.fsync(out.fileno())
+        self.offset_index.delete()
+        self.time_index.delete()
+        os.replace(staged, log_path)
+        fsync_directory(self.directory)
+        replacement = LogSegment.open(self.directory, self.base_offset, config, now_ms)
+        replacement.load_trusted()
+        replacement.seal()
+        replacement.flush()
+        return replacement
 
     def flush(self) -> None:
         if self._unflushed:

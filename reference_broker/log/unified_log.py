@@ -10,6 +10,13 @@ goes out when `min_one_batch`); a segment rolls on size, on segment.ms measured 
 batch's timestamp, on a full index; rolled segments are fsynced at once so a crash only has to
 recover the active segment; retention deletes whole segments, oldest first, never the active one.
 
+Leader epochs (KIP-101) are tracked in the partition's LeaderEpochFileCache: a leader append
+records its epoch at the batch's first offset, a follower append records the epochs the leader
+stamped into its batches, and every truncation cuts the cache with the log.
+
+Reading and timestamp lookups live in log_read.py, the retention decision in log_retention.py,
+follower batch checks in log_validation.py, loading and recovery in log_loader.py.
+
 Not thread-safe: one thread (the broker's event loop) drives a log, as nothing here blocks for
 long except fsync, which the caller may move to an executor by calling `flush` there while it
 holds off other calls on the same log.
@@ -18,29 +25,22 @@ holds off other calls on the same log.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
-import struct
 import uuid
-from bisect import bisect_right
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 from harness.wire.records import (
-    MAGIC,
     BatchHeader,
-    compute_crc,
-    decode_records,
-    iter_headers,
     patch_base_offset,
     patch_leader_epoch,
     patch_log_append_time,
 )
+from reference_broker.log import log_read
 from reference_broker.log.checkpoint_file import fsync_directory
-from reference_broker.log.errors import CorruptRecord, OffsetOutOfRange, UnexpectedAppendOffset
-from reference_broker.log.file_records import FetchSlice, FileRegion
+from reference_broker.log.errors import OffsetOutOfRange
+from reference_broker.log.file_records import FetchSlice
+from reference_broker.log.leader_epoch_cache import LeaderEpochFileCache
 from reference_broker.log.log_config import Clock, LogConfig, wall_clock_ms
 from reference_broker.log.log_loader import (
     LoadedLog,
@@ -49,19 +49,18 @@ from reference_broker.log.log_loader import (
     load_producer_state,
     take_snapshot,
 )
+from reference_broker.log.log_read import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+from reference_broker.log.log_retention import deletable_prefix
+from reference_broker.log.log_validation import validate_follower_batches
 from reference_broker.log.producer_state import ProducerStateManager
 from reference_broker.log.segment import INT32_MAX, LogSegment
 from reference_broker.log.topic_partition import TopicPartition, parse_topic_partition
 
 logger = logging.getLogger("reference_broker.log")
 
-# ListOffsets' special timestamps.
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
-MAX_TIMESTAMP = -3
-
-_EMPTY = FetchSlice()
-_T = TypeVar("_T")
+# Re-exported: callers import these from here.
+__all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "AppendResult",
+           "OffsetOutOfRange", "UnifiedLog"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +93,7 @@ class UnifiedLog:
         self._log_end_offset = self._segments[-1].next_offset
         self._recovery_point = loaded.recovery_point
         self._producer_state = loaded.producer_state
+        self._leader_epoch_cache = loaded.leader_epoch_cache
         self._last_flush_ms = now_ms()
         self._dir_needs_fsync = True
         self._closed = False
@@ -157,6 +157,20 @@ class UnifiedLog:
     def producer_state(self) -> ProducerStateManager:
         return self._producer_state
 
+    @property
+    def leader_epoch_cache(self) -> LeaderEpochFileCache:
+        return self._leader_epoch_cache
+
+    @property
+    def latest_epoch(self) -> int | None:
+        """The newest leader epoch this log knows of (None before any was recorded)."""
+        return self._leader_epoch_cache.latest_epoch
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetsForLeaderEpoch: (epoch, end offset) as LeaderEpochFileCache.end_offset_for
+        answers it against this log's end; (-1, -1) when unknown."""
+        return self._leader_epoch_cache.end_offset_for(epoch, self._log_end_offset)
+
     def update_config(self, config: LogConfig) -> None:
         """Apply AlterConfigs: sizes and times take effect at the next append/roll/cleanup."""
         self._config = config
@@ -208,18 +222,13 @@ class UnifiedLog:
             append_time = max_timestamp = now
         else:
             append_time, max_timestamp = -1, header.max_timestamp
+        self._leader_epoch_cache.assign(leader_epoch, base_offset)  # file written only on change
         segment = self._segments[-1]
         if segment.should_roll(config, size, max_timestamp, last_offset, now):
             segment = self._roll(base_offset, now)
-        if position == 0 and len(records) == size:
-            segment.append_batch(records, base_offset, last_offset, max_timestamp)
-        else:
-            segment.append_batch(
-                memoryview(records)[position : position + size],
-                base_offset,
-                last_offset,
-                max_timestamp,
-            )
+        whole = position == 0 and len(records) == size
+        data = records if whole else memoryview(records)[position : position + size]
+        segment.append_batch(data, base_offset, last_offset, max_timestamp)
         self._log_end_offset = last_offset + 1
         if idempotent:
             self._producer_state.update(header, base_offset, last_offset, append_time)
@@ -231,12 +240,18 @@ class UnifiedLog:
         return AppendResult(-1, -1, -1, self._log_start_offset, error=error)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendResult | None:
-        """Append batches copied from the leader, offsets already assigned. A partial batch at
-        the end (fetch responses may cut one) is ignored. Offsets must not go backwards from the
-        log end; gaps are allowed, as in Kafka. Returns None when there was no whole batch."""
-        headers = self._validate_follower_batches(records)
+        """Append batches copied from the leader byte for byte: offsets, leader epochs and
+        timestamps stay the leader's. A partial batch at the end (fetch responses may cut one)
+        is ignored. Offsets must not go backwards from the log end; gaps are allowed, as in
+        Kafka. Returns None when there was no whole batch.
+
+        The epochs are recorded before the data is written (so the checkpoint is never behind
+        the log), and producer state follows each written run, so the snapshot a roll takes
+        covers every batch below the new segment."""
+        headers = validate_follower_batches(records, self._log_end_offset)
         if not headers:
             return None
+        self._leader_epoch_cache.assign_batches(headers)
         now = self._now_ms()
         view = memoryview(records)
         i = 0
@@ -260,35 +275,14 @@ class UnifiedLog:
                 view[start : start + run_bytes],
                 [(header.position - start, header) for header in headers[i:j]],
             )
+            self._log_end_offset = headers[j - 1].last_offset + 1
+            self._producer_state.rebuild_from(headers[i:j])
             i = j
-        self._log_end_offset = headers[-1].last_offset + 1
-        self._producer_state.rebuild_from(headers)
         if self._log_end_offset - self._recovery_point >= self._config.flush_interval_messages:
             self.flush()
         return AppendResult(
             headers[0].base_offset, headers[-1].last_offset, -1, self._log_start_offset
         )
-
-    def _validate_follower_batches(
-        self, records: bytes | bytearray | memoryview
-    ) -> list[BatchHeader]:
-        headers = []
-        expected = self._log_end_offset
-        for header in iter_headers(records):
-            if header.magic != MAGIC or header.last_offset_delta < 0:
-                raise CorruptRecord(f"batch at byte {header.position} has a malformed header")
-            if compute_crc(records, header.position, header.size) != header.crc:
-                raise CorruptRecord(f"batch at byte {header.position} fails its CRC-32C")
-            if header.base_offset < expected:
-                raise UnexpectedAppendOffset(
-                    f"follower batch at offset {header.base_offset} does not follow offset "
-                    f"{expected - 1} (log end {self._log_end_offset})",
-                    header.base_offset,
-                    self._log_end_offset,
-                )
-            expected = header.last_offset + 1
-            headers.append(header)
-        return headers
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -302,82 +296,24 @@ class UnifiedLog:
         log_end = self._log_end_offset
         if start_offset < self._log_start_offset or start_offset > log_end:
             raise OffsetOutOfRange(start_offset, self._log_start_offset, log_end)
-        limit_offset = min(max_offset, log_end)
-        if start_offset >= limit_offset:
-            return _EMPTY
-        regions: list[FileRegion] = []
-        remaining = max_bytes
-        offset = start_offset
-        segments = self._segments
-        for i in range(self._segment_index(start_offset), len(segments)):
-            segment = segments[i]
-            if limit_offset >= segment.next_offset:
-                max_position = segment.size
-            else:
-                max_position = segment.position_of(limit_offset)
-            found = segment.read(offset, remaining, max_position, min_one_batch and not regions)
-            if found is not None:
-                if found.size == 0:
-                    break
-                regions.append(FileRegion(segment.file, found.position, found.size))
-                remaining -= found.size
-                if not found.reached_end:
-                    break
-            if limit_offset <= segment.next_offset or remaining <= 0:
-                break
-            offset = segment.next_offset
-        return FetchSlice(tuple(regions)) if regions else _EMPTY
-
-    def _segment_index(self, offset: int) -> int:
-        return max(bisect_right(self._bases, offset) - 1, 0)
+        limit = min(max_offset, log_end)
+        return log_read.read_segments(
+            self._segments, self._bases, start_offset, max_bytes, limit, min_one_batch
+        )
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """ListOffsets: (offset, timestamp) of the first record whose timestamp >= `timestamp`,
         or None when there is none. -2 / -1 / -3 mean earliest / latest / max timestamp and
-        answer with timestamp -1 for the first two, as Kafka does.
-
-        Uncompressed and gzip batches are decoded to find the exact record; for batches this
-        module cannot decompress (snappy, lz4, zstd) the answer is the batch's base offset and
-        max timestamp, so a consumer seeking there may see a few earlier records.
+        answer with timestamp -1 for the first two, as Kafka does. Batches this module cannot
+        decompress (snappy, lz4, zstd) are answered at batch granularity (see log_read).
         """
-        if timestamp == EARLIEST_TIMESTAMP:
-            return self._log_start_offset, -1
-        if timestamp == LATEST_TIMESTAMP:
-            return self._log_end_offset, -1
-        if timestamp == MAX_TIMESTAMP:
-            return self.max_timestamp_offset()
-        for segment in self._segments:
-            if segment.max_timestamp < timestamp or segment.next_offset <= self._log_start_offset:
-                continue
-            found = segment.find_by_timestamp(timestamp, self._log_start_offset)
-            if found is not None:
-                return self._first_record_at_or_after(segment, *found, timestamp)
-        return None
+        return log_read.fetch_offset_by_timestamp(
+            self._segments, self._log_start_offset, self._log_end_offset, timestamp
+        )
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         """KIP-734: (offset, timestamp) of the earliest record with the largest timestamp."""
-        best: LogSegment | None = None
-        for segment in self._segments:
-            if segment.size and (best is None or segment.max_timestamp > best.max_timestamp):
-                best = segment
-        if best is None:
-            return None
-        found = best.find_batch(best.offset_of_max_timestamp)
-        if found is None:
-            return best.offset_of_max_timestamp, best.max_timestamp
-        return self._first_record_at_or_after(best, *found, best.max_timestamp)
-
-    def _first_record_at_or_after(
-        self, segment: LogSegment, position: int, header: BatchHeader, timestamp: int
-    ) -> tuple[int, int]:
-        try:
-            records = decode_records(segment.read_batch(position, header.size))
-        except (ValueError, EOFError, OSError, IndexError, struct.error):
-            records = []  # undecodable payload: answer at batch granularity
-        for record in records:
-            if record.offset >= self._log_start_offset and record.timestamp >= timestamp:
-                return record.offset, record.timestamp
-        return max(header.base_offset, self._log_start_offset), header.max_timestamp
+        return log_read.max_timestamp_offset(self._segments, self._log_start_offset)
 
     # --- flushing and rolling ---------------------------------------------------------------
 
@@ -391,7 +327,8 @@ class UnifiedLog:
         )
         if offset > self._recovery_point:
             segments = self._segments
-            for i in range(self._segment_index(self._recovery_point), len(segments)):
+            first = log_read.segment_index(self._bases, self._recovery_point)
+            for i in range(first, len(segments)):
                 if segments[i].base_offset >= offset:
                     break
                 segments[i].flush()
@@ -434,14 +371,9 @@ class UnifiedLog:
     # --- compaction -------------------------------------------------------------------------
 
     def replace_segment(self, segment: LogSegment, cleaned: bytes) -> None:
-        """Swap a non-active segment for its compacted bytes (the log cleaner's last step).
-
-        The bytes are written and fsynced as `<base>.log.cleaned`, the old indexes removed, and
-        one rename puts the new file in place: a crash leaves either the old segment or the new
-        one (whose missing indexes the next load rebuilds); a stray `.cleaned` file is removed
-        on load. Fetches already holding regions of the old file keep reading it. An empty
-        result removes the segment: its offsets are then a gap that reads skip.
-        """
+        """Swap a non-active segment for its compacted bytes (the log cleaner's last step),
+        crash-safely (see LogSegment.swap_in_cleaned). An empty result removes the segment: its
+        offsets are then a gap that reads skip."""
         index = self._segments.index(segment)
         if index == len(self._segments) - 1:
             raise ValueError("the active segment is never compacted")
@@ -449,24 +381,7 @@ class UnifiedLog:
             segment.delete()
             del self._segments[index]
         else:
-            log_path = segment.log_path
-            staged = log_path.with_name(log_path.name + ".cleaned")
-            fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                os.write(fd, cleaned)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            segment.offset_index.delete()
-            segment.time_index.delete()
-            os.replace(staged, log_path)
-            fsync_directory(self.directory)
-            replacement = LogSegment.open(self.directory, segment.base_offset, self._config,
-                                          self._now_ms())
-            replacement.load_trusted()
-            replacement.seal()
-            replacement.flush()
-            self._segments[index] = replacement
+            self._segments[index] = segment.swap_in_cleaned(cleaned, self._config, self._now_ms())
         self._bases = [s.base_offset for s in self._segments]
         self._dir_needs_fsync = True
 
@@ -477,33 +392,14 @@ class UnifiedLog:
         is too big without it) and the log start offset (a segment lies wholly below it), oldest
         first, never the active segment. Returns how many segments were deleted."""
         now = self._now_ms() if now_ms is None else now_ms
-        config = self._config
-        candidates = self._segments[:-1]
-        count = 0
-        if config.retention_enabled and config.retention_ms >= 0:
-            count = _prefix_length(
-                candidates, lambda s: now - s.largest_timestamp > config.retention_ms
-            )
-        if config.retention_enabled and config.retention_bytes >= 0:
-            excess = self.size_in_bytes - config.retention_bytes
-            by_size = 0
-            for segment in candidates:
-                if excess - segment.size < 0:
-                    break
-                excess -= segment.size
-                by_size += 1
-            count = max(count, by_size)
-        below_start = _prefix_length(
-            list(zip(candidates, self._segments[1:], strict=False)),
-            lambda pair: pair[1].base_offset <= self._log_start_offset,
-        )
-        count = max(count, below_start)
+        count = deletable_prefix(self._segments, self._config, self._log_start_offset, now)
         if count == 0:
             return 0
         deleted, self._segments = self._segments[:count], self._segments[count:]
         self._bases = [s.base_offset for s in self._segments]
         self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
         self._recovery_point = max(self._recovery_point, self._log_start_offset)
+        self._leader_epoch_cache.truncate_from_start(self._log_start_offset)
         for segment in deleted:
             segment.delete()
         self._dir_needs_fsync = True
@@ -515,10 +411,24 @@ class UnifiedLog:
         )
         return count
 
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """Move the log start up to `offset` (capped at the log end): DeleteRecords, or a
+        follower following its leader's log start. Offsets below it become unreadable at once;
+        the segments wholly below it go at the next `delete_old_segments`. Returns whether the
+        log start moved."""
+        offset = min(offset, self._log_end_offset)
+        if offset <= self._log_start_offset:
+            return False
+        self._log_start_offset = offset
+        self._recovery_point = max(self._recovery_point, offset)
+        self._leader_epoch_cache.truncate_from_start(offset)
+        return True
+
     def truncate_to(self, offset: int) -> bool:
         """Follower truncation: drop everything from `offset` on. Batches are never split, so if
         `offset` falls inside a batch that batch goes too and the log end lands on its base.
-        Returns whether anything was removed."""
+        The indexes, producer state (last snapshot at or below the new end plus a replay) and
+        leader epochs are cut back with the data. Returns whether anything was removed."""
         if offset < 0:
             raise ValueError(f"cannot truncate to negative offset {offset}")
         if offset >= self._log_end_offset:
@@ -537,6 +447,7 @@ class UnifiedLog:
         self._dir_needs_fsync = True
         delete_snapshots(self.directory, above=self._log_end_offset)
         self._producer_state = load_producer_state(self.directory, keep, self._log_end_offset)
+        self._leader_epoch_cache.truncate_from_end(self._log_end_offset)
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -550,6 +461,7 @@ class UnifiedLog:
         self._bases = [offset]
         self._log_start_offset = self._log_end_offset = self._recovery_point = offset
         self._producer_state = ProducerStateManager()
+        self._leader_epoch_cache.clear_and_flush()
         self._dir_needs_fsync = True
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -589,11 +501,3 @@ class UnifiedLog:
             f"end={self._log_end_offset}, segments={len(self._segments)})"
         )
 
-
-def _prefix_length(items: list[_T], predicate: Callable[[_T], bool]) -> int:
-    count = 0
-    for item in items:
-        if not predicate(item):
-            break
-        count += 1
-    return count

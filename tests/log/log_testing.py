@@ -33,6 +33,7 @@ def batch(
     base_sequence: int = -1,
     compression: int = 0,
     base_offset: int = 0,
+    partition_leader_epoch: int = -1,
 ) -> bytearray:
     return bytearray(
         build_batch(
@@ -43,6 +44,7 @@ def batch(
             producer_epoch=producer_epoch,
             base_sequence=base_sequence,
             compression=compression,
+            partition_leader_epoch=partition_leader_epoch,
         )
     )
 

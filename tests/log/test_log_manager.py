@@ -208,3 +208,70 @@ def test_checkpoint_round_trip(tmp_path):
     assert read_checkpoint(path) == {("a-b.c", 0): 5, ("x", 12): 0}
     assert read_checkpoint(tmp_path / "missing") == {}
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_high_watermarks_are_checkpointed_per_log_dir(dirs):
+    manager = LogManager(dirs, CONFIG)
+    for partition in range(3):
+        manager.get_or_create_log("orders", partition)  # 0 and 2 in d1, 1 in d2
+    assert manager.high_watermarks() == {}  # no checkpoint yet
+    manager.checkpoint_high_watermarks(
+        {("orders", 0): 5, ("orders", 1): 7, ("orders", 2): 0, ("gone", 0): 9}
+    )
+    assert (dirs[1] / "replication-offset-checkpoint").read_text() == "0\n1\norders 1 7\n"
+    assert read_checkpoint(dirs[0] / "replication-offset-checkpoint") == {
+        ("orders", 0): 5,
+        ("orders", 2): 0,
+    }
+    manager.checkpoint_high_watermarks({("orders", 0): 6})
+    assert read_checkpoint(dirs[1] / "replication-offset-checkpoint") == {}
+    manager.checkpoint_high_watermarks({("orders", 0): 6, ("orders", 1): 8, ("orders", 2): 1})
+    manager.shutdown()
+
+    restarted = LogManager(dirs, CONFIG)
+    assert restarted.high_watermarks() == {("orders", 0): 6, ("orders", 1): 8, ("orders", 2): 1}
+    restarted.shutdown()
+
+
+def test_high_watermarks_ignore_entries_for_logs_elsewhere(dirs):
+    manager = LogManager(dirs, CONFIG)
+    manager.get_or_create_log("t", 0)  # in d1
+    manager.shutdown()
+    write_checkpoint(dirs[0] / "replication-offset-checkpoint", {("t", 0): 3, ("x", 0): 4})
+    write_checkpoint(dirs[1] / "replication-offset-checkpoint", {("t", 0): 99})
+    restarted = LogManager(dirs, CONFIG)
+    assert restarted.high_watermarks() == {("t", 0): 3}
+    restarted.shutdown()
+
+
+def test_damaged_high_watermark_checkpoint_reads_as_empty(dirs, caplog):
+    manager = LogManager(dirs, CONFIG)
+    manager.get_or_create_log("t", 0)
+    manager.checkpoint_high_watermarks({("t", 0): 3})
+    (dirs[0] / "replication-offset-checkpoint").write_text("0\n5\nt 0 3\n")
+    assert manager.high_watermarks() == {}
+    assert "malformed checkpoint file" in caplog.text
+    manager.shutdown()
+
+
+def test_deleting_a_log_forgets_its_high_watermark(dirs):
+    manager = LogManager(dirs, CONFIG)
+    manager.get_or_create_log("t", 0)
+    manager.get_or_create_log("t", 1)
+    manager.checkpoint_high_watermarks({("t", 0): 3, ("t", 1): 4})
+    manager.delete_log("t", 0)
+    assert read_checkpoint(dirs[0] / "replication-offset-checkpoint") == {}
+    manager.get_or_create_log("t", 0)
+    assert manager.high_watermarks() == {("t", 1): 4}
+    manager.shutdown()
+
+
+def test_leader_epochs_survive_a_log_manager_restart(dirs):
+    manager = LogManager(dirs, CONFIG)
+    log = manager.get_or_create_log("t", 0)
+    append(log, batch(1), leader_epoch=0)
+    append(log, batch(1), leader_epoch=2)
+    manager.shutdown()
+    restarted = LogManager(dirs, CONFIG)
+    assert restarted.get_log("t", 0).end_offset_for_epoch(1) == (0, 1)
+    restarted.shutdown()
