@@ -26,11 +26,13 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field, is_optional
 from kio.static.constants import EntityType
 
+from . import zk_era
 from .tags import strip_unknown_tags
 
 API_VERSIONS_KEY = 18
 _I32 = struct.Struct(">i")
 _HEADER_PREFIX = struct.Struct(">hhi")
+_API_NAMES: dict[int, str] = {**api_key_map, **zk_era.API_NAMES}
 
 
 class ProtocolError(Exception):
@@ -47,11 +49,11 @@ class Request:
 
     @property
     def api_name(self) -> str:
-        return api_key_map.get(self.api_key, f"api_{self.api_key}")
+        return _API_NAMES.get(self.api_key, f"api_{self.api_key}")
 
 
 def api_name(api_key: int) -> str:
-    return api_key_map.get(api_key, f"unknown({api_key})")
+    return _API_NAMES.get(api_key, f"unknown({api_key})")
 
 
 @cache
@@ -65,6 +67,9 @@ def response_class(api_key: int, version: int) -> type | None:
 
 
 def _payload_class(api_key: int, version: int, kind: EntityType) -> type | None:
+    if api_key in zk_era.API_NAMES:
+        pair = zk_era.ENTITIES.get((api_key, version))
+        return None if pair is None else pair[kind is EntityType.response]
     loader = load_request_schema if kind is EntityType.request else load_response_schema
     try:
         return loader(api_key, version)
@@ -74,7 +79,7 @@ def _payload_class(api_key: int, version: int, kind: EntityType) -> type | None:
 
 @cache
 def modelled_versions(api_key: int) -> tuple[int, ...]:
-    """Every version of an API for which kio has both a request and a response type."""
+    """Every version of an API with both a request and a response type (kio's or zk_era's)."""
     return tuple(
         v for v in range(0, 40)
         if request_class(api_key, v) is not None and response_class(api_key, v) is not None
@@ -106,7 +111,7 @@ def decode_request(
     any body parsing; ApiVersions is always parsed leniently (KIP-511) by the caller instead.
     """
     api_key, version, correlation_id = peek_header(frame)
-    if api_key not in api_key_map:
+    if api_key not in _API_NAMES:
         raise ProtocolError(f"unknown api key {api_key}")
     if supported is not None and not supported(api_key, version):
         raise ProtocolError(f"unsupported version {version} of {api_name(api_key)}")
