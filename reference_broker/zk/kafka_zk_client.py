@@ -39,6 +39,8 @@ from kazoo.protocol.states import ZnodeStat
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from reference_broker.log.topic_partition import TopicPartition
+from reference_broker.zk.broker_zk import BrokerZkOps
+from reference_broker.zk.controller_zk import ControllerZkOps
 from reference_broker.zk.zk_data import (
     PERSISTENT_PATHS,
     BrokerIdsZNode,
@@ -120,7 +122,7 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class KafkaZkClient:
+class KafkaZkClient(ControllerZkOps, BrokerZkOps):
     """One ZooKeeper session, as Kafka's ``KafkaZkClient``: start it, use it, close it.
 
     ``connect`` is ``zookeeper.connect`` — ``host:port[,host:port]`` with an optional chroot
@@ -292,6 +294,24 @@ class KafkaZkClient:
         except NoNodeError:
             return None
         return BrokerIdZNode.decode(broker_id, data)
+
+    def get_broker_and_epoch(self, broker_id: int) -> tuple[BrokerInfo, int] | None:
+        """The registration and its broker epoch (the znode's czxid), or None if not live."""
+        try:
+            data, stat = self._zk.get(BrokerIdZNode.path(broker_id))
+        except NoNodeError:
+            return None
+        return BrokerIdZNode.decode(broker_id, data), stat.czxid
+
+    def get_all_brokers_and_epochs(self) -> dict[int, tuple[BrokerInfo, int]]:
+        """Every live broker with its epoch: what the controller needs to tell a restarted
+        broker (new epoch) from the one it knew."""
+        brokers = {}
+        for broker_id in self.get_broker_ids():
+            found = self.get_broker_and_epoch(broker_id)
+            if found is not None:
+                brokers[broker_id] = found
+        return brokers
 
     def get_all_brokers(self) -> dict[int, BrokerInfo]:
         brokers = {}

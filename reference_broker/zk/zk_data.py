@@ -577,3 +577,43 @@ PERSISTENT_PATHS: tuple[str, ...] = (
     DeleteTopicsZNode.path(),
     IsrChangeNotificationZNode.path(),
 )
+
+
+# --- producer ids ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProducerIdBlock:
+    """A range of producer ids one broker hands out: ``block_start``..``block_end`` inclusive."""
+
+    broker_id: int
+    block_start: int
+    block_end: int
+
+
+class ProducerIdBlockZNode:
+    """``/latest_producer_id_block``: the last block any broker claimed; claims are
+    version-checked so no two brokers get the same ids (Kafka's ZooKeeper-mode allocator)."""
+
+    VERSION = 1
+
+    @staticmethod
+    def path() -> str:
+        return "/latest_producer_id_block"
+
+    @staticmethod
+    def encode(block: ProducerIdBlock) -> bytes:
+        return encode_json({"version": ProducerIdBlockZNode.VERSION, "broker": block.broker_id,
+                            "block_start": str(block.block_start),
+                            "block_end": str(block.block_end)})
+
+    @staticmethod
+    def decode(data: bytes) -> ProducerIdBlock:
+        where = ProducerIdBlockZNode.path()
+        obj = decode_json_object(data, where)
+        try:
+            start, end = int(obj["block_start"]), int(obj["block_end"])
+        except (KeyError, TypeError, ValueError):
+            raise ZkDataError(f"{where}: 'block_start'/'block_end' must be numbers as text, "
+                              f"got {obj!r}") from None
+        return ProducerIdBlock(int_field(obj, "broker", where), start, end)
