@@ -98,6 +98,19 @@ def _dirs(raw: str) -> tuple[Path, ...]:
     return dirs
 
 
+def _peer_addresses(raw: str) -> dict[int, tuple[str, int]]:
+    peers: dict[int, tuple[str, int]] = {}
+    for part in raw.split(","):
+        if not part.strip():
+            continue
+        broker, _, address = part.strip().partition("=")
+        host, _, port = address.rpartition(":")
+        if not host or not 0 <= int(port) <= 65535:
+            raise ValueError
+        peers[int(broker)] = (host.strip("[]"), int(port))
+    return peers
+
+
 _LISTENERS_ALLOWED = "a comma-separated list of NAME://host:port, e.g. PLAINTEXT://127.0.0.1:9092"
 
 DEFINITIONS: dict[str, Definition] = {
@@ -192,6 +205,59 @@ DEFINITIONS: dict[str, Definition] = {
     "log.cleaner.delete.retention.ms": Definition(_int(0, MAX_LONG), 86400000, "an integer >= 0",
                                                   "how long the cleaner keeps tombstones "
                                                   "(topic override: delete.retention.ms)"),
+    # --- cluster mode (zookeeper.connect set) ---
+    "zookeeper.connection.timeout.ms": Definition(_int(1, MAX_INT), 18000, "an integer >= 1",
+                                                  "wait this long for the first ZooKeeper "
+                                                  "connection before giving up"),
+    "inter.broker.listener.name": Definition(_string, None, "a listener name from listeners",
+                                             "listener brokers use to reach each other; "
+                                             "defaults to the first listener"),
+    "broker.peer.addresses": Definition(_peer_addresses, {}, "a comma-separated list of "
+                                        "ID=host:port, e.g. 1=127.0.0.1:19092",
+                                        "where this broker reaches peer brokers instead of "
+                                        "their registered address (the harness points these "
+                                        "at per-link proxies)"),
+    "replica.lag.time.max.ms": Definition(_int(1, MAX_LONG), 30000, "an integer >= 1",
+                                          "a follower not caught up for this long leaves "
+                                          "the ISR"),
+    "replica.fetch.wait.max.ms": Definition(_int(0, MAX_INT), 500, "an integer >= 0",
+                                            "max wait of a follower's fetch"),
+    "replica.fetch.min.bytes": Definition(_int(1, MAX_INT), 1, "an integer >= 1",
+                                          "min bytes of a follower's fetch"),
+    "replica.fetch.max.bytes": Definition(_int(0, MAX_INT), 1048576, "an integer >= 0",
+                                          "bytes a follower asks for per partition"),
+    "replica.fetch.backoff.ms": Definition(_int(0, MAX_INT), 1000, "an integer >= 0",
+                                           "pause after a failed follower fetch"),
+    "replica.socket.timeout.ms": Definition(_int(1, MAX_INT), 30000, "an integer >= 1",
+                                            "request timeout of follower fetches"),
+    "replica.high.watermark.checkpoint.interval.ms": Definition(
+        _int(1, MAX_LONG), 5000, "an integer >= 1",
+        "how often high watermarks are written to replication-offset-checkpoint"),
+    "controller.socket.timeout.ms": Definition(_int(1, MAX_INT), 30000, "an integer >= 1",
+                                               "request timeout of controller requests"),
+    "auto.leader.rebalance.enable": Definition(_bool, True, "true or false",
+                                               "move leadership back to preferred replicas"),
+    "leader.imbalance.check.interval.seconds": Definition(_int(1, MAX_LONG), 300,
+                                                          "an integer >= 1",
+                                                          "how often the controller checks "
+                                                          "leader imbalance"),
+    "leader.imbalance.per.broker.percentage": Definition(_int(0, 100), 10,
+                                                         "an integer in [0, 100]",
+                                                         "imbalance that triggers a "
+                                                         "preferred-replica election"),
+    "controlled.shutdown.enable": Definition(_bool, True, "true or false",
+                                             "move leadership away before stopping"),
+    "controlled.shutdown.max.retries": Definition(_int(0, MAX_INT), 3, "an integer >= 0",
+                                                  "attempts of a controlled shutdown"),
+    "controlled.shutdown.retry.backoff.ms": Definition(_int(0, MAX_LONG), 5000,
+                                                       "an integer >= 0",
+                                                       "pause between attempts"),
+    "delete.topic.enable": Definition(_bool, True, "true or false",
+                                      "DeleteTopics is allowed"),
+    "offsets.commit.required.acks": Definition(_int(-1, 32767), -1, "-1 or an integer >= 0",
+                                               "acks an offset commit waits for"),
+    "offsets.commit.timeout.ms": Definition(_int(1, MAX_INT), 5000, "an integer >= 1",
+                                            "how long an offset commit waits for the ISR"),
     "group.coordinator.load.delay.ms": Definition(_int(0, MAX_INT), 0, "an integer >= 0",
                                                   "TEST ONLY: wait this long before replaying "
                                                   "an offsets partition, so "
@@ -204,8 +270,7 @@ IGNORED = frozenset({
     "num.recovery.threads.per.data.dir", "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes",
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
-    "zookeeper.connection.timeout.ms",
-    "log.segment.delete.delay.ms", "inter.broker.listener.name",
+    "log.segment.delete.delay.ms",
     "listener.security.protocol.map",
 })
 
@@ -256,6 +321,20 @@ class KafkaConfig(Mapping[str, Any]):
     @property
     def advertised_listeners(self) -> tuple[Endpoint, ...]:
         return self["advertised.listeners"] or self["listeners"]
+
+    @property
+    def zookeeper_mode(self) -> bool:
+        return bool(self["zookeeper.connect"])
+
+    @property
+    def inter_broker_listener(self) -> Endpoint:
+        """The advertised endpoint peers and the controller use to reach this broker."""
+        name = self["inter.broker.listener.name"]
+        for endpoint in self.advertised_listeners:
+            if name is None or endpoint.listener == name:
+                return endpoint
+        raise ConfigError("inter.broker.listener.name", name,
+                          "the name of one of the advertised listeners")
 
     @property
     def retention_ms(self) -> int:

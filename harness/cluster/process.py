@@ -120,16 +120,46 @@ class ManagedProcess:
     def stop(self) -> int | None:
         """SIGTERM, then SIGKILL after ``stop_timeout``; returns the exit code (``-9`` if killed).
 
-        Safe to call twice and on a process that never started.
+        A paused process is continued after the SIGTERM so it can act on it. Safe to call twice
+        and on a process that never started.
         """
+        if self._process is not None and self._process.poll() is None:
+            self._process.send_signal(signal.SIGTERM)
+            self._process.send_signal(signal.SIGCONT)
+            try:
+                self._process.wait(timeout=self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        return self._release()
+
+    def kill(self) -> int | None:
+        """SIGKILL at once — a crash, not a shutdown: no clean-up runs in the process, and a
+        given run directory keeps whatever it had written. Returns the exit code (``-9``)."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
+        return self._release()
+
+    def pause(self) -> None:
+        """SIGSTOP: the process keeps its sockets and memory but runs no code — to its peers a
+        hung process, unlike a dead one whose connections are reset."""
+        self._signal_running(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after :meth:`pause`."""
+        self._signal_running(signal.SIGCONT)
+
+    def _signal_running(self, signum: signal.Signals) -> None:
+        if not self.is_running():
+            raise RuntimeError(f"{self.name} is not running")
+        assert self._process is not None
+        self._process.send_signal(signum)
+
+    def _release(self) -> int | None:
+        """Reap the exited process, close its log, and remove a temporary run directory."""
         if self._process is not None:
-            if self._process.poll() is None:
-                self._process.send_signal(signal.SIGTERM)
-                try:
-                    self._process.wait(timeout=self.stop_timeout)
-                except subprocess.TimeoutExpired:
-                    self._process.kill()
-                    self._process.wait()
+            self._process.wait()
             self.returncode = self._process.returncode
             self._process = None
         if self._log_file is not None:

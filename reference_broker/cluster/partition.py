@@ -1,8 +1,12 @@
-"""One partition replica on this broker: leader state, ISR, high watermark, leader epoch.
+"""One partition replica on this broker: leader or follower state, ISR, high watermark, epochs.
 
 As in Kafka, the high watermark is the smallest log end offset among the in-sync replicas and
-bounds what consumers may read. With only this broker in the ISR it moves with every append;
-follower tracking extends `_replica_leos` when replication arrives.
+bounds what consumers may read. A leader learns each follower's log end offset from the offset
+the follower fetches at; a follower that has not caught up with the leader's log end for
+`replica.lag.time.max.ms` leaves the ISR, and one that reaches the high watermark joins it again.
+This class decides *that* the ISR should change; writing the change to ZooKeeper (and only then
+applying it here with :meth:`Partition.apply_isr`) is the replica manager's job, so a leader
+never acts on an ISR that the controller could not see.
 """
 
 from __future__ import annotations
@@ -31,6 +35,14 @@ class ReadResult:
     log_end_offset: int
 
 
+@dataclass
+class RemoteReplica:
+    """What a leader knows of one follower."""
+
+    log_end_offset: int = -1
+    last_caught_up_ms: int = 0
+
+
 class Partition:
     def __init__(
         self,
@@ -46,11 +58,18 @@ class Partition:
         self.local_broker_id = local_broker_id
         self.leader_id = -1
         self.leader_epoch = -1
+        self.controller_epoch = -1
+        self.zk_version = 0
         self.replicas: tuple[int, ...] = ()
         self.isr: tuple[int, ...] = ()
-        self._replica_leos: dict[int, int] = {}
+        self.standalone = True
+        self._remote: dict[int, RemoteReplica] = {}
+        self._epoch_start_offset = 0
         self._high_watermark = log.log_end_offset
         self._on_high_watermark = on_high_watermark
+
+    def __repr__(self) -> str:
+        return f"{self.topic}-{self.partition}"
 
     @property
     def is_leader(self) -> bool:
@@ -60,23 +79,83 @@ class Partition:
     def high_watermark(self) -> int:
         return self._high_watermark
 
+    # --- state changes ordered by the controller ------------------------------------------------
+
     def make_leader(
-        self, leader_epoch: int, replicas: tuple[int, ...], isr: tuple[int, ...]
-    ) -> None:
+        self, leader_epoch: int, replicas: tuple[int, ...], isr: tuple[int, ...],
+        *, controller_epoch: int = -1, zk_version: int = 0, now_ms: int = 0,
+        standalone: bool = True,
+    ) -> bool:
+        """Lead from this epoch on; True when this broker was not already leading this epoch."""
+        was_leading = self.is_leader and self.leader_epoch == leader_epoch
         self.leader_id = self.local_broker_id
         self.leader_epoch = leader_epoch
+        self.controller_epoch = controller_epoch
+        self.zk_version = zk_version
         self.replicas = replicas
         self.isr = isr
-        self._replica_leos = {r: -1 for r in replicas if r != self.local_broker_id}
+        self.standalone = standalone
+        if not was_leading:
+            # KIP-101: the new epoch starts at the current log end, so a follower asking for
+            # the previous epoch learns exactly where this leader's history diverges.
+            self.log.leader_epoch_cache.assign(leader_epoch, self.log.log_end_offset)
+            self._epoch_start_offset = self.log.log_end_offset
+            self._remote = {
+                r: RemoteReplica(last_caught_up_ms=now_ms if r in isr else 0)
+                for r in replicas if r != self.local_broker_id
+            }
+        else:
+            for r in replicas:
+                if r != self.local_broker_id:
+                    self._remote.setdefault(r, RemoteReplica())
+        if standalone:
+            self._high_watermark = min(self._high_watermark, self.log.log_end_offset)
+        self._maybe_increment_high_watermark()
+        return not was_leading
+
+    def make_follower(
+        self, leader_id: int, leader_epoch: int, replicas: tuple[int, ...],
+        isr: tuple[int, ...], *, controller_epoch: int, zk_version: int,
+    ) -> bool:
+        """Follow `leader_id`; True when the leader or its epoch changed (fetching restarts)."""
+        changed = self.leader_id != leader_id or self.leader_epoch != leader_epoch
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.controller_epoch = controller_epoch
+        self.zk_version = zk_version
+        self.replicas = replicas
+        self.isr = isr
+        self.standalone = False
+        self._remote = {}
+        self._high_watermark = min(self._high_watermark, self.log.log_end_offset)
+        return changed
+
+    def apply_isr(self, isr: tuple[int, ...], zk_version: int) -> None:
+        """The ISR change this leader asked for is in ZooKeeper; act on it."""
+        self.isr = isr
+        self.zk_version = zk_version
         self._maybe_increment_high_watermark()
 
+    def restore_high_watermark(self, offset: int) -> None:
+        """Start-up: the checkpointed high watermark, never beyond the log end."""
+        self._high_watermark = max(0, min(offset, self.log.log_end_offset))
+
+    # --- leader side ----------------------------------------------------------------------------
+
     def append_records_to_leader(
-        self, records: bytearray, header: BatchHeader, now_ms: int | None = None
+        self, records: bytearray, header: BatchHeader, now_ms: int | None = None,
+        required_acks: int = 1, min_insync_replicas: int = 1,
     ) -> object:
         if not self.is_leader:
             raise PartitionError(
                 "NOT_LEADER_OR_FOLLOWER",
                 f"broker {self.local_broker_id} does not lead {self.topic}-{self.partition}",
+            )
+        if required_acks == -1 and len(self.isr) < min_insync_replicas:
+            raise PartitionError(
+                "NOT_ENOUGH_REPLICAS",
+                f"the ISR of {self} is {list(self.isr)}, below min.insync.replicas "
+                f"{min_insync_replicas}",
             )
         result = self.log.append_as_leader(
             records, header, leader_epoch=self.leader_epoch, now_ms=now_ms
@@ -85,17 +164,99 @@ class Partition:
             self._maybe_increment_high_watermark()
         return result
 
+    def acks_all_outcome(self, required_offset: int, min_insync_replicas: int) -> str | None:
+        """For a waiting acks=all produce: None (keep waiting) or the error name to answer.
+
+        Complete once the high watermark covers the batch; if the ISR has meanwhile shrunk
+        below min.insync.replicas the write is acknowledged as NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+        """
+        if not self.is_leader:
+            return "NOT_LEADER_OR_FOLLOWER"
+        if self._high_watermark >= required_offset:
+            if len(self.isr) < min_insync_replicas:
+                return "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
+            return "NONE"
+        return None
+
+    def update_follower_fetch_state(
+        self, replica_id: int, fetch_offset: int, now_ms: int
+    ) -> tuple[int, ...] | None:
+        """Record a follower's fetch; returns a wider ISR to write when it has caught up."""
+        replica = self._remote.get(replica_id)
+        if replica is None:
+            return None
+        replica.log_end_offset = fetch_offset
+        if fetch_offset >= self.log.log_end_offset:
+            replica.last_caught_up_ms = now_ms
+        self._maybe_increment_high_watermark()
+        if replica_id in self.isr or replica_id not in self.replicas:
+            return None
+        # Kafka's rule: in sync again once it has everything up to the high watermark and has
+        # reached the start of this leader's epoch (so it holds no record of an older leader
+        # that this one does not have).
+        caught_up = fetch_offset >= self._high_watermark \
+            and fetch_offset >= self._epoch_start_offset
+        if caught_up:
+            return tuple(sorted({*self.isr, replica_id}, key=self.replicas.index))
+        return None
+
+    def shrunk_isr(self, now_ms: int, max_lag_ms: int) -> tuple[int, ...] | None:
+        """The ISR without followers that have lagged for more than `max_lag_ms`, or None."""
+        if not self.is_leader or self.standalone:
+            return None
+        out_of_sync = [
+            r for r in self.isr
+            if r != self.local_broker_id and r in self._remote
+            and self._remote[r].log_end_offset < self.log.log_end_offset
+            and now_ms - self._remote[r].last_caught_up_ms > max_lag_ms
+        ]
+        if not out_of_sync:
+            return None
+        return tuple(r for r in self.isr if r not in out_of_sync)
+
+    def follower_log_end_offset(self, replica_id: int) -> int:
+        replica = self._remote.get(replica_id)
+        return -1 if replica is None else replica.log_end_offset
+
     def _maybe_increment_high_watermark(self) -> None:
+        if not self.is_leader:
+            return
         leos = [self.log.log_end_offset]
-        leos += [leo for r, leo in self._replica_leos.items() if r in self.isr]
+        leos += [rep.log_end_offset for r, rep in self._remote.items() if r in self.isr]
         new_hw = min(leos)
         if new_hw > self._high_watermark:
             self._high_watermark = new_hw
             self._on_high_watermark(self)
-        elif new_hw < self._high_watermark and not self._replica_leos:
+        elif new_hw < self._high_watermark and self.standalone and not self._remote:
             # A standalone leader whose log was cut back (recovery) must not advertise data
             # it no longer has.
             self._high_watermark = new_hw
+
+    # --- follower side --------------------------------------------------------------------------
+
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
+        new_hw = min(leader_high_watermark, self.log.log_end_offset)
+        if new_hw != self._high_watermark:
+            self._high_watermark = max(new_hw, 0)
+            self._on_high_watermark(self)
+
+    def truncate_to(self, offset: int) -> None:
+        self.log.truncate_to(offset)
+        self._high_watermark = min(self._high_watermark, self.log.log_end_offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        self.log.truncate_fully_and_start_at(offset)
+        self._high_watermark = offset
+
+    # --- reads ----------------------------------------------------------------------------------
+
+    def check_leader_epoch(self, current_leader_epoch: int) -> None:
+        """KIP-320: a request naming an older epoch is fenced, a newer one is ahead of us."""
+        if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
+            return
+        if current_leader_epoch < self.leader_epoch:
+            raise PartitionError("FENCED_LEADER_EPOCH")
+        raise PartitionError("UNKNOWN_LEADER_EPOCH")
 
     def read_records(
         self, fetch_offset: int, max_bytes: int, min_one_batch: bool, from_follower: bool = False

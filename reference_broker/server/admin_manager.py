@@ -106,8 +106,11 @@ class AdminManager:
                  for p, r in stored.assignment.items()}
         return TopicInfo(stored.name, stored.topic_id, parts, stored.configs)
 
+    def _live_brokers(self) -> list[int]:
+        return [b.broker_id for b in self._cache.brokers()]
+
     def _assignment(self, new: NewTopic) -> dict[int, list[int]]:
-        brokers = [b.broker_id for b in self._cache.brokers()]
+        brokers = self._live_brokers()
         if new.assignments:
             if new.num_partitions != -1 or new.replication_factor != -1:
                 raise AdminError("INVALID_REQUEST", "Both numPartitions or replicationFactor "
@@ -214,9 +217,13 @@ class AdminManager:
             if epoch < MAX_PRODUCER_EPOCH:
                 self._producer_epochs[producer_id] = epoch + 1
                 return "NONE", producer_id, epoch + 1
-        new_id = self._store.next_producer_id()
+        new_id = self._next_producer_id()
         self._producer_epochs[new_id] = 0
         return "NONE", new_id, 0
+
+
+    def _next_producer_id(self) -> int:
+        return self._store.next_producer_id()
 
 
 def assign_replicas(brokers: list[int], partitions: int, replication_factor: int,

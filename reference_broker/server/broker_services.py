@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from reference_broker.config import KafkaConfig
 from reference_broker.coordinator.group.group_coordinator import GroupCoordinator
@@ -24,6 +25,10 @@ class BrokerServices:
     group_coordinator: GroupCoordinator
     offset_commits: OffsetCommits
     group_request_order: ConnectionOrder = field(default_factory=ConnectionOrder)
+    # ZooKeeper mode only: the broker's ZK half (server.zk_broker.ZkBroker) and the controller
+    # (controller.kafka_controller.KafkaController), active or not.
+    zk_broker: Any = None
+    controller: Any = None
 
     @property
     def broker_id(self) -> int:

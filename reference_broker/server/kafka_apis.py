@@ -33,20 +33,25 @@ class ApiHandler:
     min_version: int
     max_version: int
     handle: Handler
+    zk_only: bool = False  # inter-broker APIs of ZooKeeper mode; hidden from standalone clients
 
 
 _REGISTRY: dict[int, ApiHandler] = {}
 
 
-def api(api_key: int, versions: range) -> Callable[[Handler], Handler]:
-    """Register a handler for the given versions, limited to the versions kio models."""
+def api(api_key: int, versions: range, *, zk_only: bool = False
+        ) -> Callable[[Handler], Handler]:
+    """Register a handler for the given versions, limited to the versions kio models.
+
+    A `zk_only` API (controller → broker requests) is advertised only in ZooKeeper mode; a
+    standalone broker treats it as an API it does not offer and closes the connection."""
     modelled = set(protocol.modelled_versions(api_key))
     usable = [v for v in versions if v in modelled]
     if not usable or usable != list(range(usable[0], usable[-1] + 1)):
         raise ValueError(f"api {api_key}: versions {versions} not contiguous in kio's models")
 
     def register(fn: Handler) -> Handler:
-        _REGISTRY[api_key] = ApiHandler(api_key, usable[0], usable[-1], fn)
+        _REGISTRY[api_key] = ApiHandler(api_key, usable[0], usable[-1], fn, zk_only)
         return fn
 
     return register
@@ -78,10 +83,13 @@ class KafkaApis:
             # KIP-511: answer an unknown ApiVersions version with v0 and our supported range.
             from reference_broker.server.apis.api_versions import unsupported_version_response
 
-            return protocol.encode_response(api_key, 0, correlation_id,
-                                            unsupported_version_response())
+            return protocol.encode_response(
+                api_key, 0, correlation_id,
+                unsupported_version_response(self._services.config.zookeeper_mode))
         request = protocol.decode_request(frame, supports)
         handler = self._handlers[api_key]
+        if handler.zk_only and not self._services.config.zookeeper_mode:
+            raise ProtocolError(f"{request.api_name} is served only in ZooKeeper mode")
         result = handler.handle(self._services, request, conn)
         if inspect.isawaitable(result):
             return self._finish_async(request, result)

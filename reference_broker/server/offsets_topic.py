@@ -39,16 +39,21 @@ class OffsetsTopic:
         self._replicas = replicas
         self._broker_id = config.broker_id
         self._on_elected: OnElected | None = None
+        self._on_resigned: Callable[[int], None] | None = None
         self._loads: set[asyncio.Task[None]] = set()
+        self._appended: dict[int, int] = {}
 
     def partition_count(self, stored: int | None) -> int:
         """The existing topic's partition count wins over the config, as in Kafka."""
         return stored if stored is not None else self._config["offsets.topic.num.partitions"]
 
-    def start(self, on_elected: OnElected) -> None:
-        """Hand over the coordinator's "you lead this partition" hook; load what exists."""
+    def start(self, on_elected: OnElected,
+              on_resigned: Callable[[int], None] | None = None) -> None:
+        """Hand over the coordinator's "you lead / no longer lead this partition" hooks; in
+        standalone mode load what exists."""
         self._on_elected = on_elected
-        if self._cache.topic(OFFSETS_TOPIC) is not None:
+        self._on_resigned = on_resigned
+        if self._cache.topic(OFFSETS_TOPIC) is not None and not self._config.zookeeper_mode:
             self._elect_local_leaders()
 
     def ensure_exists(self) -> str:
@@ -84,6 +89,21 @@ class OffsetsTopic:
                 self._loads.add(task)
                 task.add_done_callback(self._load_done)
 
+    def on_leadership(self, leaders: list, left: list[tuple[str, int]]) -> None:
+        """ZooKeeper mode: coordinate the groups of the offsets partitions this broker now
+        leads (loading them first) and stop coordinating those it no longer leads."""
+        if self._on_elected is None:
+            return
+        for topic, partition in left:
+            if topic == OFFSETS_TOPIC and self._on_resigned is not None:
+                self._on_resigned(partition)
+        loop = asyncio.get_running_loop()
+        for part in leaders:
+            if part.topic == OFFSETS_TOPIC:
+                task = loop.create_task(self._on_elected(part.partition))
+                self._loads.add(task)
+                task.add_done_callback(self._load_done)
+
     def _load_done(self, task: asyncio.Task[None]) -> None:
         self._loads.discard(task)
         if not task.cancelled() and task.exception() is not None:
@@ -91,7 +111,20 @@ class OffsetsTopic:
 
     def append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> str:
         batch = build_batch(records, timestamp_ms=now_ms())
-        return self._replicas.append_records(OFFSETS_TOPIC, partition, batch).error
+        result = self._replicas.append_records(OFFSETS_TOPIC, partition, batch)
+        if result.error == "NONE":
+            self._appended[partition] = result.required_offset
+        return result.error
+
+    async def wait_replicated(self, partition: int) -> str:
+        """Seed 000: a commit is acknowledged once the offsets partition's ISR has it
+        (offsets.commit.required.acks=-1), or REQUEST_TIMED_OUT after offsets.commit.timeout.ms."""
+        required = self._appended.get(partition, -1)
+        if self._config["offsets.commit.required.acks"] != -1 or required < 0:
+            return "NONE"
+        return await self._replicas.wait_for_acks(
+            OFFSETS_TOPIC, partition, required, self._config["offsets.commit.timeout.ms"] / 1000,
+            min_insync_replicas=1)
 
     def read(self, partition: int) -> Iterator[tuple[bytes | None, bytes | None]]:
         part = self._replicas.partition(OFFSETS_TOPIC, partition)

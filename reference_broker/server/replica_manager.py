@@ -1,8 +1,14 @@
-"""The partitions this broker hosts: appends, reads, offsets lookups, and waking delayed fetches.
+"""The partitions this broker hosts: appends, reads, leadership changes, ISR upkeep, waiting.
 
-Kafka's ReplicaManager parks delayed operations in a purgatory; here a delayed fetch awaits a
-future that the partition resolves when its high watermark moves, which is the same contract
-(answer as soon as min_bytes are readable or max_wait passes) with far less machinery.
+Kafka's ReplicaManager parks delayed operations in purgatories; here a delayed fetch or an
+acks=all produce awaits a future that the partition resolves when its high watermark (or, for
+followers' fetches, its log end) moves, which is the same contract with far less machinery.
+
+Two modes share this class. Standalone, the admin manager makes every partition a local leader.
+In ZooKeeper mode the controller's LeaderAndIsr requests decide who leads
+(:meth:`ReplicaManager.become_leader_or_follower`), followers copy from leaders through the
+fetcher manager, and ISR changes are written to ZooKeeper through ``isr_writer`` before they
+take effect.
 """
 
 from __future__ import annotations
@@ -10,11 +16,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from harness.wire.records import InvalidBatch, validate_batches
-from reference_broker.cluster.partition import Partition, PartitionError
+from reference_broker.cluster.partition import Partition, PartitionError, ReadResult
 from reference_broker.log.log_manager import LogManager
 from reference_broker.log.unified_log import OffsetOutOfRange
 from reference_broker.server.metadata_cache import TopicInfo
@@ -22,6 +28,8 @@ from reference_broker.server.metadata_cache import TopicInfo
 log = logging.getLogger("reference_broker.server.replica_manager")
 
 TopicPartition = tuple[str, int]
+# (partition, new isr) → the new znode version, or None when the write lost to a newer state
+IsrWriter = Callable[[Partition, tuple[int, ...]], Awaitable[int | None]]
 
 
 @dataclass(frozen=True)
@@ -31,38 +39,81 @@ class ProduceResult:
     log_append_time: int = -1
     log_start_offset: int = -1
     message: str | None = None
+    required_offset: int = -1  # the high watermark an acks=all produce waits for
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """One partition of a LeaderAndIsr request."""
+
+    topic: str
+    partition: int
+    controller_epoch: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    zk_version: int
+    replicas: tuple[int, ...]
+    is_new: bool = False
+
+
+@dataclass
+class LeadershipChange:
+    errors: dict[TopicPartition, str]
+    new_leaders: list[Partition]
+    new_followers: list[Partition]
 
 
 class ReplicaManager:
     def __init__(self, broker_id: int, log_manager: LogManager) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
+        self.controller_epoch = -1
+        self.isr_writer: IsrWriter | None = None
+        self.fetchers = None  # the ReplicaFetcherManager in ZooKeeper mode
         self._partitions: dict[TopicPartition, Partition] = {}
         self._waiters: dict[TopicPartition, set[asyncio.Future]] = {}
+        self._follower_waiters: dict[TopicPartition, set[asyncio.Future]] = {}
+        self._isr_writes: set[TopicPartition] = set()
+        self._tasks: set[asyncio.Task] = set()
+        self._checkpointed_hws = log_manager.high_watermarks()
 
-    # --- partition lifecycle -----------------------------------------------------------------
+    # --- partition lifecycle (standalone) ------------------------------------------------------
 
     def become_leader(self, topic: TopicInfo, log_config: object) -> None:
         for info in topic.partitions.values():
             if info.leader != self.broker_id:
                 continue
-            key = (topic.name, info.partition)
-            partition = self._partitions.get(key)
-            if partition is None:
-                log_ = self.log_manager.get_or_create_log(topic.name, info.partition, log_config)
-                partition = Partition(topic.name, info.partition, log_, self.broker_id,
-                                      self._high_watermark_moved)
-                self._partitions[key] = partition
+            partition = self._get_or_create(topic.name, info.partition, log_config)
             partition.make_leader(info.leader_epoch, info.replicas, info.isr)
+
+    def _get_or_create(self, topic: str, index: int, log_config: object) -> Partition:
+        key = (topic, index)
+        partition = self._partitions.get(key)
+        if partition is None:
+            log_ = self.log_manager.get_or_create_log(topic, index, log_config)
+            partition = Partition(topic, index, log_, self.broker_id, self._high_watermark_moved)
+            hw = self._checkpointed_hws.get(key)
+            if hw is not None:
+                partition.restore_high_watermark(hw)
+            self._partitions[key] = partition
+        return partition
 
     def update_log_config(self, topic: str, log_config: object) -> None:
         self.log_manager.update_config(topic, log_config)
 
     def delete_topic(self, topic: str) -> None:
         for key in [k for k in self._partitions if k[0] == topic]:
-            del self._partitions[key]
+            self._remove(key, delete=True)
+
+    def _remove(self, key: TopicPartition, delete: bool) -> None:
+        self._partitions.pop(key, None)
+        if self.fetchers is not None:
+            self.fetchers.remove_partitions([key])
+        if delete:
             self.log_manager.delete_log(*key)
-            self._wake(key)
+        self._wake(key)
+        self._wake_followers(key)
 
     def partition(self, topic: str, partition: int) -> Partition | None:
         return self._partitions.get((topic, partition))
@@ -70,10 +121,127 @@ class ReplicaManager:
     def partitions(self) -> Iterable[Partition]:
         return self._partitions.values()
 
+    # --- partition lifecycle (ZooKeeper mode) --------------------------------------------------
+
+    def check_controller_epoch(self, controller_epoch: int) -> bool:
+        """False for a request from a deposed controller (STALE_CONTROLLER_EPOCH)."""
+        if controller_epoch < self.controller_epoch:
+            return False
+        self.controller_epoch = controller_epoch
+        return True
+
+    def become_leader_or_follower(
+        self, states: list[PartitionState], log_config_of: Callable[[str], object],
+        now_ms: int,
+    ) -> LeadershipChange:
+        """Apply a LeaderAndIsr request whose controller epoch has been checked."""
+        change = LeadershipChange({}, [], [])
+        for state in states:
+            key = (state.topic, state.partition)
+            if self.broker_id not in state.replicas:
+                change.errors[key] = "UNKNOWN_TOPIC_OR_PARTITION"
+                continue
+            current = self._partitions.get(key)
+            if current is not None and state.leader_epoch < current.leader_epoch:
+                log.info("Ignoring LeaderAndIsr for %s: leader epoch %d is older than %d",
+                         current, state.leader_epoch, current.leader_epoch)
+                change.errors[key] = "STALE_CONTROLLER_EPOCH"
+                continue
+            partition = self._get_or_create(state.topic, state.partition,
+                                            log_config_of(state.topic))
+            change.errors[key] = "NONE"
+            if state.leader == self.broker_id:
+                if partition.make_leader(state.leader_epoch, state.replicas, state.isr,
+                                         controller_epoch=state.controller_epoch,
+                                         zk_version=state.zk_version, now_ms=now_ms,
+                                         standalone=False):
+                    log.info("Leading %s at epoch %d, ISR %s, log end %d, high watermark %d",
+                             partition, state.leader_epoch, list(state.isr),
+                             partition.log.log_end_offset, partition.high_watermark)
+                    change.new_leaders.append(partition)
+                if self.fetchers is not None:
+                    self.fetchers.remove_partitions([key])
+                self._wake_followers(key)
+            else:
+                if partition.make_follower(state.leader, state.leader_epoch, state.replicas,
+                                           state.isr, controller_epoch=state.controller_epoch,
+                                           zk_version=state.zk_version):
+                    log.info("Following broker %d for %s at epoch %d", state.leader, partition,
+                             state.leader_epoch)
+                    change.new_followers.append(partition)
+                    if self.fetchers is not None:
+                        self.fetchers.remove_partitions([key])
+                        if state.leader >= 0:
+                            self.fetchers.add_partition(partition)
+                self._wake(key)
+                self._wake_followers(key)
+        return change
+
+    def stop_replica(self, topic: str, partition: int, delete: bool) -> str:
+        key = (topic, partition)
+        if key not in self._partitions:
+            if delete:
+                self.log_manager.delete_log(topic, partition)
+            return "NONE"
+        # Without delete the log stays on disk, as in Kafka, and is reopened if the replica
+        # is assigned here again.
+        self._remove(key, delete)
+        log.info("Stopped replica %s-%d%s", topic, partition, " and deleted it" if delete else "")
+        return "NONE"
+
+    # --- ISR upkeep (leaders, ZooKeeper mode) --------------------------------------------------
+
+    def maybe_shrink_isr(self, max_lag_ms: int, now_ms: int | None = None) -> None:
+        now = now_ms if now_ms is not None else current_ms()
+        for partition in list(self._partitions.values()):
+            new_isr = partition.shrunk_isr(now, max_lag_ms)
+            if new_isr is not None:
+                log.info("Shrinking ISR of %s from %s to %s", partition, list(partition.isr),
+                         list(new_isr))
+                self._write_isr(partition, new_isr)
+
+    def _write_isr(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
+        key = (partition.topic, partition.partition)
+        if self.isr_writer is None or key in self._isr_writes:
+            return
+        self._isr_writes.add(key)
+        epoch = partition.leader_epoch
+        writer = self.isr_writer
+
+        async def write() -> None:
+            try:
+                version = await writer(partition, new_isr)
+            except Exception:
+                log.exception("Writing the ISR of %s failed", partition)
+                return
+            finally:
+                self._isr_writes.discard(key)
+            if version is None or partition.leader_epoch != epoch or not partition.is_leader:
+                return
+            partition.apply_isr(new_isr, version)
+            self._wake(key)
+
+        self._spawn(write())
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def shutdown(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def high_watermarks(self) -> dict[TopicPartition, int]:
+        return {key: p.high_watermark for key, p in self._partitions.items()}
+
     # --- produce -------------------------------------------------------------------------------
 
     def append_records(self, topic: str, partition: int, records: bytes | None,
-                       now_ms: int | None = None) -> ProduceResult:
+                       now_ms: int | None = None, required_acks: int = 1,
+                       min_insync_replicas: int = 1) -> ProduceResult:
         part = self._partitions.get((topic, partition))
         if part is None:
             return ProduceResult("UNKNOWN_TOPIC_OR_PARTITION")
@@ -88,13 +256,34 @@ class ReplicaManager:
             return ProduceResult(exc.error, log_start_offset=part.log.log_start_offset,
                                  message=exc.reason)
         try:
-            result = part.append_records_to_leader(bytearray(records), header, now_ms)
+            result = part.append_records_to_leader(bytearray(records), header, now_ms,
+                                                   required_acks, min_insync_replicas)
         except PartitionError as exc:
             return ProduceResult(exc.error, message=str(exc))
         if result.error is not None:
             return ProduceResult(result.error, log_start_offset=result.log_start_offset)
+        self._wake_followers((topic, partition))
         return ProduceResult("NONE", result.first_offset, result.log_append_time_ms,
-                             result.log_start_offset)
+                             result.log_start_offset,
+                             required_offset=result.last_offset + 1)
+
+    async def wait_for_acks(self, topic: str, partition: int, required_offset: int,
+                            timeout_s: float, min_insync_replicas: int) -> str:
+        """acks=all: wait until the ISR holds everything below `required_offset`."""
+        key = (topic, partition)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            part = self._partitions.get(key)
+            if part is None:
+                return "NOT_LEADER_OR_FOLLOWER"
+            outcome = part.acks_all_outcome(required_offset, min_insync_replicas)
+            if outcome is not None:
+                return outcome
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return "REQUEST_TIMED_OUT"
+            await self.wait_for_data([key], remaining)
 
     # --- fetch ---------------------------------------------------------------------------------
 
@@ -106,36 +295,75 @@ class ReplicaManager:
             if not future.done():
                 future.set_result(None)
 
-    async def wait_for_data(self, keys: Iterable[TopicPartition], timeout_s: float) -> None:
-        """Return when any of `keys` gets new readable data, or after `timeout_s`."""
+    def _wake_followers(self, key: TopicPartition) -> None:
+        for future in self._follower_waiters.pop(key, ()):
+            if not future.done():
+                future.set_result(None)
+
+    async def wait_for_data(self, keys: Iterable[TopicPartition], timeout_s: float,
+                            from_follower: bool = False) -> None:
+        """Return when any of `keys` gets new readable data, or after `timeout_s`.
+
+        Consumers wait for the high watermark to move; followers for the log end.
+        """
+        table = self._follower_waiters if from_follower else self._waiters
         future = asyncio.get_running_loop().create_future()
         keys = list(keys)
         for key in keys:
-            self._waiters.setdefault(key, set()).add(future)
+            table.setdefault(key, set()).add(future)
         try:
             await asyncio.wait_for(future, timeout_s)
         except TimeoutError:
             pass
         finally:
             for key in keys:
-                waiters = self._waiters.get(key)
+                waiters = table.get(key)
                 if waiters is not None:
                     waiters.discard(future)
                     if not waiters:
-                        del self._waiters[key]
+                        del table[key]
 
     def read(self, topic: str, partition: int, fetch_offset: int, max_bytes: int,
-             min_one_batch: bool) -> tuple[str, object]:
-        """(error name, ReadResult or None) for one partition of a fetch."""
+             min_one_batch: bool, replica_id: int = -1,
+             current_leader_epoch: int = -1) -> tuple[str, object]:
+        """(error name, ReadResult or None) for one partition of a fetch.
+
+        A fetch from a follower (`replica_id` >= 0) reads up to the log end and tells the
+        leader how far that follower has got, which may move the high watermark or widen the
+        ISR.
+        """
         part = self._partitions.get((topic, partition))
         if part is None:
             return "UNKNOWN_TOPIC_OR_PARTITION", None
         try:
-            return "NONE", part.read_records(fetch_offset, max_bytes, min_one_batch)
+            part.check_leader_epoch(current_leader_epoch)
+            if replica_id >= 0 and part.is_leader:
+                wider = part.update_follower_fetch_state(replica_id, fetch_offset, current_ms())
+                if wider is not None:
+                    log.info("Expanding ISR of %s from %s to %s", part, list(part.isr),
+                             list(wider))
+                    self._write_isr(part, wider)
+            return "NONE", part.read_records(fetch_offset, max_bytes, min_one_batch,
+                                             from_follower=replica_id >= 0)
         except PartitionError as exc:
             return exc.error, None
         except OffsetOutOfRange:
             return "OFFSET_OUT_OF_RANGE", part
+
+    def end_offset_for_epoch(self, topic: str, partition: int, leader_epoch: int,
+                             current_leader_epoch: int, replica_id: int) -> tuple[str, int, int]:
+        """OffsetsForLeaderEpoch for one partition: (error, epoch, end offset)."""
+        part = self._partitions.get((topic, partition))
+        if part is None:
+            return "UNKNOWN_TOPIC_OR_PARTITION", -1, -1
+        if not part.is_leader and replica_id != -2:
+            return "NOT_LEADER_OR_FOLLOWER", -1, -1
+        try:
+            part.check_leader_epoch(current_leader_epoch)
+        except PartitionError as exc:
+            return exc.error, -1, -1
+        epoch, end = part.log.end_offset_for_epoch(leader_epoch)
+        return "NONE", epoch, end
 
     # --- list offsets --------------------------------------------------------------------------
 
@@ -167,5 +395,10 @@ class ReplicaManager:
         return "NONE", ts, offset, epoch
 
 
-def now_ms() -> int:
+def current_ms() -> int:
     return int(time.time() * 1000)
+
+
+now_ms = current_ms
+
+__all__ = ["ProduceResult", "PartitionState", "ReplicaManager", "ReadResult", "now_ms"]

@@ -10,7 +10,8 @@ from reference_broker.server.kafka_apis import registry
 
 from .conftest import create_topic
 
-ADVERTISED = sorted((h.api_key, v) for h in registry().values()
+# Controller → broker APIs are served only in ZooKeeper mode (tests/cluster_mode covers them).
+ADVERTISED = sorted((h.api_key, v) for h in registry().values() if not h.zk_only
                     for v in range(h.min_version, h.max_version + 1))
 
 
@@ -65,6 +66,10 @@ def _sample(api_key: int, version: int, topic: str, topic_id: uuid.UUID) -> dict
         42: {"groups_names": [fresh]},
         47: {"group_id": GROUP, "topics": [{"name": topic, "partitions": [
             {"partition_index": 0}]}]},
+        23: {"replica_id": -1, "topics": [{"topic": topic, "partitions": [
+            {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]},
+        43: {"election_type": 0, "topic_partitions": [{"topic": topic, "partitions": [0]}],
+             "timeout": 5000},
         44: {"resources": [{"resource_type": 2, "resource_name": topic, "configs": [
             {"name": "retention.ms", "config_operation": 0, "value": "86400000"}]}],
              "validate_only": False},
@@ -73,7 +78,8 @@ def _sample(api_key: int, version: int, topic: str, topic_id: uuid.UUID) -> dict
 
 # Per API: the error codes a minimal, valid request may legitimately get back. Membership
 # requests name an unknown member (UNKNOWN_MEMBER_ID, 25) so none waits for a rebalance.
-EXPECTED_ERRORS = {20: {0, 3}, 37: {3}, 11: {25}, 12: {25}, 13: {0, 25}, 14: {25}, 42: {69}}
+EXPECTED_ERRORS = {20: {0, 3}, 37: {3}, 11: {25}, 12: {25}, 13: {0, 25}, 14: {25}, 42: {69},
+                   43: {0, 84}}
 GROUP = "every-version"
 
 

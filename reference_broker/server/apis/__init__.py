@@ -13,4 +13,5 @@ from reference_broker.server.apis import (  # noqa: F401
     list_offsets,
     metadata,
     produce,
+    replication,
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -16,7 +17,7 @@ DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
 
 
 @api(CREATE_TOPICS, range(2, 8))
-def handle_create_topics(services: BrokerServices, request: Any, conn: Any) -> dict[str, Any]:
+def handle_create_topics(services: BrokerServices, request: Any, conn: Any) -> Any:
     body = request.body
     results = []
     seen: set[str] = set()
@@ -47,7 +48,34 @@ def handle_create_topics(services: BrokerServices, request: Any, conn: Any) -> d
             "replication_factor": len(first.replicas),
             "configs": _described_configs(services, topic.configs),
         })
-    return {"throttle_time": 0, "topics": results}
+    response = {"throttle_time": 0, "topics": results}
+    created = [r["name"] for r in results if r["error_code"] == 0]
+    if services.config.zookeeper_mode and created and not body.validate_only:
+        return _when_led(services, response, created, body.timeout)
+    return response
+
+
+async def _when_led(services: BrokerServices, response: dict[str, Any], topics: list[str],
+                    timeout: Any) -> dict[str, Any]:
+    """ZooKeeper mode: the controller elects the new partitions' leaders asynchronously; as
+    Kafka does, answer once this broker's metadata shows them (or the request's timeout)."""
+    timeout_s = timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout / 1000
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(timeout_s, 0)
+    cache = services.metadata_cache
+
+    def led(name: str) -> bool:
+        info = cache.topic(name)
+        return info is not None and all(p.leader >= 0 for p in info.partitions.values())
+
+    while not all(led(name) for name in topics) and loop.time() < deadline:
+        await asyncio.sleep(0.02)
+    for result in response["topics"]:
+        if result["name"] in topics:
+            info = cache.topic(result["name"])
+            if info is not None:
+                result["topic_id"] = info.topic_id
+    return response
 
 
 def _failed(name: str, error: str, message: str) -> dict[str, Any]:

@@ -10,18 +10,21 @@ from reference_broker.server.kafka_apis import api
 API_VERSIONS = 18
 
 
-def advertised() -> list[dict[str, int]]:
+def advertised(zookeeper_mode: bool = True) -> list[dict[str, int]]:
     return [
         {"api_key": h.api_key, "min_version": h.min_version, "max_version": h.max_version}
         for h in sorted(kafka_apis.registry().values(), key=lambda h: h.api_key)
+        if zookeeper_mode or not h.zk_only
     ]
 
 
-def unsupported_version_response() -> dict[str, Any]:
+def unsupported_version_response(zookeeper_mode: bool) -> dict[str, Any]:
     """KIP-511: a v0 body with UNSUPPORTED_VERSION and our range, so the client can downgrade."""
-    return {"error_code": "UNSUPPORTED_VERSION", "api_keys": advertised(), "throttle_time": 0}
+    return {"error_code": "UNSUPPORTED_VERSION", "api_keys": advertised(zookeeper_mode),
+            "throttle_time": 0}
 
 
 @api(API_VERSIONS, range(0, 5))
 def handle_api_versions(services: Any, request: Any, conn: Any) -> dict[str, Any]:
-    return {"error_code": 0, "api_keys": advertised(), "throttle_time": 0}
+    return {"error_code": 0, "api_keys": advertised(services.config.zookeeper_mode),
+            "throttle_time": 0}

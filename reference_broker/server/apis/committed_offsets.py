@@ -61,6 +61,24 @@ def handle_offset_commit(services: BrokerServices, request: Any, conn: Any) -> d
         body.group_id, body.member_id, getattr(body, "group_instance_id", None),
         body.generation_id_or_member_epoch, wanted,
         -1 if retention is None else millis(retention))
+    written = any(error == "NONE" for error in results.values())
+    if written and services.config.zookeeper_mode:
+        return _after_replication(services, body, refused, names, results)
+    return _commit_response(body, refused, names, results)
+
+
+async def _after_replication(services: BrokerServices, body: Any, refused: dict,
+                             names: list[str | None], results: dict) -> dict[str, Any]:
+    """Acknowledge only once the offsets partition's ISR holds the commit (seed 000)."""
+    partition = services.group_coordinator.manager.partition_for(body.group_id)
+    error = await services.offsets_topic.wait_replicated(partition)
+    if error != "NONE":
+        results = {tp: error if e == "NONE" else e for tp, e in results.items()}
+    return _commit_response(body, refused, names, results)
+
+
+def _commit_response(body: Any, refused: dict, names: list[str | None],
+                     results: dict) -> dict[str, Any]:
     topics = []
     for t_index, topic in enumerate(body.topics):
         partitions = [

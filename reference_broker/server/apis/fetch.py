@@ -37,6 +37,14 @@ def handle_fetch(services: BrokerServices, request: Any, conn: Any) -> Any:
     return _delayed(services, body, result, max_wait_s)
 
 
+def replica_id_of(body: Any) -> int:
+    """The fetching follower's broker id (v15+ moved it into replica_state); -1 for consumers."""
+    state = getattr(body, "replica_state", None)
+    if state is not None:
+        return state.replica_id
+    return getattr(body, "replica_id", -1)
+
+
 async def _delayed(services: BrokerServices, body: Any, result: _FetchResult,
                    max_wait_s: float) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
@@ -46,7 +54,8 @@ async def _delayed(services: BrokerServices, body: Any, result: _FetchResult,
         remaining = deadline - loop.time()
         if remaining <= 0:
             return result.response()
-        await services.replica_manager.wait_for_data(keys, remaining)
+        await services.replica_manager.wait_for_data(keys, remaining,
+                                                     from_follower=replica_id_of(body) >= 0)
         result = _read_all(services, body)
         if result.ready(body.min_bytes):
             return result.response()
@@ -78,6 +87,7 @@ def _read_all(services: BrokerServices, body: Any) -> _FetchResult:
     replicas = services.replica_manager
     out = _FetchResult()
     budget = body.max_bytes
+    replica_id = replica_id_of(body)
     for fetch_topic in body.topics:
         name = getattr(fetch_topic, "topic", None)
         topic_id = getattr(fetch_topic, "topic_id", None)
@@ -91,7 +101,8 @@ def _read_all(services: BrokerServices, body: Any) -> _FetchResult:
                     else "UNKNOWN_TOPIC_ID"))
                 continue
             out.keys.append((topic.name, fp.partition))
-            partitions.append(_read_partition(replicas, topic.name, fp, budget, out))
+            partitions.append(_read_partition(replicas, topic.name, fp, budget, out,
+                                              replica_id))
             budget = max(body.max_bytes - out.total_bytes, 0)
         out.topics.append({"topic": name, "topic_id": topic_id or ZERO_UUID,
                            "partitions": partitions})
@@ -99,17 +110,11 @@ def _read_all(services: BrokerServices, body: Any) -> _FetchResult:
 
 
 def _read_partition(replicas: Any, topic: str, fp: Any, budget: int,
-                    out: _FetchResult) -> dict[str, Any]:
-    part = replicas.partition(topic, fp.partition)
-    current_epoch = getattr(fp, "current_leader_epoch", -1)
-    if part is not None and part.is_leader and current_epoch >= 0 \
-            and current_epoch != part.leader_epoch:
-        out.has_error = True
-        return _partition_error(fp.partition, "FENCED_LEADER_EPOCH"
-                                if current_epoch < part.leader_epoch else "UNKNOWN_LEADER_EPOCH")
+                    out: _FetchResult, replica_id: int) -> dict[str, Any]:
     max_bytes = min(fp.partition_max_bytes, budget)
     error, read = replicas.read(topic, fp.partition, fp.fetch_offset, max_bytes,
-                                min_one_batch=out.total_bytes == 0)
+                                min_one_batch=out.total_bytes == 0, replica_id=replica_id,
+                                current_leader_epoch=getattr(fp, "current_leader_epoch", -1))
     if error == "OFFSET_OUT_OF_RANGE":
         out.has_error = True
         response = _partition_error(fp.partition, error)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
 from harness.wire.protocol import ProtocolError
+from reference_broker.server import topic_config
 from reference_broker.server.broker_services import BrokerServices
 from reference_broker.server.kafka_apis import api
 
@@ -21,6 +23,7 @@ def handle_produce(services: BrokerServices, request: Any, conn: Any) -> dict[st
     replicas = services.replica_manager
     responses = []
     failed = []
+    waiting: list[tuple[dict[str, Any], str, int, int, int]] = []
     for topic_data in body.topic_data:
         name = getattr(topic_data, "name", None)
         topic_id = getattr(topic_data, "topic_id", None)
@@ -33,7 +36,11 @@ def handle_produce(services: BrokerServices, request: Any, conn: Any) -> dict[st
                 error = "UNKNOWN_TOPIC_OR_PARTITION" if name is not None else "UNKNOWN_TOPIC_ID"
                 result = {"index": data.index, "error_code": error}
             else:
-                outcome = replicas.append_records(topic.name, data.index, data.records)
+                min_isr = topic_config.effective(services.config, topic.configs,
+                                                 "min.insync.replicas")
+                outcome = replicas.append_records(topic.name, data.index, data.records,
+                                                  required_acks=acks,
+                                                  min_insync_replicas=min_isr)
                 result = {
                     "index": data.index,
                     "error_code": outcome.error,
@@ -45,6 +52,9 @@ def handle_produce(services: BrokerServices, request: Any, conn: Any) -> dict[st
                                        "batch_index_error_message": outcome.message}]
                     if outcome.error == "INVALID_RECORD" else [],
                 }
+            if acks == -1 and result["error_code"] == "NONE":
+                waiting.append((result, topic.name, data.index, outcome.required_offset,
+                                min_isr))
             if result["error_code"] != "NONE":
                 failed.append(f"{name or topic_id}-{data.index}: {result['error_code']}")
             result.setdefault("base_offset", -1)
@@ -59,4 +69,26 @@ def handle_produce(services: BrokerServices, request: Any, conn: Any) -> dict[st
             # client can learn that something went wrong.
             raise ProtocolError("acks=0 produce failed: " + ", ".join(failed))
         return None
-    return {"responses": responses, "throttle_time": 0}
+    response = {"responses": responses, "throttle_time": 0}
+    if waiting and not all(_replicated(services, w) for w in waiting):
+        return _await_isr(services, response, waiting, body.timeout)
+    return response
+
+
+def _replicated(services: BrokerServices, waiting: tuple) -> bool:
+    _result, topic, partition, required, min_isr = waiting
+    part = services.replica_manager.partition(topic, partition)
+    return part is not None and part.acks_all_outcome(required, min_isr) == "NONE"
+
+
+async def _await_isr(services: BrokerServices, response: dict[str, Any],
+                     waiting: list[tuple[dict[str, Any], str, int, int, int]],
+                     timeout: Any) -> dict[str, Any]:
+    """acks=all: answer once every partition's ISR has the batch (or time is up)."""
+    timeout_s = timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout / 1000
+    outcomes = await asyncio.gather(*(
+        services.replica_manager.wait_for_acks(topic, partition, required, timeout_s, min_isr)
+        for _result, topic, partition, required, min_isr in waiting))
+    for (result, *_), error in zip(waiting, outcomes, strict=True):
+        result["error_code"] = error
+    return response

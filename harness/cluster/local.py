@@ -1,0 +1,429 @@
+"""The local backend: a real ZooKeeper and N reference brokers as child processes, one run dir.
+
+This is Kafka's ZooKeeper mode as the seeds describe it, on one machine: every broker is its
+own ``python -m reference_broker`` process with its own data directory and port, and they find
+each other only through ZooKeeper (``/brokers/ids``, ``/controller``). Nothing is shared in
+memory, so a SIGKILL, a SIGSTOP or a restart is exactly what it would be on a real cluster —
+which is what the failover and unclean-election suites need to exercise.
+
+Layout of the run directory::
+
+    <run_dir>/zookeeper/         zoo.cfg, data/, zookeeper.log
+    <run_dir>/broker-<id>/       server.properties, data/, reference.log
+
+The cluster reads ZooKeeper itself (with kazoo, as any Kafka operator's tooling would) to answer
+"who is the controller" or "what is this partition's state": these are the facts the suites
+assert on, and asking a broker would test the broker with itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from harness.cluster.peers import ReferenceBroker
+from harness.cluster.zookeeper import ZooKeeperServer
+from harness.net.ports import LOOPBACK, free_port
+from harness.raw_client import RawClient
+
+T = TypeVar("T")
+
+METADATA_API_KEY = 3
+METADATA_VERSION = 12
+_POLL_INTERVAL_S = 0.1
+
+# Kafka's own defaults where they only make a test wait: a broker stopping while it still leads
+# partitions that cannot move retries its controlled shutdown every 5 s, three times.
+TEST_FRIENDLY_DEFAULTS: Mapping[str, str | int] = {
+    "controlled.shutdown.retry.backoff.ms": 500,
+}
+
+
+class ClusterWaitTimeout(TimeoutError):
+    """A condition the cluster was expected to reach did not hold in time."""
+
+
+def wait_for(
+    predicate: Callable[[], T],
+    timeout: float,
+    what: str,
+    *,
+    interval: float = _POLL_INTERVAL_S,
+    context: str = "",
+) -> T:
+    """Poll ``predicate`` until it returns something truthy, and return that.
+
+    An exception from ``predicate`` counts as "not yet" — a broker that is restarting refuses
+    connections, a znode that is being rewritten is briefly missing — but the last one is kept
+    for the message, which names ``what`` was awaited so a failing test says what it expected.
+    """
+    deadline = time.monotonic() + timeout
+    last_value: Any = None
+    last_error: Exception | None = None
+    while True:
+        try:
+            last_value = predicate()
+        except Exception as exc:  # noqa: BLE001 - reported below if it never clears
+            last_error = exc
+        else:
+            if last_value:
+                return last_value
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(interval)
+    details = [f"last result {last_value!r}"]
+    if last_error is not None:
+        details.append(f"last error {type(last_error).__name__}: {last_error}")
+    if context:
+        details.append(context)
+    raise ClusterWaitTimeout(f"timed out after {timeout:.1f}s waiting for {what}; "
+                             + "; ".join(details))
+
+
+def metadata_broker_ids(host: str, port: int, timeout: float = 5.0) -> set[int]:
+    """The broker ids one broker's own Metadata answer lists (no topics asked for).
+
+    A raw request rather than a Kafka client: a client would ask whichever broker it likes, and
+    the question here is what *this* broker believes.
+    """
+    with RawClient(host, port, timeout=timeout, client_id="local-cluster") as client:
+        response = client.request(METADATA_API_KEY, METADATA_VERSION, {
+            "topics": [],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        })
+    return {broker.node_id for broker in response.brokers}
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """What cluster to run: plain data, so a test or a CLI flag can describe it.
+
+    ``default_replication_factor`` ``None`` means ``min(3, brokers)``, like
+    ``offsets.topic.replication.factor``. ``properties`` apply to every broker (after the keys
+    this spec sets, so they may override them); ``broker_properties[id]`` apply to one broker last.
+    """
+
+    brokers: int = 3
+    zookeeper_session_timeout_ms: int = 6000
+    default_replication_factor: int | None = None
+    min_insync_replicas: int = 1
+    unclean_leader_election_enable: bool = False
+    properties: Mapping[str, str | int] = field(default_factory=dict)
+    broker_properties: Mapping[int, Mapping[str, str | int]] = field(default_factory=dict)
+    startup_timeout: float = 60.0
+    broker_stop_timeout: float = 20.0
+
+    def __post_init__(self) -> None:
+        if self.brokers < 1:
+            raise ValueError(f"brokers must be >= 1, got {self.brokers}")
+        if self.zookeeper_session_timeout_ms < 1:
+            raise ValueError("zookeeper_session_timeout_ms must be >= 1, got "
+                             f"{self.zookeeper_session_timeout_ms}")
+        unknown = sorted(set(self.broker_properties) - set(self.broker_ids))
+        if unknown:
+            raise ValueError(f"broker_properties names unknown broker ids {unknown}; "
+                             f"broker ids are {self.broker_ids[0]}..{self.broker_ids[-1]}")
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return list(range(1, self.brokers + 1))
+
+    def server_properties(self, broker_id: int, zookeeper_connect: str) -> dict[str, str | int]:
+        """The properties one broker gets on top of :class:`ReferenceBroker`'s own defaults."""
+        replication = min(3, self.brokers)
+        merged: dict[str, str | int] = {
+            **TEST_FRIENDLY_DEFAULTS,
+            "broker.id": broker_id,
+            "zookeeper.connect": zookeeper_connect,
+            "zookeeper.session.timeout.ms": self.zookeeper_session_timeout_ms,
+            "offsets.topic.replication.factor": replication,
+            "default.replication.factor": self.default_replication_factor or replication,
+            "min.insync.replicas": self.min_insync_replicas,
+            "unclean.leader.election.enable": str(self.unclean_leader_election_enable).lower(),
+            **self.properties,
+            **self.broker_properties.get(broker_id, {}),
+        }
+        return merged
+
+
+class LocalCluster:
+    """ZooKeeper + ``spec.brokers`` reference brokers (ids 1..N) on loopback, in ``run_dir``.
+
+    Without a ``run_dir`` a temporary one is created and removed by :meth:`stop`; a given one
+    is kept so the logs can be read after a failure. :meth:`stop` always stops everything it
+    started, brokers before ZooKeeper (a broker whose ZooKeeper vanished first would only retry).
+    """
+
+    def __init__(self, spec: ClusterSpec | None = None, run_dir: Path | str | None = None) -> None:
+        self.spec = spec or ClusterSpec()
+        self._given_run_dir = Path(run_dir) if run_dir is not None else None
+        self._run_dir: Path | None = None
+        self.zookeeper: ZooKeeperServer | None = None
+        self.brokers: dict[int, ReferenceBroker] = {}
+        self._paused: set[int] = set()
+        self._reader: KazooClient | None = None
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def run_dir(self) -> Path:
+        if self._run_dir is None:
+            raise RuntimeError("the cluster has not been started")
+        return self._run_dir
+
+    @property
+    def bootstrap(self) -> str:
+        """``host:port,...`` of every broker, for ``bootstrap.servers``."""
+        return ",".join(broker.bootstrap for broker in self.brokers.values())
+
+    def start(self) -> Self:
+        """ZooKeeper, then every broker at once; returns when each broker's Metadata lists all.
+
+        The brokers start in parallel because none can finish alone: until a controller is
+        elected and has sent UpdateMetadata, a broker knows no cluster to describe.
+        """
+        if self.zookeeper is not None:
+            raise RuntimeError("the cluster is already started")
+        if self._given_run_dir is not None:
+            self._given_run_dir.mkdir(parents=True, exist_ok=True)
+            self._run_dir = self._given_run_dir
+        else:
+            self._run_dir = Path(tempfile.mkdtemp(prefix="local-cluster-"))
+        try:
+            self.zookeeper = ZooKeeperServer(self._run_dir / "zookeeper",
+                                             startup_timeout=self.spec.startup_timeout)
+            self.zookeeper.start()
+            ports = _distinct_free_ports(len(self.spec.broker_ids))
+            for broker_id, port in zip(self.spec.broker_ids, ports, strict=True):
+                self.brokers[broker_id] = ReferenceBroker(
+                    self._run_dir / f"broker-{broker_id}",
+                    port=port,
+                    properties=self.spec.server_properties(broker_id,
+                                                           self.zookeeper.connect_string),
+                    startup_timeout=self.spec.startup_timeout,
+                    stop_timeout=self.spec.broker_stop_timeout,
+                )
+            self._run_on_brokers(ReferenceBroker.start, self.spec.broker_ids)
+            everyone = set(self.spec.broker_ids)
+            for broker_id in self.spec.broker_ids:
+                self.wait_for(lambda b=broker_id: self.broker_metadata(b) >= everyone,
+                              self.spec.startup_timeout,
+                              f"broker {broker_id}'s Metadata to list brokers {sorted(everyone)}")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop every broker (in parallel, SIGTERM then SIGKILL), then ZooKeeper. Never raises
+        for a process that already died; safe to call twice."""
+        try:
+            self._run_on_brokers(ReferenceBroker.stop, list(self.brokers))
+        finally:
+            self._paused.clear()
+            self._close_reader()
+            if self.zookeeper is not None:
+                self.zookeeper.stop()
+                self.zookeeper = None
+            if self._given_run_dir is None and self._run_dir is not None:
+                shutil.rmtree(self._run_dir, ignore_errors=True)
+                self._run_dir = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def _run_on_brokers(self, action: Callable[[ReferenceBroker], object],
+                        broker_ids: list[int]) -> None:
+        """Apply ``action`` to the brokers concurrently; every one finishes, the first error
+        is raised after all have."""
+        if not broker_ids:
+            return
+        with ThreadPoolExecutor(max_workers=len(broker_ids)) as pool:
+            futures = [pool.submit(action, self.brokers[b]) for b in broker_ids]
+        for future in futures:
+            future.result()
+
+    # --- process faults --------------------------------------------------------------------
+
+    def broker(self, broker_id: int) -> ReferenceBroker:
+        try:
+            return self.brokers[broker_id]
+        except KeyError:
+            raise KeyError(f"no broker {broker_id}; brokers are {sorted(self.brokers)}") from None
+
+    def kill(self, broker_id: int) -> int | None:
+        """SIGKILL: a crash. Its ZooKeeper session lives on until the session timeout."""
+        self._paused.discard(broker_id)
+        return self.broker(broker_id).kill()
+
+    def stop_broker(self, broker_id: int) -> int | None:
+        """SIGTERM: a graceful stop (controlled shutdown if the broker does it); exit code."""
+        self._paused.discard(broker_id)
+        return self.broker(broker_id).stop()
+
+    def start_broker(self, broker_id: int, *, wait_for_deregistration: bool = True) -> None:
+        """Start a stopped or killed broker again, same port and data directory.
+
+        A killed broker's registration outlives it until ZooKeeper expires its session, and a
+        broker refuses to start while its id is registered by another session — so by default
+        this first waits for ``/brokers/ids/[id]`` to go. Returns once the broker is registered
+        again and its own Metadata lists it.
+        """
+        broker = self.broker(broker_id)
+        if broker.is_running():
+            raise RuntimeError(f"broker {broker_id} is already running (pid {broker.pid})")
+        if wait_for_deregistration:
+            timeout = self.spec.zookeeper_session_timeout_ms / 1000 + 10
+            self.wait_for(lambda: self.broker_registration(broker_id) is None, timeout,
+                          f"the old registration of broker {broker_id} to expire")
+        broker.start()
+        self.wait_for(lambda: self.broker_registration(broker_id) is not None,
+                      self.spec.startup_timeout, f"broker {broker_id} to register in ZooKeeper")
+        self.wait_for(lambda: broker_id in self.broker_metadata(broker_id),
+                      self.spec.startup_timeout, f"broker {broker_id}'s Metadata to list itself")
+
+    def pause(self, broker_id: int) -> None:
+        """SIGSTOP: the broker hangs with its connections open (its session expires later)."""
+        self.broker(broker_id).pause()
+        self._paused.add(broker_id)
+
+    def resume(self, broker_id: int) -> None:
+        """SIGCONT after :meth:`pause`."""
+        self.broker(broker_id).resume()
+        self._paused.discard(broker_id)
+
+    @property
+    def paused(self) -> frozenset[int]:
+        return frozenset(self._paused)
+
+    def running_broker_ids(self) -> list[int]:
+        """Brokers whose process is alive (paused ones included)."""
+        return [b for b, broker in self.brokers.items() if broker.is_running()]
+
+    # --- reading the cluster ---------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def zk(self, timeout: float = 10.0) -> Iterator[KazooClient]:
+        """A fresh, started kazoo client on this cluster's ZooKeeper, closed on exit."""
+        client = self._new_client(timeout)
+        try:
+            yield client
+        finally:
+            client.stop()
+            client.close()
+
+    def _new_client(self, timeout: float) -> KazooClient:
+        if self.zookeeper is None:
+            raise RuntimeError("the cluster has not been started")
+        client = KazooClient(hosts=self.zookeeper.connect_string, timeout=timeout)
+        client.start(timeout=timeout)
+        return client
+
+    def _close_reader(self) -> None:
+        if self._reader is not None:
+            reader, self._reader = self._reader, None
+            with contextlib.suppress(Exception):  # a client of a dead server may complain
+                reader.stop()
+                reader.close()
+
+    def _zk_get(self, path: str) -> bytes | None:
+        """The data at ``path`` or None, through one client kept for the cluster's lifetime."""
+        if self._reader is None:
+            self._reader = self._new_client(10.0)
+        try:
+            data, _ = self._reader.get(path)
+        except NoNodeError:
+            return None
+        return data
+
+    def _zk_json(self, path: str) -> dict[str, Any] | None:
+        data = self._zk_get(path)
+        return None if data is None else json.loads(data)
+
+    def broker_registration(self, broker_id: int) -> dict[str, Any] | None:
+        """``/brokers/ids/[id]`` as JSON, None while the broker is not registered."""
+        return self._zk_json(f"/brokers/ids/{broker_id}")
+
+    def registered_broker_ids(self) -> list[int]:
+        if self._reader is None:
+            self._reader = self._new_client(10.0)
+        try:
+            return sorted(int(child) for child in self._reader.get_children("/brokers/ids"))
+        except NoNodeError:
+            return []
+
+    def controller_id(self) -> int | None:
+        """``brokerid`` of ``/controller``, None while no broker is controller."""
+        document = self._zk_json("/controller")
+        return None if document is None else int(document["brokerid"])
+
+    def controller_epoch(self) -> int | None:
+        """``/controller_epoch`` (plain text), None before the first election."""
+        data = self._zk_get("/controller_epoch")
+        return None if data is None else int(data)
+
+    def cluster_id(self) -> str | None:
+        document = self._zk_json("/cluster/id")
+        return None if document is None else document["id"]
+
+    def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
+        """``/brokers/topics/[topic]/partitions/[partition]/state`` as JSON, None if absent."""
+        return self._zk_json(f"/brokers/topics/{topic}/partitions/{partition}/state")
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        """The partition's leader per ZooKeeper; None if no state yet or no leader (-1)."""
+        state = self.partition_state(topic, partition)
+        if state is None or state["leader"] < 0:
+            return None
+        return int(state["leader"])
+
+    def broker_metadata(self, broker_id: int) -> set[int]:
+        """The broker ids ``broker_id`` lists in its own Metadata answer."""
+        broker = self.broker(broker_id)
+        assert broker.port is not None
+        return metadata_broker_ids(broker.host, broker.port)
+
+    def wait_for(self, predicate: Callable[[], T], timeout: float, what: str, *,
+                 interval: float = _POLL_INTERVAL_S) -> T:
+        """:func:`wait_for`, whose timeout message also says where the logs are."""
+        context = f"logs under {self._run_dir}" if self._run_dir is not None else ""
+        return wait_for(predicate, timeout, what, interval=interval, context=context)
+
+    def log_paths(self) -> list[Path]:
+        """Every node's log, ZooKeeper first — what to read when a test fails."""
+        return [self.run_dir / "zookeeper" / f"{ZooKeeperServer.name}.log"] + [
+            self.run_dir / f"broker-{broker_id}" / f"{ReferenceBroker.name}.log"
+            for broker_id in self.spec.broker_ids
+        ]
+
+
+def _distinct_free_ports(count: int) -> list[int]:
+    """``count`` different free loopback ports (the kernel may hand one out twice in a row)."""
+    ports: list[int] = []
+    while len(ports) < count:
+        port = free_port(LOOPBACK)
+        if port not in ports:
+            ports.append(port)
+    return ports
+
