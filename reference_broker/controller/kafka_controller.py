@@ -266,6 +266,14 @@ class KafkaController:
         created = self._psm.initialize(
             tp for tp in ctx.all_partitions() if tp.topic not in ctx.topics_to_delete)
         self._psm.elect_offline(ctx.offline_partitions())
+        # Brokers that died while no controller was watching leave the ISRs (and leadership)
+        # now, as they would have on a live controller's broker-failure event.
+        live = ctx.live_or_shutting_down_broker_ids
+        for broker_id in sorted({r for tp in ctx.all_partitions() for r in ctx.replicas(tp)}
+                                - live):
+            self._psm.remove_replica_from_isr(broker_id, [
+                tp for tp in ctx.partitions_on_broker(broker_id)
+                if tp.topic not in ctx.topics_to_delete])
         batch = self._new_batch()
         for tp in ctx.all_partitions():
             if tp.topic not in ctx.topics_to_delete:
