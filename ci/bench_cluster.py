@@ -3,17 +3,21 @@
 One run, this machine, the same confluent-kafka producer settings throughout:
 
 * throughput — one Producer sends ``--messages`` records of 100 bytes to partition 0 of a fresh
-  topic, acks=all, linger.ms=5, batch.size=1,000,000, no compression, idempotence off; the clock
-  runs from the first ``produce()`` to the end of ``flush()``. Measured on a standalone reference
+  topic, acks=all, linger.ms=5, batch.size=1,000,000, no compression, idempotence off; after one
+  warm-up record (connections and metadata in place) the clock runs from the first
+  ``produce()`` to the end of ``flush()``. Measured on a standalone reference
   broker (no ZooKeeper, replication factor 1) and on a local cluster of ``--brokers`` brokers in
   ZooKeeper mode with a replication factor of ``min(3, brokers)``: there acks=all waits until
   every in-sync follower has fetched the batch.
 * leader unavailability — on a topic with one partition per broker, a partition led by a broker
   other than the controller is chosen (so the controller does not fail too), its leader gets
-  SIGKILL, and from that instant the producer sends one record at a time (acks=all, each waits
-  for its acknowledgement) until one is acknowledged. The window is kill → that acknowledgement.
+  SIGKILL, and from that instant a raw-protocol probe asks a live broker for the partition's
+  leader and sends that leader one acks=all record, every 50 ms, until one is acknowledged. The
+  window is kill → that acknowledgement.
   It is dominated by ``zookeeper.session.timeout.ms``: the controller only learns of the death
-  when ZooKeeper expires the dead broker's session and its ``/brokers/ids`` znode goes.
+  when ZooKeeper expires the dead broker's session and its ``/brokers/ids`` znode goes. A
+  probe, not a librdkafka producer, so the window is the cluster's: librdkafka re-queries a
+  partition's leader on a 1 s timer, which adds up to ~2 s of its own on top.
 * controller failover — the controller gets SIGKILL; the time is until ``/controller`` names
   another broker and ``/controller_epoch`` has grown by one. Same session-timeout caveat.
 
@@ -39,7 +43,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import confluent_kafka
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 from rich.markup import escape
@@ -47,10 +51,15 @@ from rich.table import Table
 
 from harness.cluster.local import ClusterSpec, ClusterWaitTimeout, LocalCluster
 from harness.cluster.peers import PeerStartError, ReferenceBroker
+from harness.net.ports import LOOPBACK
+from harness.raw_client import RawClient
+from harness.wire.records import build_batch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUTPUT = REPO_ROOT / "bench-results" / "cluster.json"
 RECORD_BYTES = 100
+PRODUCE, METADATA = 0, 3
+PROBE_INTERVAL_S = 0.05
 FLUSH_TIMEOUT_S = 300.0
 RECOVERY_TIMEOUT_S = 120.0
 PRODUCER_CONFIG = {
@@ -95,7 +104,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         description="Produce throughput of a replicated local cluster vs one standalone broker, "
         "leader unavailability after a SIGKILL, and controller failover time.",
     )
-    parser.add_argument("--messages", type=int, default=200_000,
+    parser.add_argument("--messages", type=int, default=1_000_000,
                         help="records per throughput measurement (default: %(default)s)")
     parser.add_argument("--brokers", type=int, default=3, help="cluster size (default: 3)")
     parser.add_argument("--repeat", type=int, default=3,
@@ -129,7 +138,12 @@ def measure_produce(bootstrap: str, topic: str, records: int) -> float:
     """Seconds from the first produce() to the end of flush(), acks=all, partition 0."""
     payload = os.urandom(RECORD_BYTES)
     producer = Producer({**PRODUCER_CONFIG, "bootstrap.servers": bootstrap})
-    producer.list_topics(topic, timeout=10)
+    # Warm up: connect to the partition's leader and send one batch, so the clock measures
+    # throughput rather than librdkafka's connection and metadata set-up (which costs up to a
+    # second when the leader is not the bootstrap broker the metadata came from).
+    producer.produce(topic, payload, partition=0)
+    if producer.flush(30):
+        raise BenchError(f"{topic}-0 did not accept a warm-up record")
     started = time.perf_counter()
     for _ in range(records):
         while True:
@@ -145,17 +159,33 @@ def measure_produce(bootstrap: str, topic: str, records: int) -> float:
     return elapsed
 
 
-def produce_one(
-    producer: Producer, topic: str, partition: int, timeout: float
-) -> KafkaError | None:
-    """Send one record and wait for its acknowledgement; the delivery error, or None."""
-    outcome: list[KafkaError | None] = []
-    producer.produce(topic, b"probe", partition=partition,
-                     on_delivery=lambda error, _message: outcome.append(error))
-    producer.flush(timeout)
-    if not outcome:
-        return KafkaError(KafkaError._MSG_TIMED_OUT)
-    return outcome[0]
+def probe_produce(cluster: LocalCluster, topic: str, partition: int) -> int | str:
+    """One acks=all Produce of one record to whichever broker a live broker's Metadata names as
+    the leader, over the raw protocol: 0 when acknowledged, else the error code or why not."""
+    last = "no broker running"
+    for broker_id in cluster.running_broker_ids():
+        try:
+            with RawClient(LOOPBACK, cluster.broker(broker_id).port, timeout=2) as raw:
+                metadata = raw.request(METADATA, 12, {
+                    "topics": [{"name": topic, "topic_id": uuid.UUID(int=0)}],
+                    "allow_auto_topic_creation": False,
+                    "include_topic_authorized_operations": False})
+            partitions = {p.partition_index: p for p in metadata.topics[0].partitions}
+            leader = partitions[partition].leader_id if partition in partitions else -1
+            if leader < 0:
+                return "no leader"
+            address = next((b for b in metadata.brokers if b.node_id == leader), None)
+            if address is None:
+                return f"leader {leader} not among the brokers"
+            with RawClient(address.host, address.port, timeout=5) as raw:
+                response = raw.request(PRODUCE, 9, {"acks": -1, "timeout": 5000, "topic_data": [
+                    {"name": topic, "partition_data": [
+                        {"index": partition, "records": build_batch([(None, b"probe")])}]}]})
+            return int(response.responses[0].partition_responses[0].error_code)
+        except (OSError, ConnectionError) as exc:
+            last = f"{type(exc).__name__}: {exc}"
+            continue
+    return last
 
 
 def wait_until_replicated(cluster: LocalCluster, topic: str, partitions: int) -> None:
@@ -179,21 +209,16 @@ def measure_leader_kill(cluster: LocalCluster, topic: str, partitions: int,
                          f"or leaderless: {leaders}")
     victim = leaders[partition]
     assert victim is not None
-    producer = Producer({**PRODUCER_CONFIG, "bootstrap.servers": cluster.bootstrap,
-                         "linger.ms": 0, "log_level": 0, "message.timeout.ms": 10_000})
-    if produce_one(producer, topic, partition, 30) is not None:
+    if probe_produce(cluster, topic, partition) != 0:
         raise BenchError(f"{topic}-{partition} did not accept a record before the kill")
     killed_at = time.monotonic()
     cluster.kill(victim)
-    while True:
-        error = produce_one(producer, topic, partition, 15)
-        if error is None:
-            break
+    while (error := probe_produce(cluster, topic, partition)) != 0:
         if time.monotonic() - killed_at > RECOVERY_TIMEOUT_S:
             raise BenchError(f"{topic}-{partition} accepted nothing for "
                              f"{RECOVERY_TIMEOUT_S:.0f}s after broker {victim} died: {error}")
+        time.sleep(PROBE_INTERVAL_S)
     seconds = time.monotonic() - killed_at
-    producer.flush(5)
     new_leader = cluster.leader(topic, partition)
     cluster.start_broker(victim)
     return Failover("leader", round_number, victim, seconds, new_leader)
