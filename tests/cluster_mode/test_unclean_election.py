@@ -243,3 +243,14 @@ def test_unclean_enabled_at_runtime_elects_the_out_of_sync_replica_and_loses_exa
     after = _produce_acknowledged(local, topic, [f"after-{i}" for i in range(3)])
     assert [o for o, _ in after] == [o for o, _ in expected_lost[:3]]
     assert _consume_all(local, topic) == expected_kept + after
+
+    # The loss stays visible: an old ISR member that comes back holds the lost records, and
+    # following the new leader it cuts them off (OffsetsForLeaderEpoch) and says so in its log.
+    returning = scenario.isr_left[0]
+    local.start_broker(returning)
+    local.wait_for(lambda: returning in local.partition_state(topic, 0)["isr"], WAIT_S,
+                   f"broker {returning} to rejoin the ISR of {topic}-0")
+    log_text = local.broker(returning).log_path.read_text()
+    lost_end = expected_lost[-1][0] + 1
+    assert (f"Truncating {topic}-0 from {lost_end} to {scenario.out_of_sync_log_end}"
+            in log_text), "the returning replica did not log the truncation of the lost records"
