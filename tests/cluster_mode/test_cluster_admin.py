@@ -4,6 +4,7 @@ clients rely on (KIP-320)."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from confluent_kafka import ElectionType, Producer, TopicPartition
@@ -131,3 +132,46 @@ def test_leader_epoch_errors_for_clients(cluster):
             "replica_id": -1, "topics": [{"topic": "epochs", "partitions": [
                 {"partition": 0, "current_leader_epoch": epoch - 1, "leader_epoch": 0}]}]})
     assert int(response.topics[0].partitions[0].error_code) == FENCED_LEADER_EPOCH
+
+
+def test_partition_reassignment_moves_the_replicas_and_their_data(cluster):
+    """Writing /admin/reassign_partitions (what kafka-reassign-partitions does in ZooKeeper
+    mode): the new replica copies the log and joins the ISR, the assignment is rewritten, the
+    dropped replica's log is deleted, and the request znode goes away."""
+    c = cluster(brokers=3)
+    admin = _admin(c)
+    admin.create_topics([NewTopic("moving", 1, replica_assignment=[[1, 2]])])["moving"] \
+        .result(30)
+    producer = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})
+    for i in range(200):
+        producer.produce("moving", b"%d" % i)
+    assert producer.flush(30) == 0
+    with c.zk() as zk:
+        zk.create("/admin/reassign_partitions", json.dumps({"version": 1, "partitions": [
+            {"topic": "moving", "partition": 0, "replicas": [2, 3]}]}).encode())
+        c.wait_for(lambda: zk.exists("/admin/reassign_partitions") is None, 60,
+                   "the reassignment to complete")
+        assignment = json.loads(zk.get("/brokers/topics/moving")[0])["partitions"]
+    assert assignment == {"0": [2, 3]}
+    state = c.partition_state("moving", 0)
+    assert sorted(state["isr"]) == [2, 3] and state["leader"] in (2, 3)
+    c.wait_for(lambda: not (c.broker(1).data_dir / "moving-0").exists(), 30,
+               "broker 1's replica to be deleted")
+    logs = [b"".join(p.read_bytes() for p in sorted((c.broker(b).data_dir / "moving-0")
+                                                    .glob("*.log"))) for b in (2, 3)]
+    assert logs[0] == logs[1] and logs[0]
+
+
+def test_auto_leader_rebalance_restores_the_preferred_leader(cluster):
+    """With auto.leader.rebalance.enable the controller periodically moves leadership back to
+    preferred replicas once a broker's imbalance exceeds leader.imbalance.per.broker.percentage."""
+    c = cluster(brokers=3, properties={"leader.imbalance.check.interval.seconds": 1,
+                                       "leader.imbalance.per.broker.percentage": 0})
+    admin = _admin(c)
+    admin.create_topics([NewTopic("home", 1, replica_assignment=[[3, 1, 2]])])["home"] \
+        .result(30)
+    c.stop_broker(3)
+    assert c.leader("home", 0) != 3
+    c.start_broker(3)
+    c.wait_for(lambda: c.leader("home", 0) == 3, 30,
+               "the controller to give leadership back to broker 3")
