@@ -159,7 +159,10 @@ class KafkaServer:
 
     async def shutdown(self) -> None:
         log.info("Shutting down")
-        if self._zk_broker is not None and self.config["controlled.shutdown.enable"]:
+        if self._zk_broker is not None and self._zk_broker.broker_epoch >= 0 \
+                and self.config["controlled.shutdown.enable"]:
+            # Only a broker that registered may ask: a duplicate broker.id that failed to start
+            # must not move the real broker's leaderships away.
             await controlled_shutdown(self.config, self._zk_broker, self._controller)
         for task in self._tasks:
             task.cancel()

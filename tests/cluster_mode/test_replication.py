@@ -172,3 +172,29 @@ def _isr_seen_by(c, broker_id: int, topic: str) -> list[int]:
                                        "allow_auto_topic_creation": False,
                                        "include_topic_authorized_operations": False})
     return list(response.topics[0].partitions[0].isr_nodes)
+
+
+def test_a_duplicate_broker_id_is_a_start_up_error_and_harms_nobody(cluster, tmp_path):
+    """A second broker with a live broker's id finds /brokers/ids/[id] owned by another
+    session and refuses to start (exit 1, the reason logged); the live broker keeps its
+    registration and its leaderships."""
+    from harness.cluster.peers import PeerStartError, ReferenceBroker
+    from harness.net.ports import free_port
+
+    c = cluster(brokers=3)
+    _create(c.bootstrap, "dup", [[1, 2, 3]])
+    before = c.partition_state("dup", 0)
+    registration = c.broker_registration(1)
+    impostor = ReferenceBroker(tmp_path / "impostor", port=free_port(), properties={
+        "broker.id": 1, "zookeeper.connect": c.zookeeper.connect_string}, startup_timeout=30)
+    try:
+        impostor.start()
+        raise AssertionError("a broker with a duplicate broker.id started")
+    except PeerStartError:
+        pass
+    finally:
+        impostor.stop()
+    assert "already registered" in impostor.log_path.read_text()
+    time.sleep(1)
+    assert c.broker_registration(1) == registration
+    assert c.partition_state("dup", 0) == before
