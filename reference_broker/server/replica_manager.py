@@ -337,7 +337,10 @@ class ReplicaManager:
             return "UNKNOWN_TOPIC_OR_PARTITION", None
         try:
             part.check_leader_epoch(current_leader_epoch)
-            if replica_id >= 0 and part.is_leader:
+            if replica_id >= 0 and part.is_leader \
+                    and part.log.log_start_offset <= fetch_offset <= part.log.log_end_offset:
+                # Only a fetch inside the leader's log says where the follower is: one past the
+                # end comes from a diverged follower that must truncate first.
                 wider = part.update_follower_fetch_state(replica_id, fetch_offset, current_ms())
                 if wider is not None:
                     log.info("Expanding ISR of %s from %s to %s", part, list(part.isr),
