@@ -1,0 +1,184 @@
+"""The kafka-harness pytest plugin (entry point ``pytest11``): a target for every test session.
+
+Options: ``--target reference|tansu|librdkafka-mock|external`` (default ``reference``: ZooKeeper
+and reference brokers with every link behind a proxy), ``--bootstrap`` (for ``external``),
+``--brokers`` (default 3), ``--harness-dir`` (where runs keep their logs; default a temporary
+directory that is removed unless a test failed).
+
+Fixtures: ``cluster`` (the session's :class:`~harness.cluster.targets.Target`, started on first
+use; after each test its faults are healed and stopped brokers restarted), ``faults`` (its
+network faults), ``admin``, ``producer`` and ``consumer`` (factories of confluent-kafka clients
+that are closed after the test) and ``raw_client`` (a factory of raw-protocol clients on
+``harness.wire``).
+
+Markers declare what a test needs — ``requires_faults``, ``requires_process_faults``,
+``requires_zookeeper``, ``requires_controller``, ``requires_multi_broker``,
+``requires_create_topics`` — and a target without it skips the test with the precise reason.
+When a test fails, the paths of the target's logs are printed and the run directory is kept.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cluster.targets import (
+    CAPABILITY_REASONS,
+    KINDS,
+    Target,
+    TargetError,
+    check_options,
+    start_target,
+)
+
+_STATE = pytest.StashKey[dict[str, Any]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kafka-harness", "kafka-harness targets")
+    group.addoption("--target", choices=KINDS, default="reference",
+                    help="what the suites run against (default: reference)")
+    group.addoption("--bootstrap", default=None,
+                    help="bootstrap servers of an external target (host:port,...)")
+    group.addoption("--brokers", type=int, default=3,
+                    help="brokers of the reference target (default: 3)")
+    group.addoption("--harness-dir", default=None,
+                    help="run directory for targets the harness starts (kept after the run)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for capability, what in CAPABILITY_REASONS.items():
+        config.addinivalue_line(
+            "markers", f"requires_{capability}: skip unless the target {what}")
+    config.stash[_STATE] = {"target": None, "failed": False, "run_dir": None}
+    try:
+        check_options(config.getoption("--target"), config.getoption("--bootstrap"),
+                      config.getoption("--brokers"))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _needs(item: pytest.Item) -> list[str]:
+    return [mark.name.removeprefix("requires_") for mark in item.iter_markers()
+            if mark.name.startswith("requires_")
+            and mark.name.removeprefix("requires_") in CAPABILITY_REASONS]
+
+
+def _session_target(config: pytest.Config) -> Target:
+    state = config.stash[_STATE]
+    if state["target"] is None:
+        given = config.getoption("--harness-dir")
+        run_dir = Path(given) if given else Path(tempfile.mkdtemp(prefix="kafka-harness-"))
+        run_dir.mkdir(parents=True, exist_ok=True)
+        state["run_dir"] = run_dir
+        state["keep"] = bool(given)
+        try:
+            state["target"] = start_target(
+                config.getoption("--target"), brokers=config.getoption("--brokers"),
+                bootstrap=config.getoption("--bootstrap"), run_dir=run_dir / "target")
+        except TargetError as exc:
+            pytest.fail(f"{exc} (infrastructure)", pytrace=False)
+    return state["target"]
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest) -> Iterator[Target]:
+    target = _session_target(request.config)
+    for needed in _needs(request.node):
+        reason = target.missing(needed)
+        if reason is not None:
+            pytest.skip(reason)
+    yield target
+    target.reset()
+
+
+@pytest.fixture
+def faults(cluster: Target) -> Any:
+    if cluster.faults is None:
+        pytest.skip(cluster.missing("faults") or "the target offers no faults")
+    return cluster.faults
+
+
+@pytest.fixture
+def admin(cluster: Target) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": cluster.bootstrap})
+
+
+@pytest.fixture
+def producer(cluster: Target) -> Iterator[Callable[..., Any]]:
+    from confluent_kafka import Producer
+
+    made: list[Any] = []
+
+    def make(**config: Any) -> Any:
+        client = Producer({"bootstrap.servers": cluster.bootstrap, **config})
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        client.flush(10)
+
+
+@pytest.fixture
+def consumer(cluster: Target) -> Iterator[Callable[..., Any]]:
+    from confluent_kafka import Consumer
+
+    made: list[Any] = []
+
+    def make(**config: Any) -> Any:
+        config.setdefault("group.id", f"harness-{len(made)}")
+        client = Consumer({"bootstrap.servers": cluster.bootstrap, **config})
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        client.close()
+
+
+@pytest.fixture
+def raw_client(cluster: Target) -> Iterator[Callable[..., Any]]:
+    from harness.raw_client import RawClient
+
+    made: list[RawClient] = []
+
+    def make(address: str | None = None, **kwargs: Any) -> RawClient:
+        host, _, port = (address or cluster.bootstrap.split(",")[0]).rpartition(":")
+        client = RawClient(host, int(port), **kwargs)
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        client.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.failed:
+        state = item.config.stash[_STATE]
+        state["failed"] = True
+        target: Target | None = state["target"]
+        if target is not None and target.cluster is not None:
+            paths = "\n  ".join(str(p) for p in target.cluster.cluster.log_paths())
+            report.sections.append(("kafka-harness", f"target logs (kept):\n  {paths}"))
+    return report
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if not state or state["target"] is None:
+        return
+    state["target"].close()
+    run_dir = state["run_dir"]
+    if run_dir is not None and not state["failed"] and not state.get("keep"):
+        shutil.rmtree(run_dir, ignore_errors=True)

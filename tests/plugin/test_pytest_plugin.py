@@ -1,0 +1,68 @@
+"""The kafka-harness pytest plugin, run the way users run it: pytest in a subprocess with the
+plugin loaded from its entry point, against real targets."""
+
+from __future__ import annotations
+
+import pytest
+
+NEEDS = '''
+import pytest
+
+@pytest.mark.requires_zookeeper
+def test_needs_zookeeper(cluster):
+    pass
+
+@pytest.mark.requires_faults
+def test_needs_faults(cluster):
+    pass
+
+def test_no_needs(cluster):
+    assert cluster.bootstrap
+'''
+
+
+def test_external_target_skips_what_it_cannot_do_with_the_reason(pytester: pytest.Pytester):
+    pytester.makepyfile(NEEDS)
+    result = pytester.runpytest_subprocess("--target", "external", "--bootstrap",
+                                           "127.0.0.1:9", "-rs")
+    result.assert_outcomes(passed=1, skipped=2)
+    result.stdout.fnmatch_lines([
+        "*needs a target that exposes a ZooKeeper the harness can read; an external target is "
+        "reached directly*",
+    ])
+
+
+def test_external_target_needs_a_bootstrap(pytester: pytest.Pytester):
+    pytester.makepyfile(NEEDS)
+    result = pytester.runpytest_subprocess("--target", "external")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*needs a bootstrap address (--bootstrap)*"])
+
+
+def test_tansu_target_serves_clients_and_skips_faults(pytester: pytest.Pytester):
+    pytester.makepyfile('''
+import pytest
+from confluent_kafka.admin import NewTopic
+
+def test_round_trip(cluster, admin, producer, consumer):
+    assert cluster.kind == "tansu"
+    admin.create_topics([NewTopic("plugin", 1, 1)])["plugin"].result(30)
+    p = producer(acks="all")
+    p.produce("plugin", b"hello")
+    assert p.flush(30) == 0
+    c = consumer(**{"auto.offset.reset": "earliest"})
+    c.subscribe(["plugin"])
+    for _ in range(60):
+        msg = c.poll(0.5)
+        if msg is not None and msg.error() is None:
+            assert msg.value() == b"hello"
+            return
+    raise AssertionError("nothing consumed")
+
+@pytest.mark.requires_process_faults
+def test_kill(cluster):
+    pass
+''')
+    result = pytester.runpytest_subprocess("--target", "tansu", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*the 'tansu' target does not offer it*"])
