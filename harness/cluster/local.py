@@ -167,8 +167,21 @@ class LocalCluster:
     started, brokers before ZooKeeper (a broker whose ZooKeeper vanished first would only retry).
     """
 
-    def __init__(self, spec: ClusterSpec | None = None, run_dir: Path | str | None = None) -> None:
+    def __init__(
+        self,
+        spec: ClusterSpec | None = None,
+        run_dir: Path | str | None = None,
+        *,
+        zookeeper_port: int | None = None,
+        broker_ports: Mapping[int, int] | None = None,
+    ) -> None:
         self.spec = spec or ClusterSpec()
+        if broker_ports is not None and sorted(broker_ports) != self.spec.broker_ids:
+            raise ValueError(f"broker_ports must name brokers {self.spec.broker_ids}, "
+                             f"got {sorted(broker_ports)}")
+        # Ports fixed in advance let a caller put proxies in front of the nodes before they run.
+        self._zookeeper_port = zookeeper_port
+        self._broker_ports = dict(broker_ports) if broker_ports is not None else None
         self._given_run_dir = Path(run_dir) if run_dir is not None else None
         self._run_dir: Path | None = None
         self.zookeeper: ZooKeeperServer | None = None
@@ -204,13 +217,16 @@ class LocalCluster:
             self._run_dir = Path(tempfile.mkdtemp(prefix="local-cluster-"))
         try:
             self.zookeeper = ZooKeeperServer(self._run_dir / "zookeeper",
+                                             port=self._zookeeper_port,
                                              startup_timeout=self.spec.startup_timeout)
             self.zookeeper.start()
-            ports = _distinct_free_ports(len(self.spec.broker_ids))
-            for broker_id, port in zip(self.spec.broker_ids, ports, strict=True):
+            ports = (self._broker_ports if self._broker_ports is not None else
+                     dict(zip(self.spec.broker_ids,
+                              distinct_free_ports(len(self.spec.broker_ids)), strict=True)))
+            for broker_id in self.spec.broker_ids:
                 self.brokers[broker_id] = ReferenceBroker(
                     self._run_dir / f"broker-{broker_id}",
-                    port=port,
+                    port=ports[broker_id],
                     properties=self.spec.server_properties(broker_id,
                                                            self.zookeeper.connect_string),
                     startup_timeout=self.spec.startup_timeout,
@@ -418,7 +434,7 @@ class LocalCluster:
         ]
 
 
-def _distinct_free_ports(count: int) -> list[int]:
+def distinct_free_ports(count: int) -> list[int]:
     """``count`` different free loopback ports (the kernel may hand one out twice in a row)."""
     ports: list[int] = []
     while len(ports) < count:

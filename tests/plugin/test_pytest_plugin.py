@@ -66,3 +66,28 @@ def test_kill(cluster):
     result = pytester.runpytest_subprocess("--target", "tansu", "-rs")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*the 'tansu' target does not offer it*"])
+
+
+def test_reference_target_offers_faults_and_resets_them_between_tests(
+        pytester: pytest.Pytester):
+    pytester.makepyfile('''
+import pytest
+from confluent_kafka.admin import NewTopic
+
+@pytest.mark.requires_faults
+@pytest.mark.requires_zookeeper
+@pytest.mark.requires_multi_broker
+def test_a_isolate(cluster, faults, admin, producer):
+    admin.create_topics([NewTopic("plug", 1, 3)])["plug"].result(30)
+    p = producer(acks="all")
+    p.produce("plug", b"x")
+    assert p.flush(30) == 0
+    faults.isolate("broker-2")
+    assert faults.active()["partition"]
+
+def test_b_healed(cluster, faults):
+    assert not faults.active()["partition"]
+''')
+    result = pytester.runpytest_subprocess("--target", "reference", "--brokers", "3", "-p",
+                                           "no:randomly")
+    result.assert_outcomes(passed=2)

@@ -1,0 +1,390 @@
+"""A local cluster with every link behind a Toxiproxy proxy, so faults can be injected on demand.
+
+Each TCP connection in the cluster goes through a named proxy (node and link names are the
+harness's vocabulary, see :mod:`harness.nemesis.network`):
+
+* ``client->broker-I`` — broker I advertises this proxy as its listener, so any Kafka client
+  that bootstraps anywhere ends up talking to the brokers through the proxies;
+* ``broker-I->broker-J`` — broker I reaches peer J here (``broker.peer.addresses``): controller
+  requests, follower fetches, controlled shutdown — so a link can be cut one way or both;
+* ``broker-I->zk`` — broker I's ``zookeeper.connect``.
+
+The brokers' own listeners stay on their own ports (``direct_bootstrap``), and the harness reads
+ZooKeeper directly, so an observer never sits behind a fault it is observing.
+
+The Toxiproxy server is, in order of preference: the one ``toxiproxy_url`` or
+``$TOXIPROXY_URL`` points at, a real ``toxiproxy-server`` found on PATH, or the project's own
+API-compatible server (``python -m harness.net.toxiproxy_server``); the last two run as child
+processes in the run directory and stop with the cluster. Proxies are created through the
+toxiproxy-python client, so a real Toxiproxy and ours are driven by exactly the same calls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Self
+from urllib.parse import urlsplit
+
+from toxiproxy import Toxiproxy
+from toxiproxy.api import APIConsumer
+from toxiproxy.proxy import Proxy
+
+from harness.cluster.local import ClusterSpec, LocalCluster, distinct_free_ports
+from harness.cluster.process import PeerStartError
+from harness.net.ports import LOOPBACK, free_port, is_accepting
+
+TOXIPROXY_URL_ENV = "TOXIPROXY_URL"
+TOXIPROXY_BINARY = "toxiproxy-server"
+ZOOKEEPER = "zk"
+CLIENT = "client"
+_SERVER_START_TIMEOUT_S = 15.0
+_SERVER_STOP_TIMEOUT_S = 10.0
+
+Link = tuple[str, int, str]
+"""(listen host, listen port, upstream "host:port") of one proxy."""
+
+
+def broker_node(broker_id: int) -> str:
+    return f"broker-{broker_id}"
+
+
+def link_name(source: str, destination: str) -> str:
+    """The proxy carrying connections ``source`` opens to ``destination``."""
+    return f"{source}->{destination}"
+
+
+def _split_address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+class ToxiproxyProcess:
+    """A Toxiproxy server this cluster started: a real ``toxiproxy-server`` or the built-in one.
+
+    Runs in its own session (a Ctrl-C reaches only the harness, which stops it), with its output
+    in ``<run_dir>/toxiproxy.log``.
+    """
+
+    def __init__(self, run_dir: Path, binary: str | None) -> None:
+        self.run_dir = run_dir
+        self.binary = binary
+        self.url = ""
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def log_path(self) -> Path:
+        return self.run_dir / "toxiproxy.log"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def start(self) -> str:
+        """Start the server and return its URL once its API accepts connections."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        try:
+            if self.binary is not None:
+                port = free_port(LOOPBACK)
+                self._spawn([self.binary, "-host", LOOPBACK, "-port", str(port)],
+                            stdout=self._log)
+                self._wait_accepting(port)
+            else:
+                self._spawn([sys.executable, "-m", "harness.net.toxiproxy_server",
+                             "--host", LOOPBACK, "--port", "0"], stdout=subprocess.PIPE)
+                port = self._read_listening_port()
+        except BaseException:
+            self.stop()
+            raise
+        self.url = f"http://{LOOPBACK}:{port}"
+        return self.url
+
+    def _spawn(self, command: list[str], stdout: int | IO[bytes]) -> None:
+        self._process = subprocess.Popen(
+            command, cwd=self.run_dir, stdin=subprocess.DEVNULL, stdout=stdout,
+            stderr=self._log, start_new_session=True)
+
+    def _read_listening_port(self) -> int:
+        """The port of the built-in server's ``listening on HOST:PORT`` line."""
+        assert self._process is not None and self._process.stdout is not None
+        deadline = time.monotonic() + _SERVER_START_TIMEOUT_S
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._process.stdout, selectors.EVENT_READ)
+            while time.monotonic() < deadline:
+                if selector.select(timeout=0.1):
+                    line = self._process.stdout.readline().decode(errors="replace").strip()
+                    if line.startswith("listening on "):
+                        return _split_address(line.removeprefix("listening on "))[1]
+                    if not line and self._process.poll() is not None:
+                        break
+        raise PeerStartError(f"the built-in Toxiproxy server did not start "
+                             f"(exit code {self._process.poll()}); see {self.log_path}")
+
+    def _wait_accepting(self, port: int) -> None:
+        assert self._process is not None
+        deadline = time.monotonic() + _SERVER_START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                break
+            if is_accepting(LOOPBACK, port):
+                return
+            time.sleep(0.02)
+        raise PeerStartError(f"{self.binary} did not listen on {LOOPBACK}:{port} "
+                             f"(exit code {self._process.poll()}); see {self.log_path}")
+
+    def stop(self) -> None:
+        """SIGTERM (it closes every proxy and connection), SIGKILL if it lingers."""
+        if self._process is not None:
+            if self._process.poll() is None:
+                self._process.send_signal(signal.SIGTERM)
+                try:
+                    self._process.wait(_SERVER_STOP_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    self._process.kill()
+                    self._process.wait()
+            if self._process.stdout is not None:
+                self._process.stdout.close()
+            self._process = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+class ProxiedCluster:
+    """A :class:`LocalCluster` whose every link goes through a Toxiproxy proxy.
+
+    Without a ``run_dir`` a temporary one is made and removed by :meth:`stop`; a given one is
+    kept (logs of ZooKeeper, brokers and the Toxiproxy server survive for inspection).
+    :meth:`stop` lifts every fault first, so brokers can shut down in order, then stops the
+    brokers, ZooKeeper, and the proxies (or the whole Toxiproxy server if this cluster started it).
+    """
+
+    def __init__(self, spec: ClusterSpec | None = None, run_dir: Path | str | None = None,
+                 toxiproxy_url: str | None = None) -> None:
+        self.spec = spec or ClusterSpec()
+        self._given_run_dir = Path(run_dir) if run_dir is not None else None
+        self._given_url = toxiproxy_url
+        self._run_dir: Path | None = None
+        self._server: ToxiproxyProcess | None = None
+        self._url: str | None = None
+        self._cluster: LocalCluster | None = None
+        self.links: dict[str, Link] = {}
+        self.proxies: dict[str, Proxy] = {}
+
+    # --- what the cluster looks like -------------------------------------------------------
+
+    @property
+    def nodes(self) -> list[str]:
+        return [ZOOKEEPER, *(broker_node(b) for b in self.spec.broker_ids), CLIENT]
+
+    @property
+    def cluster(self) -> LocalCluster:
+        if self._cluster is None:
+            raise RuntimeError("the cluster has not been started")
+        return self._cluster
+
+    @property
+    def run_dir(self) -> Path:
+        if self._run_dir is None:
+            raise RuntimeError("the cluster has not been started")
+        return self._run_dir
+
+    @property
+    def toxiproxy_url(self) -> str:
+        if self._url is None:
+            raise RuntimeError("the cluster has not been started")
+        return self._url
+
+    @property
+    def toxiproxy(self) -> Toxiproxy:
+        """The toxiproxy-python client, pointed at this cluster's server.
+
+        The client keeps its server address as class state, so it is re-pointed on every
+        access: two clusters in one process then each talk to their own server.
+        """
+        host, port = _split_address(urlsplit(self.toxiproxy_url).netloc)
+        client = Toxiproxy()
+        client.update_api_consumer(host, port)
+        return client
+
+    def api(self) -> type[APIConsumer]:
+        """The client's HTTP layer, pointed at this cluster's server, for the calls
+        toxiproxy-python has no method for (``GET /proxies`` with every proxy's toxics)."""
+        self.toxiproxy  # noqa: B018 - re-points the client's class state at our server
+        return APIConsumer
+
+    def proxy_states(self) -> dict[str, dict]:
+        """``GET /proxies`` restricted to this cluster's links: name -> proxy with its toxics."""
+        states = self.api().get("/proxies").json()
+        return {name: state for name, state in states.items() if name in self.links}
+
+    @property
+    def server_pid(self) -> int | None:
+        """The pid of the Toxiproxy server this cluster started, None if it uses another's."""
+        return self._server.pid if self._server is not None else None
+
+    @property
+    def bootstrap(self) -> str:
+        """The client proxies, for ``bootstrap.servers``."""
+        return ",".join(self._listen(link_name(CLIENT, broker_node(b)))
+                        for b in self.spec.broker_ids)
+
+    @property
+    def direct_bootstrap(self) -> str:
+        """The brokers' own listeners. Metadata still advertises the proxies, so a Kafka client
+        bootstrapped here moves to them; raw requests stay direct."""
+        return self.cluster.bootstrap
+
+    def _listen(self, link: str) -> str:
+        host, port, _ = self.links[link]
+        return f"{host}:{port}"
+
+    def link_names(self) -> list[str]:
+        """Every link: clients' first, then broker to broker, then broker to ZooKeeper."""
+        return list(self.links)
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        """Toxiproxy, the proxies, then ZooKeeper and the brokers configured to use them.
+
+        Ports of ZooKeeper and the brokers are chosen first, so every proxy exists (with a
+        port of its own) before any node starts and tries to connect through it.
+        """
+        if self._cluster is not None:
+            raise RuntimeError("the cluster is already started")
+        if self._given_run_dir is not None:
+            self._given_run_dir.mkdir(parents=True, exist_ok=True)
+            self._run_dir = self._given_run_dir
+        else:
+            self._run_dir = Path(tempfile.mkdtemp(prefix="proxied-cluster-"))
+        try:
+            self._url = self._start_toxiproxy()
+            zookeeper_port, *ports = distinct_free_ports(1 + self.spec.brokers)
+            broker_ports = dict(zip(self.spec.broker_ids, ports, strict=True))
+            self._create_proxies(zookeeper_port, broker_ports)
+            self._cluster = LocalCluster(self._proxied_spec(), run_dir=self._run_dir,
+                                         zookeeper_port=zookeeper_port,
+                                         broker_ports=broker_ports)
+            self._cluster.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start_toxiproxy(self) -> str:
+        url = self._given_url or os.environ.get(TOXIPROXY_URL_ENV)
+        if url:
+            return url.rstrip("/")
+        self._server = ToxiproxyProcess(self.run_dir / "toxiproxy", shutil.which(TOXIPROXY_BINARY))
+        return self._server.start()
+
+    def _create_proxies(self, zookeeper_port: int, broker_ports: dict[int, int]) -> None:
+        """One proxy per link; a proxy of the same name left on a shared server by a crashed
+        run is replaced, as Toxiproxy's own ``populate`` does."""
+        upstreams: dict[str, int] = {}
+        for broker_id in self.spec.broker_ids:
+            upstreams[link_name(CLIENT, broker_node(broker_id))] = broker_ports[broker_id]
+        for source in self.spec.broker_ids:
+            for destination in self.spec.broker_ids:
+                if source != destination:
+                    upstreams[link_name(broker_node(source), broker_node(destination))] = (
+                        broker_ports[destination])
+        for broker_id in self.spec.broker_ids:
+            upstreams[link_name(broker_node(broker_id), ZOOKEEPER)] = zookeeper_port
+        client = self.toxiproxy
+        existing = client.proxies()
+        for name, port in upstreams.items():
+            if name in existing:
+                existing[name].destroy()
+            proxy = client.create(upstream=f"{LOOPBACK}:{port}", name=name,
+                                  listen=f"{LOOPBACK}:0")
+            self.proxies[name] = proxy
+            host, listen_port = _split_address(proxy.listen)
+            self.links[name] = (host, listen_port, proxy.upstream)
+
+    def _proxied_spec(self) -> ClusterSpec:
+        """The spec with each broker pointed at its proxies; the caller's own per-broker
+        properties still apply last."""
+        overrides: dict[int, dict[str, str | int]] = {}
+        for broker_id in self.spec.broker_ids:
+            me = broker_node(broker_id)
+            peers = ",".join(f"{peer}={self._listen(link_name(me, broker_node(peer)))}"
+                             for peer in self.spec.broker_ids if peer != broker_id)
+            properties: dict[str, str | int] = {
+                "advertised.listeners":
+                    f"PLAINTEXT://{self._listen(link_name(CLIENT, me))}",
+                "zookeeper.connect": self._listen(link_name(me, ZOOKEEPER)),
+            }
+            if peers:
+                properties["broker.peer.addresses"] = peers
+            overrides[broker_id] = {**properties,
+                                    **self.spec.broker_properties.get(broker_id, {})}
+        return dataclasses.replace(self.spec, broker_properties=overrides)
+
+    def lift_all_faults(self) -> None:
+        """Remove every toxic and enable every proxy of this cluster (others' are untouched)."""
+        for state in self.proxy_states().values():
+            proxy = Proxy(**state)
+            for toxic in state.get("toxics") or []:
+                proxy.destroy_toxic(toxic["name"])
+            if not state.get("enabled", True):
+                proxy.enable()
+
+    def stop(self) -> None:
+        """Lift faults, stop brokers and ZooKeeper, then the proxies. Safe to call twice."""
+        try:
+            if self._url is not None and self.links:
+                with contextlib.suppress(Exception):  # a dead server must not block the stop
+                    self.lift_all_faults()
+            if self._cluster is not None:
+                self._cluster.stop()
+        finally:
+            self._cluster = None
+            self._stop_proxies()
+            if self._given_run_dir is None and self._run_dir is not None:
+                shutil.rmtree(self._run_dir, ignore_errors=True)
+            self._run_dir = None
+
+    def _stop_proxies(self) -> None:
+        if self._server is not None:
+            self._server.stop()  # closes every proxy it holds
+            self._server = None
+        elif self._url is not None:
+            with contextlib.suppress(Exception):
+                self.api()
+                for proxy in self.proxies.values():
+                    proxy.destroy()
+        self.proxies.clear()
+        self.links.clear()
+        self._url = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def log_paths(self) -> list[Path]:
+        """Every node's log plus the Toxiproxy server's, if this cluster started one."""
+        paths = self.cluster.log_paths() if self._cluster is not None else []
+        if self._server is not None:
+            paths.append(self._server.log_path)
+        return paths

@@ -1,0 +1,1 @@
+"""Faults on demand (Jepsen's "nemesis"): network faults on the links, process faults."""

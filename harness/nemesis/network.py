@@ -1,0 +1,224 @@
+"""Network faults on a :class:`ProxiedCluster`: partitions of any shape and Toxiproxy toxics.
+
+Partitions are grudges (:mod:`harness.net.grudge`): ``{receiver: senders it cannot hear}``.
+Directed traffic ``S -> R`` is cut through the proxies by a ``timeout`` toxic with timeout 0 —
+bytes are held, never delivered, and nothing is reset, which is what a dropped packet looks
+like to both ends (Jepsen's "drop"): on proxy ``S->R`` (connections S opens) on its upstream
+stream, and on proxy ``R->S`` (connections R opens) on its downstream stream. A pair with no
+link between them (``client`` and ``zk``) carries no traffic, so there is nothing to cut.
+
+Partition toxics are named ``partition_upstream`` / ``partition_downstream`` (a proxy cut both
+ways carries one on each stream, and toxic names are unique per proxy); every other toxic is the
+caller's. The server is the source of truth: :meth:`NetworkFaults.active` and
+:meth:`NetworkFaults.heal` read the proxies' toxics back from it, so a fault survives, and is
+reported and healed correctly, whichever object applied it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any
+
+from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
+from toxiproxy.proxy import Proxy
+
+from harness.cluster.proxied import CLIENT, ZOOKEEPER, ProxiedCluster, link_name
+from harness.net import grudge as shapes
+
+PARTITION = "partition"
+STREAMS = ("upstream", "downstream")
+MECHANISMS = ("proxies",)
+_CUT = {"type": "timeout", "attributes": {"timeout": 0}, "toxicity": 1.0}
+_PARALLEL_REQUESTS = 8
+
+
+def partition_toxic_name(stream: str) -> str:
+    return f"{PARTITION}_{stream}"
+
+
+def is_partition_toxic(name: str) -> bool:
+    return name in {partition_toxic_name(stream) for stream in STREAMS}
+
+
+def cut_streams(pairs: Iterable[tuple[str, str]], links: Iterable[str]) -> list[tuple[str, str]]:
+    """The (link, stream) pairs that drop the directed traffic ``(sender, receiver)`` in ``pairs``.
+
+    >>> cut_streams([("a", "b")], ["a->b", "b->a", "a->c"])
+    [('a->b', 'upstream'), ('b->a', 'downstream')]
+    """
+    existing = set(links)
+    cuts: set[tuple[str, str]] = set()
+    for sender, receiver in pairs:
+        forward, backward = link_name(sender, receiver), link_name(receiver, sender)
+        if forward in existing:
+            cuts.add((forward, "upstream"))
+        if backward in existing:
+            cuts.add((backward, "downstream"))
+    return sorted(cuts)
+
+
+def pairs_from_toxics(toxics: Mapping[str, Iterable[str]]) -> list[tuple[str, str]]:
+    """The directed pairs that partition toxics found on links cut (inverse of
+    :func:`cut_streams`).
+
+    >>> pairs_from_toxics({"a->b": ["partition_upstream"], "b->a": ["partition_downstream"]})
+    [('a', 'b')]
+    """
+    pairs: set[tuple[str, str]] = set()
+    for link, names in toxics.items():
+        source, _, destination = link.partition("->")
+        for name in names:
+            if name == partition_toxic_name("upstream"):
+                pairs.add((source, destination))
+            elif name == partition_toxic_name("downstream"):
+                pairs.add((destination, source))
+    return sorted(pairs)
+
+
+class NetworkFaults:
+    """Partitions and toxics on every link of one :class:`ProxiedCluster`.
+
+    Partition shapes other than :meth:`isolate` and :meth:`partition` are computed over the
+    brokers by default (ZooKeeper and the client keep hearing everyone, as in Jepsen's Kafka
+    test where clients and coordination sit outside the shape); pass ``nodes`` to shape others.
+    Bad input — an unknown node, link or stream, or a toxic the server refuses — raises
+    :class:`ValueError` naming what is allowed.
+    """
+
+    def __init__(self, cluster: ProxiedCluster, mechanism: str = "proxies") -> None:
+        if mechanism not in MECHANISMS:
+            raise ValueError(f"mechanism must be one of {list(MECHANISMS)}, got {mechanism!r}")
+        self.cluster = cluster
+        self.mechanism = mechanism
+
+    @property
+    def nodes(self) -> list[str]:
+        return self.cluster.nodes
+
+    @property
+    def brokers(self) -> list[str]:
+        return [node for node in self.nodes if node not in (ZOOKEEPER, CLIENT)]
+
+    # --- partitions --------------------------------------------------------------------------
+
+    def partition(self, grudge: Mapping[str, Iterable[str]]) -> list[tuple[str, str]]:
+        """Heal, then drop the traffic ``grudge`` names; returns the directed (sender, receiver)
+        pairs cut. Node names are checked before anything changes."""
+        checked = shapes.from_explicit(grudge, self.nodes)
+        pairs = shapes.links_to_cut(checked)
+        self.heal()
+        _each([partial(self._proxy(link).add_toxic, name=partition_toxic_name(stream),
+                       stream=stream, **_CUT)
+               for link, stream in cut_streams(pairs, self.cluster.links)])
+        return pairs
+
+    def isolate(self, node: str) -> list[tuple[str, str]]:
+        """Cut ``node`` off from every other node (ZooKeeper and the client included), both ways."""
+        if node not in self.nodes:
+            raise ValueError(f"unknown node {node!r}; nodes are {self.nodes}")
+        return self.partition(shapes.isolate(self.nodes, node))
+
+    def halves(self, nodes: Sequence[str] | None = None) -> list[tuple[str, str]]:
+        """Two halves that cannot hear each other, the first (larger) keeping the majority."""
+        return self.partition(shapes.halves(self._shape_nodes(nodes)))
+
+    def ring(self, nodes: Sequence[str] | None = None) -> list[tuple[str, str]]:
+        """Jepsen's majorities ring: each node hears a majority no other node shares."""
+        return self.partition(shapes.majorities_ring(self._shape_nodes(nodes)))
+
+    def bridge(self, nodes: Sequence[str] | None = None) -> list[tuple[str, str]]:
+        """Two halves joined only through one node that hears, and is heard by, both."""
+        return self.partition(shapes.bridge(self._shape_nodes(nodes)))
+
+    def _shape_nodes(self, nodes: Sequence[str] | None) -> list[str]:
+        chosen = list(nodes) if nodes is not None else self.brokers
+        unknown = [node for node in chosen if node not in self.nodes]
+        if unknown:
+            raise ValueError(f"unknown node(s) {unknown}; nodes are {self.nodes}")
+        return chosen
+
+    def heal(self) -> None:
+        """Remove every partition cut; other toxics stay."""
+        _each([partial(self._proxy(link).destroy_toxic, name)
+               for link, names in self._toxic_names().items()
+               for name in names if is_partition_toxic(name)])
+
+    # --- toxics ------------------------------------------------------------------------------
+
+    def add_toxic(self, link: str, type: str, attributes: dict[str, Any], *,  # noqa: A002
+                  stream: str = "downstream", toxicity: float = 1.0,
+                  name: str | None = None) -> str:
+        """Add a Toxiproxy toxic to one link; returns its name (Toxiproxy's default
+        ``<type>_<stream>`` when none is given)."""
+        proxy = self._proxy(link)
+        if stream not in STREAMS:
+            raise ValueError(f"stream must be one of {list(STREAMS)}, got {stream!r}")
+        if not 0.0 <= toxicity <= 1.0:
+            raise ValueError(f"toxicity must be within 0.0..1.0, got {toxicity}")
+        toxic_name = name or f"{type}_{stream}"
+        if is_partition_toxic(toxic_name):
+            raise ValueError(f"toxic name {toxic_name!r} is reserved for partitions")
+        try:
+            proxy.add_toxic(type=type, attributes=dict(attributes), stream=stream,
+                            toxicity=toxicity, name=toxic_name)
+        except (InvalidToxic, ProxyExists) as exc:
+            raise ValueError(f"Toxiproxy refused toxic {toxic_name!r} on {link}: "
+                             f"{_server_message(exc)}") from exc
+        return toxic_name
+
+    def remove_toxic(self, link: str, name: str) -> None:
+        proxy = self._proxy(link)
+        try:
+            proxy.destroy_toxic(name)
+        except NotFound:
+            raise ValueError(f"no toxic {name!r} on {link}; it has "
+                             f"{self._toxic_names().get(link, [])}") from None
+
+    def clear(self) -> None:
+        """Heal and remove every toxic on every link, and enable any proxy that was disabled."""
+        self.cluster.lift_all_faults()
+
+    def active(self) -> dict[str, Any]:
+        """``{"partition": [[sender, receiver], ...], "toxics": {link: [names]}}`` as the
+        server holds them; ``toxics`` lists the non-partition toxics of links that have any."""
+        names = self._toxic_names()
+        others = {link: [n for n in found if not is_partition_toxic(n)]
+                  for link, found in names.items()}
+        return {
+            "partition": [list(pair) for pair in pairs_from_toxics(names)],
+            "toxics": {link: found for link, found in others.items() if found},
+        }
+
+    # --- plumbing ----------------------------------------------------------------------------
+
+    def _proxy(self, link: str) -> Proxy:
+        proxy = self.cluster.proxies.get(link)
+        if proxy is None:
+            raise ValueError(f"unknown link {link!r}; links are {self.cluster.link_names()}")
+        self.cluster.api()  # the client's server address is class state: point it at ours
+        return proxy
+
+    def _toxic_names(self) -> dict[str, list[str]]:
+        """Link -> the names of its toxics, for every link of the cluster, in one request."""
+        return {link: [toxic["name"] for toxic in state.get("toxics") or []]
+                for link, state in self.cluster.proxy_states().items()}
+
+
+def _each(calls: Sequence[Callable[[], object]]) -> None:
+    """Run the API calls concurrently — each waits on a round trip, and a partition is only as
+    sudden as its slowest toxic — and raise the first error once all have finished."""
+    if len(calls) <= 1:
+        for call in calls:
+            call()
+        return
+    with ThreadPoolExecutor(max_workers=min(len(calls), _PARALLEL_REQUESTS)) as pool:
+        futures = [pool.submit(call) for call in calls]
+    for future in futures:
+        future.result()
+
+
+def _server_message(exc: Exception) -> str:
+    detail = exc.args[0] if exc.args else exc
+    return detail.decode(errors="replace").strip() if isinstance(detail, bytes) else str(detail)
