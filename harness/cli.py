@@ -7,11 +7,16 @@ function here.
 
 from __future__ import annotations
 
-from enum import Enum
+import json
+import time
+from enum import Enum, StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
 from harness.checker.result import DEFAULT_GUARANTEE, GUARANTEES
 
@@ -90,5 +95,369 @@ def demo(
     raise typer.Exit(round_trip.run_command(records, run_dir, json_output))
 
 
+# --- the running cluster: up, status, down, and faults on demand ------------------------------
+#
+# Each command below is a separate process talking to the supervisor's control socket
+# (harness.cluster.supervisor); the supervisor is the only owner of the cluster.
+
+DEFAULT_RUN_DIR = Path(".harness/current")
+RunDir = Annotated[
+    Path,
+    typer.Option("--dir", envvar="KAFKA_HARNESS_DIR",
+                 help="Run directory of the cluster (state, control socket, logs)."),
+]
+NodeArg = Annotated[str, typer.Argument(metavar="NODE", help="zk, broker-1 … broker-N.")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
+
+
+def _stderr() -> Console:
+    return Console(stderr=True)
+
+
+def _call(run_dir: Path, request: dict[str, Any]) -> dict[str, Any]:
+    """One control request; exits 3 when no cluster runs there, 2 on a usage error (unknown
+    node, link, shape…), 1 when the command failed."""
+    from harness.cluster.supervisor import NoCluster, send_request
+
+    try:
+        response = send_request(run_dir.resolve(), request)
+    except NoCluster as exc:
+        _stderr().print(f"[red]{escape(str(exc))}[/red] (start one with `kafka-harness up`)")
+        raise typer.Exit(3) from None
+    if not response.get("ok"):
+        _stderr().print(f"[red]error:[/red] {escape(str(response.get('error')))}")
+        raise typer.Exit(2 if response.get("kind") == "usage" else 1)
+    return response
+
+
+@app.command()
+def up(
+    brokers: Annotated[int, typer.Option(help="Number of reference brokers.")] = 3,
+    run_dir: RunDir = DEFAULT_RUN_DIR,
+    foreground: Annotated[
+        bool, typer.Option("--foreground", help="Run in this terminal; Ctrl-C = down.")
+    ] = False,
+    session_timeout_ms: Annotated[
+        int, typer.Option(help="zookeeper.session.timeout.ms of the brokers.")
+    ] = 6000,
+) -> None:
+    """Start ZooKeeper + brokers with every link behind Toxiproxy; return when ready and print
+    the bootstrap address. Exit 3 if it could not start."""
+    from harness.cluster import supervisor
+    from harness.cluster.local import ClusterSpec
+
+    try:
+        spec = ClusterSpec(brokers=brokers, zookeeper_session_timeout_ms=session_timeout_ms)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    run_dir = run_dir.resolve()
+    try:
+        supervisor.send_request(run_dir, {"cmd": "status"}, timeout=10)
+    except (supervisor.NoCluster, OSError):
+        pass
+    else:
+        _stderr().print(f"[red]a cluster is already running in {run_dir}[/red] "
+                        "(`kafka-harness down` first)")
+        raise typer.Exit(1)
+    if foreground:
+        raise typer.Exit(_up_foreground(run_dir, spec))
+    raise typer.Exit(_up_detached(run_dir, spec))
+
+
+def _up_detached(run_dir: Path, spec: Any) -> int:
+    from harness.cluster import supervisor
+
+    console = _stderr()
+    process = supervisor.launch_detached(run_dir, spec)
+    started = time.monotonic()
+    deadline = started + 2 * spec.startup_timeout + 30
+    state: dict[str, Any] | None = None
+    try:
+        with console.status("starting…") as progress:
+            while True:
+                state = supervisor.read_state(run_dir)
+                phase = state.get("phase") if state else None
+                if phase == "ready" and supervisor.socket_path(run_dir).exists():
+                    break
+                if phase == "failed" or process.poll() is not None or time.monotonic() > deadline:
+                    return _start_failed(run_dir, state, process)
+                step = state.get("step", "starting") if state else "launching the supervisor"
+                progress.update(f"{step} ({time.monotonic() - started:.0f} s)")
+                time.sleep(0.1)
+    except KeyboardInterrupt:
+        process.terminate()
+        process.wait()
+        console.print("[yellow]interrupted: everything started was stopped[/yellow]")
+        return 130
+    assert state is not None
+    console.print(f"[green]cluster ready[/green] in {time.monotonic() - started:.1f} s "
+                  f"(supervisor pid {process.pid}, run dir {run_dir})")
+    process.returncode = 0  # detached on purpose: it outlives this command
+    print(state["bootstrap"])
+    return 0
+
+
+def _start_failed(run_dir: Path, state: dict[str, Any] | None, process: Any) -> int:
+    from harness.cluster.supervisor import LOG_NAME
+
+    if process.poll() is None:
+        process.terminate()
+        process.wait()
+    error = (state or {}).get("error") or f"the supervisor exited with code {process.returncode}"
+    log = run_dir / LOG_NAME
+    tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+    console = _stderr()
+    console.print(f"[red]the cluster did not start:[/red] {escape(error)}")
+    if tail:
+        console.print(f"--- last lines of {log} ---\n{escape(tail)}")
+    return 3
+
+
+def _up_foreground(run_dir: Path, spec: Any) -> int:
+    import logging
+
+    from harness.cluster import supervisor
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(run_dir / supervisor.LOG_NAME)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    console = _stderr()
+    progress = console.status(f"starting ZooKeeper, {spec.brokers} brokers and the proxies…")
+    progress.start()
+
+    def ready(state: dict[str, Any]) -> None:
+        progress.stop()
+        console.print(f"[green]cluster ready[/green] (run dir {run_dir}); Ctrl-C stops it")
+        print(state["bootstrap"], flush=True)
+
+    try:
+        code = supervisor.run(run_dir, spec, on_ready=ready)
+    finally:
+        progress.stop()
+        root.removeHandler(handler)
+        handler.close()
+    if code == 3:
+        return _start_failed(run_dir, supervisor.read_state(run_dir), _Exited(3))
+    console.print("stopped" if code == 0 else "[yellow]interrupted while starting; "
+                  "everything started was stopped[/yellow]")
+    return code
+
+
+class _Exited:
+    """A finished process, for _start_failed when the supervisor ran in this process."""
+
+    def __init__(self, code: int) -> None:
+        self.returncode = code
+
+    def poll(self) -> int:
+        return self.returncode
+
+
+@app.command()
+def status(run_dir: RunDir = DEFAULT_RUN_DIR, json_output: JsonFlag = False) -> None:
+    """Nodes, pids, controller, bootstrap, proxies, active faults, and what is degraded."""
+    state = _call(run_dir, {"cmd": "status"})["state"]
+    if json_output:
+        print(json.dumps(state))
+        return
+    console = Console()
+    table = Table(title=f"cluster in {state['run_dir']}")
+    for column in ("node", "role", "status", "pid", "port", "client address", "registered"):
+        table.add_column(column)
+    colours = {"running": "green", "paused": "yellow", "down": "red"}
+    for node, facts in state["nodes"].items():
+        role = "controller" if node == f"broker-{state['controller']}" else ""
+        registered = facts.get("registered")
+        table.add_row(node, role, f"[{colours[facts['status']]}]{facts['status']}[/]",
+                      str(facts["pid"] or "-"), str(facts["port"]),
+                      facts.get("client_address", ""),
+                      "" if node == "zk" else {True: "yes", False: "no", None: "?"}[registered])
+    console.print(table)
+    console.print(f"bootstrap: [bold]{state['bootstrap']}[/bold]")
+    console.print(f"toxiproxy: {state['toxiproxy_url']} ({len(state['proxies'])} proxies)")
+    faults = state["faults"]
+    if faults.get("partition"):
+        cut = ", ".join(f"{sender}->{receiver}" for sender, receiver in faults["partition"])
+        console.print(f"partition (traffic dropped): {cut}")
+    for link, names in (faults.get("toxics") or {}).items():
+        console.print(f"toxics on {link}: {', '.join(names)}")
+    if state["degraded"]:
+        console.print("[yellow]degraded:[/yellow] " + "; ".join(state["degraded"]))
+    else:
+        console.print("[green]healthy[/green]: every node up, no faults")
+
+
+@app.command()
+def down(run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
+    """Stop everything: brokers, ZooKeeper, proxies, the supervisor."""
+    from harness.cluster.supervisor import process_state
+
+    pid = _call(run_dir, {"cmd": "down"})["supervisor_pid"]
+    console = _stderr()
+    deadline = time.monotonic() + 180
+    with console.status("stopping the brokers, ZooKeeper and the proxies…"):
+        while process_state(pid) != "down":
+            if time.monotonic() > deadline:
+                console.print(f"[red]the supervisor (pid {pid}) is still running[/red]")
+                raise typer.Exit(1)
+            time.sleep(0.1)
+    console.print("stopped")
+
+
+partition_app = typer.Typer(name="partition", no_args_is_help=True,
+                            help="Cut the network into a shape (replaces any partition).")
+app.add_typer(partition_app)
+
+
+def _partition(run_dir: Path, request: dict[str, Any]) -> None:
+    cut = _call(run_dir, {"cmd": "partition", **request})["cut"]
+    Console().print(f"partitioned: {len(cut)} directed node pairs cut: "
+                    + ", ".join(f"{sender}->{receiver}" for sender, receiver in cut))
+
+
+@partition_app.command()
+def isolate(node: Annotated[str, typer.Argument(metavar="NODE")],
+            run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
+    """Cut NODE off from every other node, both ways."""
+    _partition(run_dir, {"shape": "isolate", "node": node})
+
+
+@partition_app.command()
+def halves(run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
+    """Split the brokers into two halves that cannot hear each other."""
+    _partition(run_dir, {"shape": "halves"})
+
+
+@partition_app.command()
+def ring(run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
+    """Jepsen's majorities ring over the brokers."""
+    _partition(run_dir, {"shape": "ring"})
+
+
+@partition_app.command()
+def bridge(run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
+    """Two halves of the brokers joined only through one bridge broker."""
+    _partition(run_dir, {"shape": "bridge"})
+
+
+@partition_app.command()
+def grudge(file: Annotated[Path, typer.Argument(metavar="FILE",
+                                                help="JSON {node: [nodes it cannot hear]}.")],
+           run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
+    """An explicit grudge read from a JSON file."""
+    try:
+        document = json.loads(file.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise typer.BadParameter(f"cannot read a grudge from {file}: {exc}") from None
+    _partition(run_dir, {"shape": "grudge", "grudge": document})
+
+
+@app.command()
+def heal(run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
+    """Remove every partition cut (other toxics stay)."""
+    _call(run_dir, {"cmd": "heal"})
+    Console().print("healed")
+
+
+toxic_app = typer.Typer(name="toxic", no_args_is_help=True, help="Add or remove Toxiproxy toxics.")
+app.add_typer(toxic_app)
+
+
+class Stream(StrEnum):
+    up = "up"
+    down = "down"
+
+
+def _attribute(text: str) -> tuple[str, int | float | str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise typer.BadParameter(f"expected key=value, got {text!r}")
+    for kind in (int, float):
+        try:
+            return key, kind(value)
+        except ValueError:
+            continue
+    return key, value
+
+
+@toxic_app.command("add")
+def toxic_add(
+    link: Annotated[str, typer.Argument(metavar="LINK", help="e.g. client->broker-1.")],
+    type_: Annotated[str, typer.Argument(metavar="TYPE", help="latency, bandwidth, timeout, …")],
+    attr: Annotated[list[str] | None, typer.Option(
+        "--attr", metavar="K=V", help="Toxic attribute (repeatable), e.g. latency=100.")] = None,
+    stream: Annotated[Stream, typer.Option(help="up: bytes the link's left node sends; "
+                                                "down: bytes it receives.")] = Stream.down,
+    toxicity: Annotated[float, typer.Option(min=0.0, max=1.0)] = 1.0,
+    name: Annotated[str | None, typer.Option(help="Default <type>_<stream>.")] = None,
+    run_dir: RunDir = DEFAULT_RUN_DIR,
+) -> None:
+    """Add a toxic to one link; prints its name."""
+    attributes = dict(_attribute(item) for item in attr or [])
+    response = _call(run_dir, {"cmd": "toxic_add", "link": link, "type": type_,
+                               "attributes": attributes, "stream": f"{stream.value}stream",
+                               "toxicity": toxicity, "name": name})
+    print(response["name"])
+
+
+@toxic_app.command("remove")
+def toxic_remove(
+    link: Annotated[str, typer.Argument(metavar="LINK")],
+    name: Annotated[str, typer.Argument(metavar="NAME")],
+    run_dir: RunDir = DEFAULT_RUN_DIR,
+) -> None:
+    """Remove a toxic from one link."""
+    _call(run_dir, {"cmd": "toxic_remove", "link": link, "name": name})
+    Console().print(f"removed {name} from {link}")
+
+
+_PROCESS_FAULTS = {
+    "kill": ("SIGKILL the node (a crash).", "killed"),
+    "pause": ("SIGSTOP the node: it hangs with its connections open.", "paused"),
+    "resume": ("SIGCONT a paused node.", "resumed"),
+    "stop": ("SIGTERM: graceful stop (controlled shutdown for a broker).", "stopped"),
+    "restart": ("Stop the node if running, start it again; returns when it serves.", "restarted"),
+}
+
+
+def _register_process_fault(action: str, help_text: str, done: str) -> None:
+    def command(node: NodeArg, run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
+        _call(run_dir, {"cmd": action, "node": node})
+        Console().print(f"{done} {node}")
+
+    app.command(name=action, help=help_text)(command)
+
+
+for _action, (_help, _done) in _PROCESS_FAULTS.items():
+    _register_process_fault(_action, _help, _done)
+
+
+@app.command("lose-unflushed")
+def lose_unflushed(node: NodeArg, run_dir: RunDir = DEFAULT_RUN_DIR,
+                   json_output: JsonFlag = False) -> None:
+    """SIGKILL a broker, cut its logs back to the last recorded fsync point, restart it."""
+    response = _call(run_dir, {"cmd": "lose_unflushed", "node": node})
+    if json_output:
+        print(json.dumps(response))
+        return
+    if not response["partitions"]:
+        Console().print(f"{node} restarted; it had no partition logs to cut")
+        return
+    table = Table(title=f"{node}: unflushed data lost ({response['offsets_lost']} offsets)")
+    for column in ("partition", "recovery point", "log end before", "after", "bytes cut"):
+        table.add_column(column)
+    for partition, cut in response["partitions"].items():
+        table.add_row(partition, str(cut["recovery_point"]), str(cut["log_end_before"]),
+                      str(cut["log_end_after"]), str(cut["bytes_cut"]))
+    Console().print(table)
+
+
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":
+    main()

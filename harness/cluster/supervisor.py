@@ -1,0 +1,519 @@
+"""The process that owns a running cluster so separate shells can fault it.
+
+``kafka-harness up`` starts this module as a detached process (``python -m
+harness.cluster.supervisor RUN_DIR ...``, its own session) or runs it in the terminal with
+``--foreground``. It owns a :class:`~harness.cluster.proxied.ProxiedCluster` and its
+:class:`~harness.nemesis.network.NetworkFaults`, and is the only process that touches them:
+every other command is a client of its control socket. Keeping one owner is what makes
+``down`` (and SIGTERM, SIGINT) leave nothing behind — the owner knows every process and proxy
+it started, and stops them in order.
+
+Files in the run directory, next to the cluster's own (``zookeeper/``, ``broker-N/``,
+``toxiproxy/``):
+
+* ``control.sock`` — a Unix socket; one JSON request per line (``{"cmd": "status"}``), one JSON
+  response per line: ``{"ok": true, ...}`` or ``{"ok": false, "error": "...", "kind": "usage"
+  | "failed"}``. It exists exactly while the supervisor serves.
+* ``state.json`` — the last known state (phase, nodes, pids, ports, bootstrap, proxies, active
+  faults), rewritten atomically after every command and every few seconds; it is kept after
+  ``down`` (phase ``stopped``) for post-mortems.
+* ``supervisor.log`` — the detached supervisor's output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import socketserver
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.cluster.local import ClusterSpec
+from harness.cluster.proxied import ProxiedCluster
+from harness.nemesis import process as process_faults
+from harness.nemesis.network import NetworkFaults
+
+logger = logging.getLogger("harness.supervisor")
+
+SOCKET_NAME = "control.sock"
+STATE_NAME = "state.json"
+LOG_NAME = "supervisor.log"
+_STATE_REFRESH_S = 5.0
+_ZOOKEEPER_QUERY_TIMEOUT_S = 2.0
+_MAX_REQUEST_BYTES = 1 << 20
+# sun_path holds 108 bytes; longer paths are reached through a directory descriptor.
+_MAX_SOCKET_PATH = 100
+
+PROCESS_COMMANDS = tuple(process_faults.ACTIONS)
+SHAPES = ("isolate", "halves", "ring", "bridge", "grudge")
+
+
+class UsageError(ValueError):
+    """A request naming something that does not exist (node, link, shape) or malformed."""
+
+
+class NoCluster(RuntimeError):
+    """No supervisor serves this run directory."""
+
+
+class _Interrupted(BaseException):
+    """SIGTERM or SIGINT while the cluster was still starting."""
+
+
+def socket_path(run_dir: Path) -> Path:
+    return run_dir / SOCKET_NAME
+
+
+def state_path(run_dir: Path) -> Path:
+    return run_dir / STATE_NAME
+
+
+@contextlib.contextmanager
+def unix_address(path: Path) -> Iterator[str]:
+    """An address ``bind``/``connect`` accept for ``path``, even past sun_path's limit."""
+    if len(os.fsencode(path)) < _MAX_SOCKET_PATH:
+        yield str(path)
+        return
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{directory}/{path.name}"
+    finally:
+        os.close(directory)
+
+
+def send_request(run_dir: Path, request: dict[str, Any], timeout: float = 600.0) -> dict[str, Any]:
+    """Send one request to the supervisor of ``run_dir`` and return its response.
+
+    Raises :class:`NoCluster` when nothing serves the socket (never started, stopped, or a
+    supervisor that died and left a stale socket file)."""
+    path = socket_path(run_dir)
+    if not path.exists():
+        raise NoCluster(f"no cluster running in {run_dir}")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        try:
+            with unix_address(path) as address:
+                sock.connect(address)
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            raise NoCluster(f"no cluster running in {run_dir} (stale {SOCKET_NAME}: "
+                            f"{exc.strerror})") from exc
+        sock.sendall(json.dumps(request).encode() + b"\n")
+        received = bytearray()
+        while not received.endswith(b"\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+    if not received:
+        raise NoCluster(f"the supervisor of {run_dir} closed the connection without answering")
+    return json.loads(received)
+
+
+def process_state(pid: int | None) -> str:
+    """``running``, ``paused`` (SIGSTOPped) or ``down`` (gone or a zombie), from /proc."""
+    if pid is None:
+        return "down"
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return "down"
+    state = stat.rsplit(")", 1)[1].split()[0]
+    return {"T": "paused", "t": "paused", "Z": "down", "X": "down"}.get(state, "running")
+
+
+def read_state(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(state_path(run_dir).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def _write_json_atomically(path: Path, document: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+class Supervisor:
+    """One cluster, its faults, and the state file describing them."""
+
+    def __init__(self, run_dir: Path, spec: ClusterSpec, toxiproxy_url: str | None = None) -> None:
+        self.run_dir = run_dir
+        self.spec = spec
+        self.proxied = ProxiedCluster(spec, run_dir=run_dir, toxiproxy_url=toxiproxy_url)
+        self.faults = NetworkFaults(self.proxied)
+        self.stopping = threading.Event()
+        self._lock = threading.Lock()  # one fault at a time; status does not wait for it
+        self._state_lock = threading.Lock()
+        self._phase = "starting"
+        self._started_at = time.time()
+        self._error: str | None = None
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def phase(self) -> str:
+        """``starting``, ``ready``, ``failed``, ``stopping`` or ``stopped``."""
+        return self._phase
+
+    def start(self) -> None:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._set_phase("starting", f"starting Toxiproxy, ZooKeeper and {self.spec.brokers} "
+                                    "brokers behind proxies")
+        try:
+            self.proxied.start()
+        except BaseException as exc:
+            self._error = f"{type(exc).__name__}: {exc}"
+            self._set_phase("failed", "the cluster did not start")
+            raise
+        self._set_phase("ready", "ready")
+
+    def stop(self) -> None:
+        """Wait for a fault in progress, then stop everything; never raises."""
+        self._set_phase("stopping", "stopping the brokers, ZooKeeper and the proxies")
+        with self._lock:
+            try:
+                self.proxied.stop()
+            except Exception:  # noqa: BLE001 - the stop must finish; the log says what failed
+                logger.exception("stopping the cluster failed")
+        self._set_phase("stopped", "stopped")
+
+    def _set_phase(self, phase: str, step: str) -> None:
+        self._phase = phase
+        logger.info("%s: %s", phase, step)
+        document = self.state() if phase == "ready" else self._bare_state()
+        document["step"] = step
+        self._write_state(document)
+
+    def _bare_state(self) -> dict[str, Any]:
+        document: dict[str, Any] = {
+            "phase": self._phase,
+            "run_dir": str(self.run_dir),
+            "supervisor_pid": os.getpid(),
+            "started_at": self._started_at,
+            "spec": {"brokers": self.spec.brokers,
+                     "zookeeper_session_timeout_ms": self.spec.zookeeper_session_timeout_ms},
+            "logs": [str(self.run_dir / LOG_NAME)],
+        }
+        if self._error is not None:
+            document["error"] = self._error
+        if self._phase == "stopped":
+            document["stopped_at"] = time.time()
+        return document
+
+    def _write_state(self, document: dict[str, Any]) -> None:
+        with self._state_lock:
+            _write_json_atomically(state_path(self.run_dir), document)
+
+    def refresh_state(self) -> dict[str, Any]:
+        document = self.state()
+        if self._phase == "ready":
+            self._write_state(document)
+        return document
+
+    # --- what is running -------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """Nodes with pids, ports and status, controller, bootstrap, proxies, active faults,
+        and what is degraded."""
+        document = self._bare_state()
+        if self._phase not in ("ready", "stopping"):
+            return document
+        local = self.proxied.cluster
+        zk_facts = self._zookeeper_facts()
+        nodes: dict[str, dict[str, Any]] = {}
+        zookeeper = local.zookeeper
+        if zookeeper is not None:
+            nodes["zk"] = {"pid": zookeeper.pid, "port": zookeeper.port,
+                           "status": process_state(zookeeper.pid),
+                           "log": str(zookeeper.run_dir / f"{zookeeper.name}.log")}
+        for broker_id, broker in local.brokers.items():
+            node = f"broker-{broker_id}"
+            host, port, _ = self.proxied.links[f"client->{node}"]
+            registered = zk_facts.get("registered")
+            nodes[node] = {
+                "pid": broker.pid,
+                "port": broker.port,
+                "client_address": f"{host}:{port}",
+                "status": process_state(broker.pid),
+                "registered": None if registered is None else broker_id in registered,
+                "log": str(broker.run_dir / f"{broker.name}.log"),
+            }
+        try:
+            faults = self.faults.active()
+        except Exception as exc:  # noqa: BLE001 - a dead Toxiproxy is itself what status shows
+            faults = {"error": f"cannot read the proxies: {exc}"}
+        document.update({
+            "nodes": nodes,
+            "controller": zk_facts.get("controller"),
+            "bootstrap": self.proxied.bootstrap,
+            "direct_bootstrap": self.proxied.direct_bootstrap,
+            "toxiproxy_url": self.proxied.toxiproxy_url,
+            "toxiproxy_pid": self.proxied.server_pid,
+            "proxies": {name: {"listen": f"{host}:{port}", "upstream": upstream}
+                        for name, (host, port, upstream) in self.proxied.links.items()},
+            "faults": faults,
+            "logs": [str(self.run_dir / LOG_NAME), *map(str, self.proxied.log_paths())],
+        })
+        document["degraded"] = _degradations(document, zk_facts)
+        return document
+
+    def _zookeeper_facts(self) -> dict[str, Any]:
+        """Registered broker ids and the controller, or nothing if ZooKeeper does not answer in
+        time (paused, killed): status must answer while ZooKeeper is the fault."""
+        facts: dict[str, Any] = {}
+        local = self.proxied.cluster
+
+        def ask() -> None:
+            facts["registered"] = local.registered_broker_ids()
+            facts["controller"] = local.controller_id()
+
+        worker = threading.Thread(target=ask, name="status-zk", daemon=True)
+        worker.start()
+        worker.join(_ZOOKEEPER_QUERY_TIMEOUT_S)
+        if "controller" not in facts:
+            return {"zookeeper_unreachable": True}
+        return facts
+
+    # --- requests --------------------------------------------------------------------------
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Answer one control request; errors become ``{"ok": false, ...}``, never raise."""
+        command = request.get("cmd")
+        try:
+            if command == "status":
+                return {"ok": True, "state": self.refresh_state()}
+            if command == "down":
+                self.stopping.set()
+                return {"ok": True, "supervisor_pid": os.getpid()}
+            if self._phase != "ready":
+                return {"ok": False, "kind": "failed", "error": f"the cluster is {self._phase}"}
+            with self._lock:
+                result = self._apply(command, request)
+            self.refresh_state()
+            return {"ok": True, **result}
+        except (UsageError, process_faults.UnknownNode, ValueError, KeyError) as exc:
+            return {"ok": False, "kind": "usage", "error": _message(exc)}
+        except Exception as exc:  # noqa: BLE001 - reported to the caller, logged here
+            logger.exception("%s failed", command)
+            return {"ok": False, "kind": "failed", "error": f"{type(exc).__name__}: {exc}"}
+
+    def _apply(self, command: Any, request: dict[str, Any]) -> dict[str, Any]:
+        if command == "partition":
+            return {"cut": [list(pair) for pair in self._partition(request)]}
+        if command == "heal":
+            self.faults.heal()
+            return {}
+        if command == "toxic_add":
+            name = self.faults.add_toxic(
+                _string(request, "link"), _string(request, "type"),
+                dict(request.get("attributes") or {}),
+                stream=request.get("stream", "downstream"),
+                toxicity=float(request.get("toxicity", 1.0)),
+                name=request.get("name"))
+            return {"name": name}
+        if command == "toxic_remove":
+            self.faults.remove_toxic(_string(request, "link"), _string(request, "name"))
+            return {}
+        if command in PROCESS_COMMANDS:
+            return process_faults.apply(self.proxied.cluster, command, _string(request, "node"))
+        raise UsageError(f"unknown command {command!r}")
+
+    def _partition(self, request: dict[str, Any]) -> list[tuple[str, str]]:
+        shape = request.get("shape")
+        if shape == "isolate":
+            return self.faults.isolate(_string(request, "node"))
+        if shape == "halves":
+            return self.faults.halves()
+        if shape == "ring":
+            return self.faults.ring()
+        if shape == "bridge":
+            return self.faults.bridge()
+        if shape == "grudge":
+            grudge = request.get("grudge")
+            if not isinstance(grudge, dict) or not all(
+                    isinstance(v, list) and all(isinstance(n, str) for n in v)
+                    for v in grudge.values()):
+                raise UsageError("a grudge is a JSON object {node: [nodes it cannot hear]}")
+            return self.faults.partition(grudge)
+        raise UsageError(f"unknown partition shape {shape!r}; shapes are {', '.join(SHAPES)}")
+
+
+def _string(request: dict[str, Any], key: str) -> str:
+    value = request.get(key)
+    if not isinstance(value, str) or not value:
+        raise UsageError(f"the request needs {key!r} (a string)")
+    return value
+
+
+def _message(exc: Exception) -> str:
+    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+
+
+def _degradations(document: dict[str, Any], zk_facts: dict[str, Any]) -> list[str]:
+    """What a user should know is not healthy, one line each."""
+    found = []
+    for node, facts in document["nodes"].items():
+        if facts["status"] != "running":
+            found.append(f"{node} is {facts['status']}")
+        elif facts.get("registered") is False:
+            found.append(f"{node} is not registered in ZooKeeper")
+    if zk_facts.get("zookeeper_unreachable"):
+        found.append("ZooKeeper did not answer the harness")
+    elif document["controller"] is None:
+        found.append("no controller")
+    faults = document["faults"]
+    if "error" in faults:
+        found.append(faults["error"])
+    else:
+        if faults["partition"]:
+            found.append(f"partition: {len(faults['partition'])} directed node pairs cut")
+        for link, names in faults["toxics"].items():
+            found.append(f"toxics on {link}: {', '.join(names)}")
+    return found
+
+
+# --- the control socket ------------------------------------------------------------------------
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    server: _ControlServer
+
+    def handle(self) -> None:
+        for line in self.rfile:
+            if len(line) > _MAX_REQUEST_BYTES:
+                response = {"ok": False, "kind": "usage", "error": "request too large"}
+            else:
+                try:
+                    request = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    request, response = None, {"ok": False, "kind": "usage",
+                                               "error": f"not JSON: {exc}"}
+                if request is not None:
+                    response = (self.server.supervisor.handle(request)
+                                if isinstance(request, dict)
+                                else {"ok": False, "kind": "usage",
+                                      "error": "a request is a JSON object"})
+            self.wfile.write(json.dumps(response).encode() + b"\n")
+            self.wfile.flush()
+
+
+class _ControlServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+    def __init__(self, path: Path, supervisor: Supervisor) -> None:
+        self.supervisor = supervisor
+        path.unlink(missing_ok=True)
+        with unix_address(path) as address:
+            super().__init__(address, _Handler)  # type: ignore[arg-type]
+        os.chmod(path, 0o600)
+
+
+# --- running it --------------------------------------------------------------------------------
+
+
+def run(run_dir: Path, spec: ClusterSpec, *, toxiproxy_url: str | None = None,
+        on_ready: Callable[[dict[str, Any]], None] | None = None) -> int:
+    """Start the cluster, serve the control socket until ``down``/SIGTERM/SIGINT, stop it all.
+
+    Must run in the main thread (it owns the signal handlers). Returns 0 after a clean stop,
+    3 when the cluster could not start, 130 when interrupted while starting.
+    """
+    run_dir = run_dir.resolve()
+    supervisor = Supervisor(run_dir, spec, toxiproxy_url)
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+
+    def interrupt_start(signum: int, _frame: object) -> None:
+        for sig in previous:
+            signal.signal(sig, lambda *_: supervisor.stopping.set())
+        raise _Interrupted(signal.Signals(signum).name)
+
+    for signum in previous:
+        signal.signal(signum, interrupt_start)
+    server: _ControlServer | None = None
+    try:
+        try:
+            supervisor.start()
+        except _Interrupted as exc:
+            logger.info("interrupted by %s while starting; everything started was stopped", exc)
+            return 130
+        except Exception as exc:  # noqa: BLE001 - any start failure is "infrastructure", exit 3
+            logger.error("the cluster did not start: %s", exc)
+            return 3
+        for signum in previous:
+            signal.signal(signum, lambda *_: supervisor.stopping.set())
+        server = _ControlServer(socket_path(run_dir), supervisor)
+        threading.Thread(target=server.serve_forever, name="control-socket",
+                         daemon=True).start()
+        if on_ready is not None:
+            on_ready(supervisor.state())
+        last_refresh = time.monotonic()
+        while not supervisor.stopping.wait(0.2):
+            if time.monotonic() - last_refresh >= _STATE_REFRESH_S:
+                with contextlib.suppress(Exception):
+                    supervisor.refresh_state()
+                last_refresh = time.monotonic()
+        logger.info("stopping on request")
+        return 0
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+            socket_path(run_dir).unlink(missing_ok=True)
+        if supervisor.phase not in ("failed", "stopped"):
+            supervisor.stop()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def launch_detached(run_dir: Path, spec: ClusterSpec,
+                    toxiproxy_url: str | None = None) -> subprocess.Popen[bytes]:
+    """Start the supervisor as a detached process (own session, so the terminal's Ctrl-C and
+    its closing do not reach it), its output in ``RUN_DIR/supervisor.log``. The caller watches
+    ``state.json`` for phase ``ready`` or ``failed``."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for stale in (socket_path(run_dir), state_path(run_dir)):
+        stale.unlink(missing_ok=True)
+    command = [sys.executable, "-m", "harness.cluster.supervisor", str(run_dir),
+               "--brokers", str(spec.brokers),
+               "--session-timeout-ms", str(spec.zookeeper_session_timeout_ms)]
+    if toxiproxy_url:
+        command += ["--toxiproxy-url", toxiproxy_url]
+    with open(run_dir / LOG_NAME, "ab") as log:
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                cwd=run_dir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m harness.cluster.supervisor",
+        description="Own a proxied local cluster and serve RUN_DIR/control.sock until down.")
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--session-timeout-ms", type=int, default=6000)
+    parser.add_argument("--toxiproxy-url", default=None)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        spec = ClusterSpec(brokers=args.brokers,
+                           zookeeper_session_timeout_ms=args.session_timeout_ms)
+    except ValueError as exc:
+        logger.error("%s", exc)
+        return 2
+    return run(args.run_dir, spec, toxiproxy_url=args.toxiproxy_url)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
