@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.checker.result import DEFAULT_GUARANTEE, GUARANTEES
+from harness.runner_cli import register as register_run
 
 app = typer.Typer(
     name="kafka-harness",
@@ -453,6 +454,9 @@ def lose_unflushed(node: NodeArg, run_dir: RunDir = DEFAULT_RUN_DIR,
         table.add_row(partition, str(cut["recovery_point"]), str(cut["log_end_before"]),
                       str(cut["log_end_after"]), str(cut["bytes_cut"]))
     Console().print(table)
+
+
+register_run(app)
 
 
 def main() -> None:

@@ -1,0 +1,421 @@
+"""One run, end to end: up → workload + nemesis → heal → wait → final read → check → report.
+
+This is Jepsen's test lifecycle with the harness's parts: the cluster (behind Toxiproxy when the
+proxied backend is available), the generator's client processes, the seeded nemesis schedule, the
+final read, and the checker. Everything a run produces stays in its run directory::
+
+    <dir>/cluster/      ZooKeeper, brokers, Toxiproxy: configs, data, logs
+    <dir>/history/      one Parquet file per client process (process 0 is the nemesis)
+    <dir>/logs/         each client process's output
+    <dir>/report/       report.html, report.json, junit.xml
+    <dir>/run.json      what ran (options, seed, schedule, clients) and the verdict
+
+The exit code is the checker's verdict: 0 valid, 1 an anomaly the guarantee forbids, 2 bad
+options, 3 the infrastructure (cluster, clients, Spark) failed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+from rich.console import Console
+
+from harness import history
+from harness.checker import report
+from harness.checker.result import (
+    DEFAULT_GUARANTEE,
+    GUARANTEES,
+    CheckResult,
+    ReportData,
+    fault_windows,
+)
+from harness.cluster.local import ClusterSpec, ClusterWaitTimeout, LocalCluster
+from harness.cluster.process import PeerStartError
+from harness.workload.context import RunContext
+from harness.workload.final_read import final_read
+from harness.workload.generator import Generator, WorkloadSpec
+from harness.workload.nemesis import FaultTarget, Nemesis
+from harness.workload.recorder import Recorder
+from harness.workload.schedule import FAULTS, NETWORK_FAULTS, plan
+
+VALID, INVALID, USAGE, INFRASTRUCTURE = 0, 1, 2, 3
+NEMESIS_PROCESS = 0
+ENGINES = ("spark", "python")
+_ISR_TIMEOUT_S = 60.0
+
+
+class RunError(RuntimeError):
+    """The run could not be carried out; ``code`` is the exit code to give."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    duration_s: float = 60.0
+    brokers: int = 3
+    nemesis: tuple[str, ...] = ("partition", "kill")
+    seed: int | None = None
+    guarantee: str = DEFAULT_GUARANTEE
+    run_dir: Path | None = None
+    topic: str = "workload"
+    partitions: int = 3
+    producers: int = 2
+    consumers: int = 2
+    rate: float = 100.0
+    consumer_mode: str = "group"
+    commit: str = "after"
+    acks: str = "all"
+    idempotence: bool = True
+    engine: str = "spark"
+    master: str | None = None
+    proxied: bool = True  # False: plain LocalCluster (no network faults)
+
+    def validate(self) -> None:
+        """Raise RunError(USAGE) naming the bad option and what is allowed."""
+        problems = []
+        if self.duration_s <= 0:
+            problems.append(f"--duration must be > 0, got {self.duration_s}")
+        if self.brokers < 1:
+            problems.append(f"--brokers must be >= 1, got {self.brokers}")
+        if self.guarantee not in GUARANTEES:
+            problems.append(f"--guarantee must be one of {', '.join(GUARANTEES)}")
+        if self.engine not in ENGINES:
+            problems.append(f"--engine must be one of {', '.join(ENGINES)}")
+        unknown = [n for n in self.nemesis if n not in FAULTS]
+        if unknown:
+            problems.append(f"unknown nemesis fault(s) {unknown}; allowed: {', '.join(FAULTS)}")
+        if problems:
+            raise RunError(USAGE, "; ".join(problems))
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    dir: str
+    seed: int
+    exit_code: int
+    valid: bool | None
+    cluster: str
+    guarantee: str
+    schedule: list[dict[str, Any]] = field(default_factory=list)
+    nemesis: list[dict[str, Any]] = field(default_factory=list)
+    clients: list[dict[str, Any]] = field(default_factory=list)
+    final_read: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    anomalies: dict[str, int] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+    report: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def default_run_dir(seed: int) -> Path:
+    return Path(".harness") / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{seed}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The cluster
+
+
+def _start_cluster(options: RunOptions, run_dir: Path, notes: list[str]
+                   ) -> tuple[Any, LocalCluster, Any | None, str]:
+    """(what to stop, the LocalCluster, NetworkFaults or None, its kind)."""
+    spec = ClusterSpec(
+        brokers=options.brokers,
+        min_insync_replicas=min(2, options.brokers),
+        properties={"group.initial.rebalance.delay.ms": 0},
+    )
+    proxied_cls = network_cls = None
+    if options.proxied:
+        try:
+            from harness.cluster.proxied import ProxiedCluster as proxied_cls
+            from harness.nemesis.network import NetworkFaults as network_cls
+        except ImportError as exc:
+            notes.append(f"proxied backend unavailable ({exc}); running a plain LocalCluster, "
+                         "network faults are skipped")
+    try:
+        if proxied_cls is not None and network_cls is not None:
+            proxied = proxied_cls(spec, run_dir / "cluster").start()
+            return proxied, proxied.cluster, network_cls(proxied), "proxied"
+        local = LocalCluster(spec, run_dir / "cluster").start()
+        return local, local, None, "local"
+    except (PeerStartError, ClusterWaitTimeout, OSError, RuntimeError) as exc:
+        raise RunError(INFRASTRUCTURE, f"the cluster could not start: {exc}") from exc
+
+
+def _client_bootstrap(handle: Any) -> str:
+    return handle.bootstrap  # ProxiedCluster: the client proxies; LocalCluster: the brokers
+
+
+def _create_topic(bootstrap: str, cluster: LocalCluster, topic: str, partitions: int,
+                  replication: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        admin.create_topics([NewTopic(topic, partitions, replication)])[topic].result(30)
+    except KafkaException as exc:
+        raise RunError(INFRASTRUCTURE, f"cannot create topic {topic}: {exc}") from exc
+    cluster.wait_for(lambda: all(cluster.leader(topic, p) is not None for p in range(partitions)),
+                     30, f"leaders for every partition of {topic}")
+
+
+def _wait_for_isr(cluster: LocalCluster, topic: str, partitions: int, replication: int,
+                  notes: list[str]) -> None:
+    def recovered() -> bool:
+        for p in range(partitions):
+            state = cluster.partition_state(topic, p)
+            if state is None or state["leader"] < 0 or len(state["isr"]) < replication:
+                return False
+        return True
+
+    try:
+        cluster.wait_for(recovered, _ISR_TIMEOUT_S, f"full ISRs for every partition of {topic}")
+    except ClusterWaitTimeout as exc:
+        notes.append(f"ISR did not fully recover before the final read: {exc}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The checker
+
+
+@contextlib.contextmanager
+def _quiet_stdout(active: bool) -> Iterator[None]:
+    """While ``active``, point fd 1 at stderr so a JVM's chatter cannot spoil a --json stdout."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _check_python(history_dir: Path, guarantee: str) -> tuple[CheckResult, ReportData]:
+    from harness.checker import rules
+
+    events = history.read_history(history_dir)
+    result = rules.check_events(events, guarantee)
+    nemesis = [(e.time_ns, e.op, e.type, e.value) for e in events if e.f == "nemesis"]
+    last = result.stats.get("last_time_ns") or 0
+    return result, ReportData(1, [], fault_windows(nemesis, last) if nemesis else [], [])
+
+
+def _check_spark(history_dir: Path, guarantee: str, master: str | None
+                 ) -> tuple[CheckResult, ReportData]:
+    from harness.checker import spark
+
+    size = sum(p.stat().st_size for p in history.history_files(history_dir))
+    try:
+        session = spark.start_session(master, size)
+    except spark.SparkError as exc:
+        raise RunError(INFRASTRUCTURE, str(exc)) from exc
+    try:
+        result = spark.check(session, history_dir, guarantee)
+        return result, spark.report_data(session, history_dir, result)
+    except spark.SparkError as exc:
+        raise RunError(INFRASTRUCTURE, str(exc)) from exc
+    finally:
+        session.stop()
+
+
+def check_history(history_dir: Path, guarantee: str, engine: str = "spark",
+                  master: str | None = None) -> tuple[CheckResult, ReportData]:
+    """Judge a run's history with the checker ``kafka-harness check`` uses (or its pure-Python
+    reference rules, for small histories and tests)."""
+    try:
+        if engine == "python":
+            return _check_python(history_dir, guarantee)
+        return _check_spark(history_dir, guarantee, master)
+    except history.HistoryError as exc:
+        # The workload wrote it: a malformed history here is the harness failing, not the user.
+        raise RunError(INFRASTRUCTURE, f"the run's history is malformed: {exc}") from exc
+
+
+# ---------------------------------------------------------------------------------------------
+# The run
+
+
+class Run:
+    def __init__(self, options: RunOptions, console: Console | None = None) -> None:
+        options.validate()
+        self.options = options
+        self.console = console or Console(stderr=True)
+        self.seed = options.seed if options.seed is not None else random.randrange(2**31)
+        self.run_id = f"run-{uuid.uuid4().hex[:12]}"
+        self.dir = Path(options.run_dir or default_run_dir(self.seed)).resolve()
+        self.history_dir = self.dir / "history"
+        self.replication = min(3, options.brokers)
+        self.result = RunResult(self.run_id, str(self.dir), self.seed, INFRASTRUCTURE, None,
+                                "none", options.guarantee)
+
+    def _say(self, text: str) -> None:
+        self.console.print(text, highlight=False)
+
+    def execute(self) -> RunResult:
+        """Carry out the run; never raises for a failure of the cluster, clients or checker
+        (the result's exit code and error say what failed)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.history_dir.mkdir(exist_ok=True)
+        try:
+            self._execute()
+        except RunError as exc:
+            self.result.exit_code = exc.code
+            self.result.error = str(exc)
+            self._say(f"[red]error:[/] {exc}")
+        self._write_summary()
+        return self.result
+
+    def _execute(self) -> None:
+        options = self.options
+        with self.console.status(f"Starting ZooKeeper and {options.brokers} broker(s)…"):
+            handle, cluster, network, kind = _start_cluster(options, self.dir, self.result.notes)
+        self.result.cluster = kind
+        try:
+            bootstrap = _client_bootstrap(handle)
+            self._say(f"cluster ({kind}) up: bootstrap {bootstrap}; run dir {self.dir}")
+            _create_topic(bootstrap, cluster, options.topic, options.partitions, self.replication)
+            first_final = self._workload(bootstrap, cluster, network)
+            with self.console.status("Waiting for every partition's ISR to recover…"):
+                _wait_for_isr(cluster, options.topic, options.partitions, self.replication,
+                              self.result.notes)
+            with self.console.status("Final read…"):
+                reads = final_read(bootstrap, [(options.topic, p)
+                                               for p in range(options.partitions)],
+                                   self.history_dir, self.run_id, self._run_start_ns,
+                                   first_final)
+            self.result.final_read = [asdict(r) for r in reads]
+            incomplete = [f"{r.topic}/{r.partition}" for r in reads if not r.complete]
+            if incomplete:
+                self.result.notes.append(f"final read did not reach the high watermark of "
+                                         f"{', '.join(incomplete)}")
+        finally:
+            with self.console.status("Stopping the cluster…"):
+                handle.stop()
+        self._judge()
+
+    def _workload(self, bootstrap: str, cluster: LocalCluster, network: Any | None) -> int:
+        """Clients and nemesis for the run's duration, then heal; returns the next free
+        process number."""
+        options = self.options
+        self._run_start_ns = time.monotonic_ns()
+        context = RunContext(str(self.history_dir), self.run_id, NEMESIS_PROCESS + 1,
+                             self._run_start_ns, int(options.duration_s * 1e9))
+        workload = WorkloadSpec(
+            bootstrap=bootstrap, topics=(options.topic,), producers=options.producers,
+            consumers=options.consumers, rate=options.rate, acks=options.acks,
+            idempotence=options.idempotence, consumer_mode=options.consumer_mode,
+            commit=options.commit, group=f"{self.run_id}-group",
+        )
+        generator = Generator(workload, context, self.dir / "logs")
+
+        def crash_client(rng: random.Random) -> str | None:
+            running = sorted(generator.running)
+            if not running:
+                return None
+            victim = rng.choice(running)
+            generator.kill(victim)
+            return f"process {victim}"
+
+        target = FaultTarget(cluster, network, crash_client, self.seed)
+        faults = tuple(f for f in options.nemesis if target.supports(f))
+        skipped = sorted(set(options.nemesis) - set(faults))
+        if skipped:
+            self.result.notes.append(f"skipped faults {skipped}: the cluster has no proxies for "
+                                     f"{sorted(set(skipped) & NETWORK_FAULTS)}")
+        steps = plan(self.seed, faults, options.duration_s, options.brokers)
+        self.result.schedule = [s.as_dict() for s in steps]
+        recorder = Recorder(self.history_dir, self.run_id, NEMESIS_PROCESS, self._run_start_ns)
+        nemesis = Nemesis(steps, target, recorder)
+        try:
+            generator.start()
+            nemesis.start()
+            self._supervise(generator, nemesis)
+            with self.console.status("Healing every fault…"):
+                nemesis.finish()
+            with self.console.status("Waiting for the clients to finish…"):
+                generator.wait()
+        finally:
+            generator.stop()
+            if nemesis.is_alive():
+                nemesis.finish()
+            recorder.close()
+        self.result.nemesis = nemesis.done
+        self.result.clients = [asdict(e) for e in generator.ended]
+        return generator.next_process
+
+    def _supervise(self, generator: Generator, nemesis: Nemesis) -> None:
+        duration = self.options.duration_s
+        with self.console.status("") as status:
+            while (remaining := generator.context.remaining_s()) > 0:
+                generator.check()
+                last = nemesis.done[-1]["what"] if nemesis.done else "quiet"
+                status.update(f"Workload {duration - remaining:5.1f}/{duration:.0f} s — "
+                              f"{len(generator.running)} clients — nemesis: {last}")
+                time.sleep(min(0.5, remaining))
+
+    def _judge(self) -> None:
+        options = self.options
+        with self.console.status(f"Checking the history ({options.engine})…"), \
+                _quiet_stdout(True):
+            result, data = check_history(self.history_dir, options.guarantee, options.engine,
+                                         options.master)
+        written = report.write_reports(self.dir / "report", result, data, str(self.history_dir))
+        report.print_summary(self.console, result, str(self.history_dir))
+        self.result.valid = result.valid
+        self.result.exit_code = VALID if result.valid else INVALID
+        self.result.anomalies = {name: a.count for name, a in result.anomalies.items()}
+        self.result.stats = dict(result.stats)
+        self.result.report = [str(p) for p in written]
+
+    def _write_summary(self) -> None:
+        summary = {"options": {k: (str(v) if isinstance(v, Path) else v)
+                               for k, v in asdict(self.options).items()},
+                   **self.result.as_dict()}
+        path = self.dir / "run.json"
+        tmp = path.with_name(".run.json.tmp")
+        tmp.write_text(json.dumps(summary, indent=1, default=str))
+        os.replace(tmp, path)
+
+
+def run(options: RunOptions, *, as_json: bool = False) -> int:
+    """`kafka-harness run`: carry out one run, print the verdict; returns the exit code."""
+    console = Console(stderr=True)
+    try:
+        runner = Run(options, console)
+    except RunError as exc:
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        if as_json:
+            print(json.dumps({"error": str(exc), "exit_code": exc.code}))
+        return exc.code
+    result = runner.execute()
+    if as_json:
+        print(json.dumps(result.as_dict(), default=str))
+    else:
+        verdict = {VALID: "[green]VALID[/]", INVALID: "[red]INVALID[/]"}.get(
+            result.exit_code, "[red]FAILED[/]")
+        console.print(f"run {result.run_id} (seed {result.seed}): {verdict}; "
+                      f"everything is in {result.dir}", highlight=False)
+        for note in result.notes:
+            console.print(f"[yellow]note:[/] {note}", highlight=False)
+    return result.exit_code

@@ -1,0 +1,49 @@
+"""Entry point of one client process: ``python -m harness.workload.client JSON``.
+
+The JSON names the role (``producer`` or ``consumer``), its spec and the run context; see
+:func:`command` for the one place that builds it. A separate interpreter per client means a
+SIGKILL takes exactly one client, as a crash would, and the GIL is not shared between them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict, fields
+from typing import Any
+
+from harness.workload.consumer import ConsumerSpec
+from harness.workload.consumer import run as run_consumer
+from harness.workload.context import RunContext
+from harness.workload.producer import ProducerSpec
+from harness.workload.producer import run as run_producer
+
+ROLES = {"producer": (ProducerSpec, run_producer), "consumer": (ConsumerSpec, run_consumer)}
+
+
+def command(role: str, spec: ProducerSpec | ConsumerSpec, context: RunContext) -> list[str]:
+    document = {"role": role, "spec": asdict(spec), "context": asdict(context)}
+    return [sys.executable, "-m", "harness.workload.client", json.dumps(document)]
+
+
+def _as_spec(cls: type, data: dict[str, Any]) -> Any:
+    """JSON has lists where the specs hold tuples (they are frozen and hashable)."""
+    values = {}
+    for spec_field in fields(cls):
+        value = data[spec_field.name]
+        if spec_field.name == "topics":
+            value = tuple(value)
+        elif spec_field.name == "assignment":
+            value = tuple((topic, partition) for topic, partition in value)
+        values[spec_field.name] = value
+    return cls(**values)
+
+
+def main(argv: list[str]) -> int:
+    document = json.loads(argv[0])
+    spec_class, run = ROLES[document["role"]]
+    return run(_as_spec(spec_class, document["spec"]), RunContext(**document["context"]))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,135 @@
+"""Carrying out a nemesis schedule against a running cluster, recording each action as history.
+
+Each fault and each heal is a ``nemesis`` operation: an ``invoke`` row when it starts and an
+``ok`` row when it is done (``info`` with the error if it could not be done — the cluster's
+state is then unknown, which is what ``info`` means). Heals' values start with "heal", which is
+how the checker's report draws fault windows.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from harness.cluster.local import LocalCluster
+from harness.nemesis import process as process_faults
+from harness.workload.recorder import Recorder
+from harness.workload.schedule import NETWORK_FAULTS, Step
+
+LATENCY = {"latency": 100, "jitter": 50}
+_LATENCY_TOXIC = "nemesis-latency"
+_PROCESS_FAULT = {"kill": "kill", "pause": "pause", "stop": "stop",
+                  "lose-unflushed": "lose_unflushed"}
+_PROCESS_HEAL = {"kill": "restart", "pause": "resume", "stop": "restart"}
+
+
+class FaultTarget:
+    """What the schedule's faults act on: the cluster's processes, its proxies (if it has
+    them) and the workload's clients."""
+
+    def __init__(self, cluster: LocalCluster, network: Any | None = None,
+                 crash_client: Callable[[random.Random], str | None] | None = None,
+                 seed: int = 0) -> None:
+        self.cluster = cluster
+        self.network = network  # a harness.nemesis.network.NetworkFaults, or None
+        self.crash_client = crash_client
+        self._rng = random.Random(seed)
+
+    def supports(self, fault: str) -> bool:
+        if fault in NETWORK_FAULTS:
+            return self.network is not None
+        if fault == "crash-client":
+            return self.crash_client is not None
+        return True
+
+    def apply(self, step: Step) -> str:
+        """Do the step's fault; returns a short account of what was done."""
+        if step.fault == "partition":
+            shape, _, node = step.target.partition(" ")
+            cut = self.network.isolate(node) if shape == "isolate" else getattr(
+                self.network, shape)()
+            return f"{len(cut)} directed links cut"
+        if step.fault == "latency":
+            self.network.add_toxic(f"client->{step.target}", "latency", LATENCY,
+                                   name=_LATENCY_TOXIC)
+            return f"latency {LATENCY['latency']}±{LATENCY['jitter']} ms"
+        if step.fault == "crash-client":
+            return f"killed {self.crash_client(self._rng) or 'no client (none running)'}"
+        result = process_faults.apply(self.cluster, _PROCESS_FAULT[step.fault], step.target)
+        return ", ".join(f"{k}={v}" for k, v in result.items() if k != "partitions")
+
+    def heal(self, step: Step) -> str:
+        if step.fault == "partition":
+            self.network.heal()
+        elif step.fault == "latency":
+            self.network.remove_toxic(f"client->{step.target}", _LATENCY_TOXIC)
+        elif step.fault in _PROCESS_HEAL:
+            process_faults.apply(self.cluster, _PROCESS_HEAL[step.fault], step.target)
+        return "healed"
+
+    def heal_all(self) -> str:
+        """Lift every fault whatever the schedule got to: network, paused and dead brokers."""
+        done = []
+        if self.network is not None:
+            self.network.clear()
+            done.append("network cleared")
+        for broker_id in sorted(self.cluster.paused):
+            self.cluster.resume(broker_id)
+            done.append(f"resumed broker-{broker_id}")
+        for broker_id in self.cluster.spec.broker_ids:
+            if not self.cluster.broker(broker_id).is_running():
+                self.cluster.start_broker(broker_id)
+                done.append(f"started broker-{broker_id}")
+        return "; ".join(done) or "nothing to heal"
+
+
+class Nemesis(threading.Thread):
+    """Runs a schedule in the background; :meth:`finish` stops it and heals everything."""
+
+    def __init__(self, steps: list[Step], target: FaultTarget, recorder: Recorder) -> None:
+        super().__init__(name="nemesis", daemon=True)
+        self.steps = steps
+        self.target = target
+        self.recorder = recorder
+        self.done: list[dict[str, Any]] = []
+        self._stop_event = threading.Event()
+
+    def _wait_until(self, at_s: float) -> bool:
+        """Sleep until ``at_s`` after the run's start; False if asked to stop first."""
+        delay = at_s - self.recorder.now_ns() / 1e9
+        return not self._stop_event.wait(max(0.0, delay))
+
+    def _do(self, description: str, action: Callable[[], str]) -> bool:
+        op = self.recorder.next_op()
+        started = time.monotonic()
+        self.recorder.record("invoke", "nemesis", op, value=description)
+        entry: dict[str, Any] = {"what": description, "at_s": self.recorder.now_ns() / 1e9}
+        try:
+            entry["result"] = action()
+        except Exception as exc:  # noqa: BLE001 - the outcome is unknown and recorded as such
+            entry["error"] = f"{type(exc).__name__}: {exc}"
+            self.recorder.record("info", "nemesis", op, value=description,
+                                 error=type(exc).__name__)
+        else:
+            self.recorder.record("ok", "nemesis", op, value=description)
+        entry["took_s"] = round(time.monotonic() - started, 3)
+        self.done.append(entry)
+        return "error" not in entry
+
+    def run(self) -> None:
+        for step in self.steps:
+            if not self._wait_until(step.at_s):
+                return
+            self._do(step.description, lambda s=step: self.target.apply(s))
+            self._wait_until(step.heal_at_s)
+            self._do(step.heal, lambda s=step: self.target.heal(s))
+
+    def finish(self) -> None:
+        """Stop the schedule (a step in progress completes), then lift every fault."""
+        self._stop_event.set()
+        if self.is_alive():
+            self.join()
+        self._do("heal all", self.target.heal_all)

@@ -1,0 +1,89 @@
+"""The nemesis schedule: which faults, on what, when, and when each is healed — from a seed.
+
+A pure function of (seed, faults, duration, brokers), so a failing run is replayed by passing its
+seed again, and a test can check the schedule without a cluster. Faults come one at a time, as in
+Jepsen's Kafka test: a quiet interval, a fault held for a while, its heal, another quiet interval;
+the last heal is due ``tail_s`` before the workload ends so the cluster can settle under load.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass
+
+# Fault name -> what the step does; the heal of each is fixed by the fault (see Step.heal).
+FAULTS = {
+    "partition": "cut the network into a shape (isolate a node, halves, ring, bridge)",
+    "kill": "SIGKILL a broker; heal starts it again",
+    "pause": "SIGSTOP a broker; heal sends SIGCONT",
+    "stop": "gracefully stop a broker (controlled shutdown); heal starts it again",
+    "lose-unflushed": "kill a broker, cut its logs to the last flush, start it (heals itself)",
+    "latency": "add latency (jitter) on one broker's client link; heal removes it",
+    "crash-client": "SIGKILL one workload client; the generator replaces it",
+}
+NETWORK_FAULTS = frozenset({"partition", "latency"})
+_SHAPES = ("isolate", "halves", "ring", "bridge")
+
+
+@dataclass(frozen=True)
+class Step:
+    at_s: float  # seconds after the run started
+    heal_at_s: float
+    fault: str
+    target: str  # a node, a partition shape ("halves", "isolate broker-2"), or "client"
+
+    @property
+    def description(self) -> str:
+        return f"{self.fault} {self.target}"
+
+    @property
+    def heal(self) -> str:
+        """The heal's description; starts with "heal" (the checker's fault windows end there)."""
+        return f"heal {self.description}"
+
+    def as_dict(self) -> dict[str, object]:
+        return {**asdict(self), "description": self.description}
+
+
+def parse_faults(text: str) -> tuple[str, ...]:
+    """``"partition,kill"`` → ("partition", "kill"); ``"none"`` or "" → (); unknown names raise
+    ValueError naming the allowed ones."""
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if names in ((), ("none",)):
+        return ()
+    unknown = [n for n in names if n not in FAULTS]
+    if unknown:
+        raise ValueError(f"unknown nemesis fault(s) {', '.join(unknown)}; "
+                         f"allowed: {', '.join(FAULTS)} or none")
+    return names
+
+
+def _target(rng: random.Random, fault: str, brokers: int) -> str:
+    broker = f"broker-{rng.randint(1, brokers)}"
+    if fault == "partition":
+        shape = rng.choice(_SHAPES if brokers >= 3 else ("isolate",))
+        return f"isolate {broker}" if shape == "isolate" else shape
+    if fault == "crash-client":
+        return "client"
+    return broker
+
+
+def plan(seed: int, faults: tuple[str, ...] | list[str], duration_s: float, brokers: int, *,
+         start_s: float = 3.0, quiet_s: tuple[float, float] = (2.0, 5.0),
+         fault_s: tuple[float, float] = (3.0, 8.0), tail_s: float = 3.0) -> list[Step]:
+    """The schedule for one run; empty when no faults are asked for or there is no room."""
+    rng = random.Random(seed)
+    steps: list[Step] = []
+    if not faults or brokers < 1:
+        return steps
+    kinds = sorted(faults)
+    t = start_s
+    last_heal = duration_s - tail_s
+    while True:
+        held = rng.uniform(*fault_s)
+        if t + held > last_heal:
+            break
+        fault = rng.choice(kinds)
+        steps.append(Step(round(t, 3), round(t + held, 3), fault, _target(rng, fault, brokers)))
+        t += held + rng.uniform(*quiet_s)
+    return steps
