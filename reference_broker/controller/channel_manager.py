@@ -10,7 +10,6 @@ when it returns) or the controller resigns.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import Any, Protocol
 
 from reference_broker.controller.request_batch import BrokerRequest, inter_broker_endpoint
 from reference_broker.network.broker_client import BrokerClient, BrokerClientError
+from reference_broker.network.tasks import cancel_and_wait
 from reference_broker.zk.zk_data import BrokerInfo
 
 log = logging.getLogger("reference_broker.controller.channel")
@@ -123,9 +123,7 @@ class ControllerChannelManager:
 
     @staticmethod
     async def _close(channel: _BrokerChannel) -> None:
-        channel.sender.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await channel.sender
+        await cancel_and_wait(channel.sender)
         await channel.client.close()
 
     async def _send_loop(

@@ -43,6 +43,7 @@ from reference_broker.controller.request_batch import (
 )
 from reference_broker.controller.topic_deletion import TopicDeletionManager
 from reference_broker.log.topic_partition import TopicPartition
+from reference_broker.network.tasks import cancel_and_wait
 from reference_broker.zk.kafka_zk_client import ControllerEpoch, ControllerMovedError, KafkaZkClient
 from reference_broker.zk.zk_data import (
     ConfigEntityChangeNotificationSequenceZNode,
@@ -54,6 +55,8 @@ from reference_broker.zk.zk_data import (
     TopicsZNode,
     TopicZNode,
 )
+
+SHUTDOWN_TIMEOUT_S = 15.0
 
 log = logging.getLogger("reference_broker.controller")
 
@@ -124,11 +127,14 @@ class KafkaController:
         if self._runner is None or self._stopped:
             return
         try:
-            await self._call("Shutdown", self._shutdown)
+            # Bounded: a broker must stop even if the queue is stuck behind a hung handler.
+            await asyncio.wait_for(self._call("Shutdown", self._shutdown), SHUTDOWN_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("Controller %d: shutdown event not processed within %.0fs; stopping "
+                        "anyway", self.broker_id, SHUTDOWN_TIMEOUT_S)
         finally:
             self._stopped = True
-            self._runner.cancel()
-            await asyncio.gather(self._runner, return_exceptions=True)
+            await cancel_and_wait(self._runner)
             await self._stop_rebalancer()
             await self.channel.shutdown()
             self._executor.shutdown(wait=True)
@@ -576,9 +582,7 @@ class KafkaController:
 
     async def _stop_rebalancer(self) -> None:
         task, self._rebalancer = self._rebalancer, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await cancel_and_wait(task)
 
     async def _rebalance_periodically(self) -> None:
         interval = self.config["leader.imbalance.check.interval.seconds"]

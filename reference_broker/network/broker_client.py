@@ -29,6 +29,7 @@ _SIZE = struct.Struct(">i")
 # Fetch responses are bounded by replica.fetch.response.max.bytes (10 MiB by default); anything
 # far beyond that means the stream is out of step, not a big response.
 MAX_RESPONSE_SIZE = 512 * 1024 * 1024
+SHUT_TIMEOUT_S = 5.0  # a task that does not end by then is a bug; do not hang on it
 
 
 class BrokerClientError(Exception):
@@ -206,7 +207,7 @@ class BrokerClient:
                 future.set_exception(error)
         log.debug("dropping connection to %s: %s (%d in flight)", conn.label, reason,
                   len(pending))
-        conn.writer.close()
+        conn.writer.transport.abort()
         if conn.receiver is not None and conn.receiver is not asyncio.current_task():
             conn.receiver.cancel()
         closer = asyncio.get_running_loop().create_task(self._shut(conn))
@@ -215,10 +216,14 @@ class BrokerClient:
 
     @staticmethod
     async def _shut(conn: _Connection) -> None:
-        """Wait until the receiver task and the socket are really gone (no leaks, no warnings)."""
-        conn.writer.close()
+        """Wait until the receiver task and the socket are really gone (no leaks, no warnings).
+
+        The socket is aborted, not closed: a failed connection has nothing worth flushing, and
+        a graceful close would wait for a peer that stopped reading (a paused broker) forever.
+        """
+        conn.writer.transport.abort()
         if conn.receiver is not None and conn.receiver is not asyncio.current_task():
-            with contextlib.suppress(asyncio.CancelledError):
-                await conn.receiver
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(conn.receiver, SHUT_TIMEOUT_S)
         with contextlib.suppress(Exception):
-            await conn.writer.wait_closed()
+            await asyncio.wait_for(conn.writer.wait_closed(), SHUT_TIMEOUT_S)

@@ -25,6 +25,7 @@ from harness.wire.protocol import error_name
 from reference_broker.cluster.partition import Partition
 from reference_broker.log.errors import UnexpectedAppendOffset
 from reference_broker.network.broker_client import BrokerClient, BrokerClientError
+from reference_broker.network.tasks import cancel_and_wait
 
 log = logging.getLogger("reference_broker.server.fetcher")
 
@@ -254,11 +255,6 @@ class ReplicaFetcherManager:
         fetchers = list(self._fetchers.values())
         self._fetchers.clear()
         for fetcher in fetchers:
-            if fetcher.task is not None:
-                fetcher.task.cancel()
-        for fetcher in fetchers:
-            if fetcher.task is not None:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await fetcher.task
+            await cancel_and_wait(fetcher.task)
             if fetcher.client is not None:
                 await fetcher.client.close()

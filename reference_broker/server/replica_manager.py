@@ -23,6 +23,7 @@ from harness.wire.records import InvalidBatch, validate_batches
 from reference_broker.cluster.partition import Partition, PartitionError, ReadResult
 from reference_broker.log.log_manager import LogManager
 from reference_broker.log.unified_log import OffsetOutOfRange
+from reference_broker.network.tasks import cancel_and_wait
 from reference_broker.server.metadata_cache import TopicInfo
 
 log = logging.getLogger("reference_broker.server.replica_manager")
@@ -230,9 +231,7 @@ class ReplicaManager:
 
     async def shutdown(self) -> None:
         for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await cancel_and_wait(task)
 
     def high_watermarks(self) -> dict[TopicPartition, int]:
         return {key: p.high_watermark for key, p in self._partitions.items()}

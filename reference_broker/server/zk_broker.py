@@ -24,6 +24,7 @@ from typing import Any
 from reference_broker.cluster.partition import Partition
 from reference_broker.config import KafkaConfig
 from reference_broker.log.topic_partition import TopicPartition
+from reference_broker.network.tasks import cancel_and_wait
 from reference_broker.server import topic_config
 from reference_broker.server.metadata_cache import (
     BrokerEndpoint,
@@ -304,7 +305,5 @@ class ZkBroker:
         if self._isr_flush is not None:
             self._isr_flush.cancel()
         for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await cancel_and_wait(task)
         await asyncio.to_thread(self.zk.close)

@@ -1,0 +1,28 @@
+"""cancel_and_wait ends a task even when one cancellation is swallowed (CPython gh-86296)."""
+
+import asyncio
+
+from reference_broker.network.tasks import cancel_and_wait
+
+
+def test_a_task_that_swallows_a_cancellation_still_ends():
+    async def stubborn(started: asyncio.Event) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            pass  # what a racing wait_for does: carry on as if not cancelled
+        await asyncio.sleep(3600)
+
+    async def main() -> bool:
+        started = asyncio.Event()
+        task = asyncio.create_task(stubborn(started))
+        await started.wait()
+        await asyncio.wait_for(cancel_and_wait(task), 5)
+        return task.done()
+
+    assert asyncio.run(main())
+
+
+def test_nothing_to_cancel():
+    asyncio.run(cancel_and_wait(None))
