@@ -43,12 +43,12 @@ from harness.checker.result import (
 )
 from harness.cluster.local import ClusterSpec, ClusterWaitTimeout, LocalCluster
 from harness.cluster.process import PeerStartError
+from harness.nemesis.executor import FaultTarget, Nemesis
+from harness.nemesis.schedule import FAULTS, NETWORK_FAULTS, plan
 from harness.workload.context import RunContext
 from harness.workload.final_read import final_read
 from harness.workload.generator import Generator, WorkloadSpec
-from harness.workload.nemesis import FaultTarget, Nemesis
 from harness.workload.recorder import Recorder
-from harness.workload.schedule import FAULTS, NETWORK_FAULTS, plan
 
 VALID, INVALID, USAGE, INFRASTRUCTURE = 0, 1, 2, 3
 NEMESIS_PROCESS = 0

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from harness.checker.result import DEFAULT_GUARANTEE, GUARANTEES
-from harness.workload.schedule import FAULTS
+from harness.nemesis.schedule import FAULTS
 
 
 def register(app: typer.Typer) -> None:
@@ -59,8 +59,8 @@ def register(app: typer.Typer) -> None:
         """Run a workload under a seeded nemesis, read everything back and check it: exit 0
         valid, 1 an anomaly the guarantee forbids, 2 bad options, 3 infrastructure failed."""
         from harness import runner
+        from harness.nemesis.schedule import parse_faults
         from harness.workload.consumer import COMMITS, MODES
-        from harness.workload.schedule import parse_faults
 
         try:
             faults = parse_faults(nemesis)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from harness.workload.schedule import plan
+from harness.nemesis.schedule import plan
 
 
 def kafka_harness(*args, timeout):

@@ -16,8 +16,8 @@ from typing import Any
 
 from harness.cluster.local import LocalCluster
 from harness.nemesis import process as process_faults
+from harness.nemesis.schedule import NETWORK_FAULTS, Step
 from harness.workload.recorder import Recorder
-from harness.workload.schedule import NETWORK_FAULTS, Step
 
 LATENCY = {"latency": 100, "jitter": 50}
 _LATENCY_TOXIC = "nemesis-latency"

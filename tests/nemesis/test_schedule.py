@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.workload.schedule import FAULTS, parse_faults, plan
+from harness.nemesis.schedule import FAULTS, parse_faults, plan
 
 
 def test_the_same_seed_gives_the_same_schedule():

@@ -1,0 +1,292 @@
+"""Kernel packet drops for partitions: one network namespace per node and iptables DROP rules.
+
+This is the second partition mechanism, the one Jepsen and Trogdor use: every node runs in its
+own Linux network namespace, joined to the others through a bridge in the root namespace, and a
+grudge (see :mod:`harness.net.grudge`) becomes ``iptables -A ... -s <sender> -j DROP`` rules in
+each receiver's namespace. The kernel then drops the packets, so every protocol between the
+nodes is affected, not only the links a proxy stands on.
+
+Drops are one-way, exactly as the grudge says: ``{"b": {"a"}}`` drops every packet from ``a``
+arriving at ``b`` and nothing else. Datagrams from ``b`` still reach ``a``, but TCP needs both
+directions for its handshake, so connections fail both ways: ``a``'s SYNs never arrive at
+``b``, and when ``b`` connects to ``a`` it is ``a``'s SYN-ACK that is dropped. Established
+connections stall the same way (their segments or their acknowledgements are dropped) until the
+partition heals or the sender's retransmissions give up.
+
+Everything an instance creates (namespaces, veth pairs, bridge) carries a random token in its
+name, so parallel runs cannot collide, and :meth:`NetnsNetwork.close` removes all of it, even
+after a half-finished setup. Nothing outside those objects is touched: the rules live in chains
+inside the instance's own namespaces, never in the host's chains. The bridge's subnet is picked
+from ``10.213.0.0/16`` under a lock file, skipping any /24 that already has a route on the host.
+
+Needs root (``CAP_NET_ADMIN``), iproute2 and iptables. If the host bridges traffic through its
+own iptables (``br_netfilter`` with ``bridge-nf-call-iptables=1``) and its FORWARD chain drops
+by default (as Docker sets up), traffic between namespaces is dropped by the host before any
+grudge: that host rule is not ours to change, so :meth:`NetnsNetwork.add_node` does not try.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import ipaddress
+import os
+import secrets
+import signal
+import subprocess
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from types import TracebackType
+
+from harness.net.grudge import links_to_cut
+
+CHAIN = "HARNESS-GRUDGE"
+"""The chain, inside each node's namespace, holding the partition's DROP rules."""
+
+SUPERNET = ipaddress.IPv4Network("10.213.0.0/16")
+"""Where the per-instance /24 subnets are picked from."""
+
+LOCK_PATH = "/run/harness-netns.lock"
+"""Serialises subnet picking between instances (and processes) on one host."""
+
+_MAX_NODES = 253  # .2 to .254; .1 is the bridge
+
+
+class NetnsError(RuntimeError):
+    """An ``ip`` or ``iptables`` command failed; the message carries its stderr."""
+
+
+def _run(argv: Sequence[str], *, stdin: str | None = None) -> str:
+    result = subprocess.run(
+        list(argv), input=stdin, capture_output=True, text=True, check=False, timeout=30
+    )
+    if result.returncode != 0:
+        raise NetnsError(
+            f"{' '.join(argv)} exited {result.returncode}: {result.stderr.strip()}"
+        )
+    return result.stdout
+
+
+class NetnsNetwork:
+    """Nodes in their own network namespaces on a private bridge, partitioned by iptables.
+
+    >>> with NetnsNetwork("kafka") as net:               # doctest: +SKIP
+    ...     ip_a, ip_b = net.add_node("a"), net.add_node("b")
+    ...     server = subprocess.Popen(net.command("b", ["python", "-m", "reference_broker"]))
+    ...     net.partition({"b": {"a"}})                  # drop packets from a arriving at b
+    ...     net.heal()
+    """
+
+    def __init__(self, prefix: str) -> None:
+        if not prefix or not all(c.isalnum() or c in "-_" for c in prefix):
+            raise ValueError(f"prefix must be non-empty letters, digits, '-' or '_': {prefix!r}")
+        self.token = secrets.token_hex(3)
+        self.prefix = f"{prefix}-{self.token}"
+        self.bridge = f"hb{self.token}"  # interface names are at most 15 characters
+        self._nodes: dict[str, tuple[str, str, str]] = {}  # name -> (namespace, veth, ip)
+        self._namespaces: list[str] = []  # created, in order, for close()
+        self._veths: list[str] = []
+        self._bridge_created = False
+        self._closed = False
+        try:
+            self.subnet = self._claim_subnet()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- setup --------------------------------------------------------------------------------
+
+    def _claim_subnet(self) -> ipaddress.IPv4Network:
+        """Create the bridge with the first free /24 of :data:`SUPERNET` as its address."""
+        with open(LOCK_PATH, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            taken = _routed_networks()
+            candidates = list(SUPERNET.subnets(new_prefix=24))
+            start = secrets.randbelow(len(candidates))
+            for subnet in candidates[start:] + candidates[:start]:
+                if any(subnet.overlaps(net) for net in taken):
+                    continue
+                _run(["ip", "link", "add", self.bridge, "type", "bridge"])
+                self._bridge_created = True
+                gateway = next(subnet.hosts())
+                _run(["ip", "addr", "add", f"{gateway}/{subnet.prefixlen}", "dev", self.bridge])
+                _run(["ip", "link", "set", self.bridge, "up"])
+                return subnet
+        raise NetnsError(f"no free /24 left in {SUPERNET}")
+
+    def add_node(self, name: str) -> str:
+        """Create namespace ``{prefix}-{token}-{name}`` wired into the bridge; its IPv4 address."""
+        self._check_open()
+        if not name or not all(c.isalnum() or c in "-_" for c in name):
+            raise ValueError(f"node names must be letters, digits, '-' or '_': {name!r}")
+        if name in self._nodes:
+            raise ValueError(f"node {name!r} already exists")
+        index = len(self._nodes)
+        if index >= _MAX_NODES:
+            raise ValueError(f"at most {_MAX_NODES} nodes fit in {self.subnet}")
+        namespace = f"{self.prefix}-{name}"
+        host_side, node_side = f"hv{self.token}{index}", f"hn{self.token}{index}"
+        ip = str(self.subnet.network_address + 2 + index)
+
+        _run(["ip", "netns", "add", namespace])
+        self._namespaces.append(namespace)
+        _run(["ip", "link", "add", host_side, "type", "veth", "peer", "name", node_side,
+              "netns", namespace])
+        self._veths.append(host_side)
+        _run(["ip", "link", "set", host_side, "master", self.bridge])
+        _run(["ip", "link", "set", host_side, "up"])
+        inside = ["ip", "netns", "exec", namespace]
+        _run([*inside, "ip", "link", "set", "lo", "up"])
+        _run([*inside, "ip", "addr", "add", f"{ip}/{self.subnet.prefixlen}", "dev", node_side])
+        _run([*inside, "ip", "link", "set", node_side, "up"])
+        _run([*inside, "ip", "route", "add", "default", "via", str(self.gateway)])
+        _run([*inside, "iptables", "-w", "-N", CHAIN])
+        _run([*inside, "iptables", "-w", "-A", "INPUT", "-j", CHAIN])
+        self._nodes[name] = (namespace, host_side, ip)
+        return ip
+
+    # -- use ----------------------------------------------------------------------------------
+
+    @property
+    def gateway(self) -> ipaddress.IPv4Address:
+        """The bridge's address: the root namespace reaches every node through it."""
+        return next(self.subnet.hosts())
+
+    @property
+    def nodes(self) -> dict[str, str]:
+        """Node name -> IPv4 address."""
+        return {name: ip for name, (_, _, ip) in self._nodes.items()}
+
+    def ip(self, name: str) -> str:
+        return self._node(name)[2]
+
+    def namespace(self, name: str) -> str:
+        return self._node(name)[0]
+
+    def command(self, name: str, argv: Sequence[str]) -> list[str]:
+        """``argv`` run inside node ``name``'s namespace."""
+        return ["ip", "netns", "exec", self.namespace(name), *argv]
+
+    def partition(self, grudge: Mapping[str, Iterable[str]]) -> list[tuple[str, str]]:
+        """Drop, at each receiver, packets from the senders it holds a grudge against.
+
+        Replaces any previous partition; returns the directed ``(sender, receiver)`` links cut.
+        Each node's rules are swapped atomically (one ``iptables-restore`` per node), but the
+        nodes are updated one after another.
+        """
+        self._check_open()
+        links = links_to_cut(grudge)
+        for sender, receiver in links:
+            self._node(sender), self._node(receiver)  # unknown names fail before any change
+        drops: dict[str, list[str]] = {name: [] for name in self._nodes}
+        for sender, receiver in links:
+            drops[receiver].append(self.ip(sender))
+        for name, sources in drops.items():
+            self._replace_rules(name, sources)
+        return links
+
+    def heal(self) -> None:
+        """Remove every DROP rule: all nodes hear each other again."""
+        self._check_open()
+        for name in self._nodes:
+            self._replace_rules(name, [])
+
+    def rules(self, name: str) -> list[str]:
+        """The partition's current rules in node ``name`` (``iptables -S`` lines)."""
+        output = _run(self.command(name, ["iptables", "-w", "-S", CHAIN]))
+        return [line for line in output.splitlines() if line.startswith("-A ")]
+
+    def _replace_rules(self, name: str, sources: Sequence[str]) -> None:
+        lines = ["*filter", f"-F {CHAIN}"]
+        lines += [f"-A {CHAIN} -s {source}/32 -j DROP" for source in sources]
+        lines.append("COMMIT")
+        _run(self.command(name, ["iptables-restore", "-w", "--noflush"]),
+             stdin="\n".join(lines) + "\n")
+
+    def _node(self, name: str) -> tuple[str, str, str]:
+        try:
+            return self._nodes[name]
+        except KeyError:
+            raise ValueError(f"unknown node {name!r}; nodes are {sorted(self._nodes)}") from None
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this NetnsNetwork is closed")
+
+    # -- teardown -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Kill processes left in the namespaces, then delete namespaces, veths and bridge.
+
+        Idempotent, and it carries on past failures so one stuck object does not leak the
+        rest; the first failure is raised at the end.
+        """
+        self._closed = True
+        errors: list[Exception] = []
+        for namespace in reversed(self._namespaces):
+            with _collect(errors):
+                _kill_processes(namespace)
+            with _collect(errors):
+                _delete(["ip", "netns", "del", namespace])
+        for veth in reversed(self._veths):  # normally gone with their namespace's peer
+            with _collect(errors):
+                _delete(["ip", "link", "del", veth])
+        if self._bridge_created:
+            with _collect(errors):
+                _delete(["ip", "link", "del", self.bridge])
+        self._namespaces.clear()
+        self._veths.clear()
+        self._bridge_created = False
+        if errors:
+            raise errors[0]
+
+    def __enter__(self) -> NetnsNetwork:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+@contextlib.contextmanager
+def _collect(errors: list[Exception]) -> Iterator[None]:
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - cleanup must go on; the first is re-raised
+        errors.append(exc)
+
+
+def _routed_networks() -> list[ipaddress.IPv4Network]:
+    """Every IPv4 network with a route or an address on the host, in any table."""
+    networks = []
+    output = _run(["ip", "-4", "route", "show", "table", "all"])
+    output += _run(["ip", "-4", "-o", "addr", "show"]).replace(" inet ", "\n")
+    for line in output.splitlines():
+        for word in line.split()[:2]:
+            with contextlib.suppress(ValueError):
+                networks.append(ipaddress.IPv4Network(word, strict=False))
+                break
+    return networks
+
+
+def _kill_processes(namespace: str) -> None:
+    """SIGKILL what still runs in a namespace this instance created: it would keep it alive."""
+    result = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True,
+                            text=True, check=False, timeout=30)
+    for pid in result.stdout.split():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)
+
+
+def _delete(argv: Sequence[str]) -> None:
+    """Run a delete command, treating "already gone" as success."""
+    result = subprocess.run(list(argv), capture_output=True, text=True, check=False, timeout=30)
+    if result.returncode == 0:
+        return
+    gone = ("No such file", "Cannot find device", "does not exist", "No such device")
+    if any(marker in result.stderr for marker in gone):
+        return
+    raise NetnsError(f"{' '.join(argv)} exited {result.returncode}: {result.stderr.strip()}")
