@@ -17,7 +17,9 @@ Everything an instance creates (namespaces, veth pairs, bridge) carries a random
 name, so parallel runs cannot collide, and :meth:`NetnsNetwork.close` removes all of it, even
 after a half-finished setup. Nothing outside those objects is touched: the rules live in chains
 inside the instance's own namespaces, never in the host's chains. The bridge's subnet is picked
-from ``10.213.0.0/16`` under a lock file, skipping any /24 that already has a route on the host.
+from ``10.213.0.0/16`` under a host-wide lock (an abstract Unix socket, which leaves no file
+behind and is released when its holder dies), skipping any /24 with a route or address on the
+host.
 
 Needs root (``CAP_NET_ADMIN``), iproute2 and iptables. If the host bridges traffic through its
 own iptables (``br_netfilter`` with ``bridge-nf-call-iptables=1``) and its FORWARD chain drops
@@ -28,12 +30,13 @@ grudge: that host rule is not ours to change, so :meth:`NetnsNetwork.add_node` d
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import ipaddress
 import os
 import secrets
 import signal
+import socket
 import subprocess
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 
@@ -45,8 +48,8 @@ CHAIN = "HARNESS-GRUDGE"
 SUPERNET = ipaddress.IPv4Network("10.213.0.0/16")
 """Where the per-instance /24 subnets are picked from."""
 
-LOCK_PATH = "/run/harness-netns.lock"
-"""Serialises subnet picking between instances (and processes) on one host."""
+LOCK_NAME = b"\0kafka-harness-netns-subnet"
+"""Abstract socket name serialising subnet picking between instances and processes on a host."""
 
 _MAX_NODES = 253  # .2 to .254; .1 is the bridge
 
@@ -69,11 +72,13 @@ def _run(argv: Sequence[str], *, stdin: str | None = None) -> str:
 class NetnsNetwork:
     """Nodes in their own network namespaces on a private bridge, partitioned by iptables.
 
-    >>> with NetnsNetwork("kafka") as net:               # doctest: +SKIP
-    ...     ip_a, ip_b = net.add_node("a"), net.add_node("b")
-    ...     server = subprocess.Popen(net.command("b", ["python", "-m", "reference_broker"]))
-    ...     net.partition({"b": {"a"}})                  # drop packets from a arriving at b
-    ...     net.heal()
+    Usage (root only)::
+
+        with NetnsNetwork("kafka") as net:
+            ip_a, ip_b = net.add_node("a"), net.add_node("b")
+            server = subprocess.Popen(net.command("b", ["python", "-m", "reference_broker"]))
+            net.partition({"b": {"a"}})  # drop packets from a arriving at b
+            net.heal()
     """
 
     def __init__(self, prefix: str) -> None:
@@ -97,8 +102,7 @@ class NetnsNetwork:
 
     def _claim_subnet(self) -> ipaddress.IPv4Network:
         """Create the bridge with the first free /24 of :data:`SUPERNET` as its address."""
-        with open(LOCK_PATH, "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with _host_lock():
             taken = _routed_networks()
             candidates = list(SUPERNET.subnets(new_prefix=24))
             start = secrets.randbelow(len(candidates))
@@ -257,6 +261,23 @@ def _collect(errors: list[Exception]) -> Iterator[None]:
         yield
     except Exception as exc:  # noqa: BLE001 - cleanup must go on; the first is re-raised
         errors.append(exc)
+
+
+@contextlib.contextmanager
+def _host_lock(timeout: float = 60.0) -> Iterator[None]:
+    """Hold the host-wide subnet lock: binding an abstract socket name only one can hold."""
+    deadline = time.monotonic() + timeout
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as lock:
+        while True:
+            try:
+                lock.bind(LOCK_NAME)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    message = f"timed out waiting for the subnet lock {LOCK_NAME!r}"
+                    raise NetnsError(message) from None
+                time.sleep(0.05)
+        yield
 
 
 def _routed_networks() -> list[ipaddress.IPv4Network]:
