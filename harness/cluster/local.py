@@ -216,22 +216,16 @@ class LocalCluster:
         else:
             self._run_dir = Path(tempfile.mkdtemp(prefix="local-cluster-"))
         try:
-            self.zookeeper = ZooKeeperServer(self._run_dir / "zookeeper",
-                                             port=self._zookeeper_port,
-                                             startup_timeout=self.spec.startup_timeout)
+            self.zookeeper = self._new_zookeeper(self._run_dir / "zookeeper",
+                                                 self._zookeeper_port)
             self.zookeeper.start()
             ports = (self._broker_ports if self._broker_ports is not None else
                      dict(zip(self.spec.broker_ids,
                               distinct_free_ports(len(self.spec.broker_ids)), strict=True)))
             for broker_id in self.spec.broker_ids:
-                self.brokers[broker_id] = ReferenceBroker(
-                    self._run_dir / f"broker-{broker_id}",
-                    port=ports[broker_id],
-                    properties=self.spec.server_properties(broker_id,
-                                                           self.zookeeper.connect_string),
-                    startup_timeout=self.spec.startup_timeout,
-                    stop_timeout=self.spec.broker_stop_timeout,
-                )
+                self.brokers[broker_id] = self._new_broker(
+                    broker_id, self._run_dir / f"broker-{broker_id}", ports[broker_id],
+                    self.spec.server_properties(broker_id, self.zookeeper.connect_string))
             self._run_on_brokers(ReferenceBroker.start, self.spec.broker_ids)
             everyone = set(self.spec.broker_ids)
             for broker_id in self.spec.broker_ids:
@@ -242,6 +236,16 @@ class LocalCluster:
             self.stop()
             raise
         return self
+
+    def _new_zookeeper(self, run_dir: Path, port: int | None) -> ZooKeeperServer:
+        """The ZooKeeper node; a backend that runs nodes elsewhere (a namespace) overrides it."""
+        return ZooKeeperServer(run_dir, port=port, startup_timeout=self.spec.startup_timeout)
+
+    def _new_broker(self, broker_id: int, run_dir: Path, port: int,
+                    properties: Mapping[str, str | int]) -> ReferenceBroker:
+        return ReferenceBroker(run_dir, port=port, properties=properties,
+                               startup_timeout=self.spec.startup_timeout,
+                               stop_timeout=self.spec.broker_stop_timeout)
 
     def stop(self) -> None:
         """Stop every broker (in parallel, SIGTERM then SIGKILL), then ZooKeeper. Never raises
