@@ -141,14 +141,23 @@ def up(
     session_timeout_ms: Annotated[
         int, typer.Option(help="zookeeper.session.timeout.ms of the brokers.")
     ] = 6000,
+    target: Annotated[
+        str, typer.Option(help="reference (ZooKeeper + brokers behind proxies), tansu, "
+                               "librdkafka-mock or external (no faults: see `status`).")
+    ] = "reference",
+    bootstrap: Annotated[
+        str | None, typer.Option(help="Bootstrap servers of an external target.")
+    ] = None,
 ) -> None:
-    """Start ZooKeeper + brokers with every link behind Toxiproxy; return when ready and print
-    the bootstrap address. Exit 3 if it could not start."""
+    """Start ZooKeeper + brokers with every link behind Toxiproxy (or a peer target); return
+    when ready and print the bootstrap address. Exit 3 if it could not start."""
     from harness.cluster import supervisor
     from harness.cluster.local import ClusterSpec
+    from harness.cluster.targets import check_options
 
     try:
         spec = ClusterSpec(brokers=brokers, zookeeper_session_timeout_ms=session_timeout_ms)
+        check_options(target, bootstrap, brokers)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     run_dir = run_dir.resolve()
@@ -161,15 +170,15 @@ def up(
                         "(`kafka-harness down` first)")
         raise typer.Exit(1)
     if foreground:
-        raise typer.Exit(_up_foreground(run_dir, spec))
-    raise typer.Exit(_up_detached(run_dir, spec))
+        raise typer.Exit(_up_foreground(run_dir, spec, target, bootstrap))
+    raise typer.Exit(_up_detached(run_dir, spec, target, bootstrap))
 
 
-def _up_detached(run_dir: Path, spec: Any) -> int:
+def _up_detached(run_dir: Path, spec: Any, target: str, bootstrap: str | None) -> int:
     from harness.cluster import supervisor
 
     console = _stderr()
-    process = supervisor.launch_detached(run_dir, spec)
+    process = supervisor.launch_detached(run_dir, spec, target=target, bootstrap=bootstrap)
     started = time.monotonic()
     deadline = started + 2 * spec.startup_timeout + 30
     state: dict[str, Any] | None = None
@@ -214,7 +223,7 @@ def _start_failed(run_dir: Path, state: dict[str, Any] | None, process: Any) -> 
     return 3
 
 
-def _up_foreground(run_dir: Path, spec: Any) -> int:
+def _up_foreground(run_dir: Path, spec: Any, target: str, bootstrap: str | None) -> int:
     import logging
 
     from harness.cluster import supervisor
@@ -235,7 +244,8 @@ def _up_foreground(run_dir: Path, spec: Any) -> int:
         print(state["bootstrap"], flush=True)
 
     try:
-        code = supervisor.run(run_dir, spec, on_ready=ready)
+        code = supervisor.run(run_dir, spec, on_ready=ready, target=target,
+                              bootstrap=bootstrap)
     finally:
         progress.stop()
         root.removeHandler(handler)
@@ -278,7 +288,10 @@ def status(run_dir: RunDir = DEFAULT_RUN_DIR, json_output: JsonFlag = False) -> 
                       "" if node == "zk" else {True: "yes", False: "no", None: "?"}[registered])
     console.print(table)
     console.print(f"bootstrap: [bold]{state['bootstrap']}[/bold]")
-    console.print(f"toxiproxy: {state['toxiproxy_url']} ({len(state['proxies'])} proxies)")
+    if state.get("toxiproxy_url"):
+        console.print(f"toxiproxy: {state['toxiproxy_url']} ({len(state['proxies'])} proxies)")
+    else:
+        console.print(f"target: {state.get('target')} (no proxies: faults are not offered)")
     faults = state["faults"]
     if faults.get("partition"):
         cut = ", ".join(f"{sender}->{receiver}" for sender, receiver in faults["partition"])

@@ -40,6 +40,14 @@ from typing import Any
 
 from harness.cluster.local import ClusterSpec
 from harness.cluster.proxied import ProxiedCluster
+from harness.cluster.targets import (
+    FAULTS,
+    KINDS,
+    PROCESS_FAULTS,
+    Target,
+    check_options,
+    start_target,
+)
 from harness.nemesis import process as process_faults
 from harness.nemesis.network import NetworkFaults
 
@@ -147,11 +155,17 @@ def _write_json_atomically(path: Path, document: dict[str, Any]) -> None:
 class Supervisor:
     """One cluster, its faults, and the state file describing them."""
 
-    def __init__(self, run_dir: Path, spec: ClusterSpec, toxiproxy_url: str | None = None) -> None:
+    def __init__(self, run_dir: Path, spec: ClusterSpec, toxiproxy_url: str | None = None,
+                 *, target: str = "reference", bootstrap: str | None = None) -> None:
         self.run_dir = run_dir
         self.spec = spec
-        self.proxied = ProxiedCluster(spec, run_dir=run_dir, toxiproxy_url=toxiproxy_url)
-        self.faults = NetworkFaults(self.proxied)
+        self.target_kind = target
+        self._bootstrap = bootstrap
+        # A peer target (tansu, librdkafka-mock, external) has a bootstrap and nothing to fault.
+        self.peer: Target | None = None
+        self.proxied = ProxiedCluster(spec, run_dir=run_dir, toxiproxy_url=toxiproxy_url) \
+            if target == "reference" else None
+        self.faults = NetworkFaults(self.proxied) if self.proxied is not None else None
         self.stopping = threading.Event()
         self._lock = threading.Lock()  # one fault at a time; status does not wait for it
         self._state_lock = threading.Lock()
@@ -168,10 +182,18 @@ class Supervisor:
 
     def start(self) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._set_phase("starting", f"starting Toxiproxy, ZooKeeper and {self.spec.brokers} "
-                                    "brokers behind proxies")
+        if self.proxied is None:
+            self._set_phase("starting", f"starting the {self.target_kind} target")
+        else:
+            self._set_phase("starting", f"starting Toxiproxy, ZooKeeper and {self.spec.brokers} "
+                                        "brokers behind proxies")
         try:
-            self.proxied.start()
+            if self.proxied is None:
+                self.peer = start_target(self.target_kind, brokers=self.spec.brokers,
+                                         bootstrap=self._bootstrap,
+                                         run_dir=self.run_dir / "target")
+            else:
+                self.proxied.start()
         except BaseException as exc:
             self._error = f"{type(exc).__name__}: {exc}"
             self._set_phase("failed", "the cluster did not start")
@@ -183,7 +205,10 @@ class Supervisor:
         self._set_phase("stopping", "stopping the brokers, ZooKeeper and the proxies")
         with self._lock:
             try:
-                self.proxied.stop()
+                if self.proxied is not None:
+                    self.proxied.stop()
+                elif self.peer is not None:
+                    self.peer.close()
             except Exception:  # noqa: BLE001 - the stop must finish; the log says what failed
                 logger.exception("stopping the cluster failed")
         self._set_phase("stopped", "stopped")
@@ -199,6 +224,7 @@ class Supervisor:
         document: dict[str, Any] = {
             "phase": self._phase,
             "run_dir": str(self.run_dir),
+            "target": self.target_kind,
             "supervisor_pid": os.getpid(),
             "started_at": self._started_at,
             "spec": {"brokers": self.spec.brokers,
@@ -229,6 +255,8 @@ class Supervisor:
         document = self._bare_state()
         if self._phase not in ("ready", "stopping"):
             return document
+        if self.proxied is None:
+            return self._peer_state(document)
         local = self.proxied.cluster
         zk_facts = self._zookeeper_facts()
         nodes: dict[str, dict[str, Any]] = {}
@@ -268,6 +296,14 @@ class Supervisor:
         document["degraded"] = _degradations(document, zk_facts)
         return document
 
+    def _peer_state(self, document: dict[str, Any]) -> dict[str, Any]:
+        peer = self.peer
+        document.update({
+            "nodes": {}, "controller": None, "bootstrap": peer.bootstrap if peer else None,
+            "toxiproxy_url": None, "proxies": {}, "faults": {"partition": [], "toxics": {}},
+            "capabilities": sorted(peer.capabilities) if peer else [], "degraded": []})
+        return document
+
     def _zookeeper_facts(self) -> dict[str, Any]:
         """Registered broker ids and the controller, or nothing if ZooKeeper does not answer in
         time (paused, killed): status must answer while ZooKeeper is the fault."""
@@ -298,6 +334,10 @@ class Supervisor:
                 return {"ok": True, "supervisor_pid": os.getpid()}
             if self._phase != "ready":
                 return {"ok": False, "kind": "failed", "error": f"the cluster is {self._phase}"}
+            if self.peer is not None:
+                needed = PROCESS_FAULTS if command in PROCESS_COMMANDS else FAULTS
+                return {"ok": False, "kind": "usage",
+                        "error": self.peer.missing(needed) or f"{command} is not offered"}
             with self._lock:
                 result = self._apply(command, request)
             self.refresh_state()
@@ -423,14 +463,15 @@ class _ControlServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer)
 
 
 def run(run_dir: Path, spec: ClusterSpec, *, toxiproxy_url: str | None = None,
-        on_ready: Callable[[dict[str, Any]], None] | None = None) -> int:
+        on_ready: Callable[[dict[str, Any]], None] | None = None, target: str = "reference",
+        bootstrap: str | None = None) -> int:
     """Start the cluster, serve the control socket until ``down``/SIGTERM/SIGINT, stop it all.
 
     Must run in the main thread (it owns the signal handlers). Returns 0 after a clean stop,
     3 when the cluster could not start, 130 when interrupted while starting.
     """
     run_dir = run_dir.resolve()
-    supervisor = Supervisor(run_dir, spec, toxiproxy_url)
+    supervisor = Supervisor(run_dir, spec, toxiproxy_url, target=target, bootstrap=bootstrap)
     previous = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
 
     def interrupt_start(signum: int, _frame: object) -> None:
@@ -476,8 +517,9 @@ def run(run_dir: Path, spec: ClusterSpec, *, toxiproxy_url: str | None = None,
             signal.signal(signum, handler)
 
 
-def launch_detached(run_dir: Path, spec: ClusterSpec,
-                    toxiproxy_url: str | None = None) -> subprocess.Popen[bytes]:
+def launch_detached(run_dir: Path, spec: ClusterSpec, toxiproxy_url: str | None = None, *,
+                    target: str = "reference",
+                    bootstrap: str | None = None) -> subprocess.Popen[bytes]:
     """Start the supervisor as a detached process (own session, so the terminal's Ctrl-C and
     its closing do not reach it), its output in ``RUN_DIR/supervisor.log``. The caller watches
     ``state.json`` for phase ``ready`` or ``failed``."""
@@ -489,6 +531,9 @@ def launch_detached(run_dir: Path, spec: ClusterSpec,
                "--session-timeout-ms", str(spec.zookeeper_session_timeout_ms)]
     if toxiproxy_url:
         command += ["--toxiproxy-url", toxiproxy_url]
+    command += ["--target", target]
+    if bootstrap:
+        command += ["--bootstrap", bootstrap]
     with open(run_dir / LOG_NAME, "ab") as log:
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True,
@@ -503,16 +548,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--brokers", type=int, default=3)
     parser.add_argument("--session-timeout-ms", type=int, default=6000)
     parser.add_argument("--toxiproxy-url", default=None)
+    parser.add_argument("--target", choices=KINDS, default="reference")
+    parser.add_argument("--bootstrap", default=None)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         spec = ClusterSpec(brokers=args.brokers,
                            zookeeper_session_timeout_ms=args.session_timeout_ms)
+        check_options(args.target, args.bootstrap, args.brokers)
     except ValueError as exc:
         logger.error("%s", exc)
         return 2
-    return run(args.run_dir, spec, toxiproxy_url=args.toxiproxy_url)
+    return run(args.run_dir, spec, toxiproxy_url=args.toxiproxy_url, target=args.target,
+               bootstrap=args.bootstrap)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,46 @@
+"""`kafka-harness up --target`: peer targets (Tansu, an external bootstrap) behind the same
+commands; faults are refused with the reason, and `down` leaves nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from confluent_kafka import Producer
+
+from harness.cluster.supervisor import process_state
+
+from .test_cli_end_to_end import cli, ok, status
+
+
+def test_up_with_the_tansu_target_serves_clients_and_refuses_faults(tmp_path: Path):
+    run_dir = tmp_path / "tansu"
+    ok(run_dir, "up", "--target", "tansu")
+    try:
+        state = status(run_dir)
+        assert state["target"] == "tansu" and state["nodes"] == {}
+        producer = Producer({"bootstrap.servers": state["bootstrap"], "acks": "all"})
+        producer.produce("through-the-cli", b"hello")
+        assert producer.flush(30) == 0
+        del producer  # closed before the target goes, so it does not log reconnects
+        refused = cli(run_dir, "partition", "isolate", "broker-1")
+        assert refused.returncode == 2
+        assert "the 'tansu' target does not offer it" in " ".join(refused.stderr.split())
+        assert cli(run_dir, "kill", "broker-1").returncode == 2
+        supervisor_pid = state["supervisor_pid"]
+    finally:
+        ok(run_dir, "down")
+    assert process_state(supervisor_pid) == "down"
+
+
+def test_up_with_an_external_target_needs_a_bootstrap(tmp_path: Path):
+    assert cli(tmp_path / "x", "up", "--target", "external").returncode == 2
+    run_dir = tmp_path / "external"
+    ok(run_dir, "up", "--target", "external", "--bootstrap", "127.0.0.1:9")
+    try:
+        state = status(run_dir)
+        assert state["target"] == "external" and state["bootstrap"] == "127.0.0.1:9"
+        refused = cli(run_dir, "heal")
+        assert refused.returncode == 2
+        assert "external target is reached directly" in " ".join(refused.stderr.split())
+    finally:
+        ok(run_dir, "down")
