@@ -31,9 +31,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -42,12 +40,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import confluent_kafka
+from bench_common import machine_info, print_results, write_json_atomically
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from harness.cluster.local import ClusterSpec, ClusterWaitTimeout, LocalCluster
 from harness.cluster.peers import PeerStartError, ReferenceBroker
@@ -291,18 +287,6 @@ def report_rows(args: argparse.Namespace, results: Results) -> list[list[str]]:
     ]
 
 
-def machine_info() -> dict[str, object]:
-    return {
-        "cpu_count": os.cpu_count(),
-        "usable_cpus": len(os.sched_getaffinity(0)),
-        "load_average_1m_at_start": os.getloadavg()[0],
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "confluent_kafka": confluent_kafka.__version__,
-        "librdkafka": confluent_kafka.libversion()[0],
-    }
-
-
 def write_json(path: Path, args: argparse.Namespace, results: Results,
                machine: dict[str, object]) -> None:
     document = {
@@ -328,10 +312,7 @@ def write_json(path: Path, args: argparse.Namespace, results: Results,
         },
         "failovers": [asdict(f) for f in results.failovers],
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(document, indent=2) + "\n")
-    os.replace(tmp, path)
+    write_json_atomically(path, document)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -355,16 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = report_rows(args, results)
     title = (f"Cluster: {args.messages:,} × {RECORD_BYTES}-byte records; "
              f"failures × {args.repeat}, zookeeper.session.timeout.ms={args.session_timeout_ms}")
-    if args.markdown:
-        lines = [f"**{title}**", "", "| measure | result |", "|---|---:|"]
-        print("\n".join(lines + [f"| {name} | {value} |" for name, value in rows]))
-    else:
-        table = Table(title=title)
-        table.add_column("measure")
-        table.add_column("result", justify="right")
-        for name, value in rows:
-            table.add_row(escape(name), value)
-        Console().print(table)
+    print_results(title, rows, args.markdown)
     err.print(f"results written to {args.output}", highlight=False)
     return 0
 
