@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
 echo "== ruff"
-.venv/bin/ruff check harness reference_broker tests ci
+.venv/bin/ruff check harness reference_broker tests suites ci
 echo "== pytest"
 set +e
 .venv/bin/pytest -m "not slow" "$@"

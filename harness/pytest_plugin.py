@@ -38,6 +38,10 @@ from harness.cluster.targets import (
 
 _STATE = pytest.StashKey[dict[str, Any]]()
 
+# Broker settings of the reference target, as Kafka's own integration tests set them: the first
+# JoinGroup of a new group is not held back by group.initial.rebalance.delay.ms (3 s otherwise).
+SUITE_BROKER_PROPERTIES = {"group.initial.rebalance.delay.ms": 0}
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kafka-harness", "kafka-harness targets")
@@ -80,7 +84,8 @@ def _session_target(config: pytest.Config) -> Target:
         try:
             state["target"] = start_target(
                 config.getoption("--target"), brokers=config.getoption("--brokers"),
-                bootstrap=config.getoption("--bootstrap"), run_dir=run_dir / "target")
+                bootstrap=config.getoption("--bootstrap"), run_dir=run_dir / "target",
+                properties=SUITE_BROKER_PROPERTIES)
         except TargetError as exc:
             pytest.fail(f"{exc} (infrastructure)", pytrace=False)
     return state["target"]

@@ -57,6 +57,19 @@ class Target:
     faults: Any = None         # NetworkFaults for "reference"
     _close: Callable[[], None] | None = field(default=None, repr=False)
 
+    @property
+    def nodes(self) -> Any:
+        """The target's process and ZooKeeper control, or None when the harness has none.
+
+        For ``reference`` this is the :class:`~harness.cluster.local.LocalCluster` behind the
+        proxies: ``kill``/``stop_broker``/``start_broker``/``pause``/``resume`` a broker id,
+        ``running_broker_ids()``, ``controller_id()``, ``controller_epoch()``,
+        ``partition_state(topic, partition)``, ``registered_broker_ids()``, ``zk()`` (a kazoo
+        client as a context manager). Another backend offering the ``process_faults`` and
+        ``zookeeper`` capabilities gives the same methods.
+        """
+        return None if self.cluster is None else self.cluster.cluster
+
     def missing(self, needed: str) -> str | None:
         """None when the target has `needed`, else the reason a test must be skipped."""
         if needed in self.capabilities:

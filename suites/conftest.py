@@ -1,0 +1,59 @@
+"""Fixtures every suite shares, on top of the kafka-harness pytest plugin's.
+
+The plugin gives the target (``cluster``), ``faults``, ``admin``, ``producer``, ``consumer`` and
+``raw_client``. This adds ``make_topic``: a topic of the test's own (unique name, so tests never
+see each other's records on the session's one target), created with CreateTopics where the target
+implements it, otherwise by auto-creation — and a precise skip when the target cannot give the
+partition count the test needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from harness.cluster.targets import CREATE_TOPICS, Target
+from suites.support import unique_name, wait_for_topic
+
+
+@pytest.fixture
+def make_topic(request: pytest.FixtureRequest, cluster: Target,
+               admin: Any) -> Callable[..., str]:
+    """``make_topic(partitions=1, replication_factor=None, config=None, exact=True) -> name``.
+
+    ``replication_factor`` None is the target's default (every broker, up to 3). With
+    ``exact=False`` a target that can only auto-create topics may give a different partition
+    count (read it from metadata); with ``exact=True`` (default) such a target skips the test.
+    """
+    from confluent_kafka.admin import NewTopic
+
+    def make(partitions: int = 1, replication_factor: int | None = None,
+             config: dict[str, str] | None = None, exact: bool = True) -> str:
+        topic = unique_name(request)
+        if cluster.missing(CREATE_TOPICS) is None:
+            replicas = replication_factor or min(3, cluster.brokers)
+            futures = admin.create_topics(
+                [NewTopic(topic, partitions, replicas, config=config or {})],
+                operation_timeout=30)
+            futures[topic].result(60)
+            wait_for_topic(admin, topic, partitions)
+            return topic
+        if config:
+            pytest.skip(f"needs topic configs {sorted(config)}: "
+                        f"{cluster.missing(CREATE_TOPICS)}")
+        from confluent_kafka import Producer
+
+        auto = Producer({"bootstrap.servers": cluster.bootstrap})
+        try:
+            auto.list_topics(topic=topic, timeout=10)
+        finally:
+            auto.flush(5)
+        got = wait_for_topic(admin, topic, None)
+        if exact and got != partitions:
+            pytest.skip(f"needs a topic with exactly {partitions} partition(s); "
+                        f"{cluster.missing(CREATE_TOPICS)} and auto-creation gave {got}")
+        return topic
+
+    return make

@@ -1,0 +1,42 @@
+"""Small helpers the suites share: unique names and waiting for a topic to be served."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+TOPIC_READY_TIMEOUT_S = 30.0
+
+
+def unique_name(request: pytest.FixtureRequest, prefix: str = "") -> str:
+    """A Kafka-legal name unique to this test: the test's own name plus a random suffix."""
+    base = re.sub(r"[^a-zA-Z0-9._-]", "-", request.node.name)[:60]
+    return f"{prefix}{base}-{uuid.uuid4().hex[:8]}"
+
+
+def _partitions_with_leaders(admin: Any, topic: str) -> int | None:
+    metadata = admin.list_topics(topic=topic, timeout=5)
+    described = metadata.topics.get(topic)
+    if described is None or described.error is not None:
+        return None
+    if any(p.leader < 0 for p in described.partitions.values()):
+        return None
+    return len(described.partitions)
+
+
+def wait_for_topic(admin: Any, topic: str, partitions: int | None,
+                   timeout: float = TOPIC_READY_TIMEOUT_S) -> int:
+    """Wait until Metadata shows `topic` with a leader for each partition; its partition count."""
+    deadline = time.monotonic() + timeout
+    seen: int | None = None
+    while time.monotonic() < deadline:
+        seen = _partitions_with_leaders(admin, topic)
+        if seen is not None and (partitions is None or seen >= partitions):
+            return seen
+        time.sleep(0.1)
+    raise AssertionError(f"topic {topic!r} not ready within {timeout:.0f} s "
+                         f"(partitions with leaders: {seen}, wanted {partitions})")
