@@ -18,6 +18,29 @@ from harness.cluster.targets import CREATE_TOPICS, Target
 from suites.support import unique_name, wait_for_topic
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kafka-harness-chaos", "kafka-harness chaos suite")
+    group.addoption("--chaos-duration", type=float, default=20.0,
+                    help="seconds of workload under the nemesis in the short chaos run "
+                         "(default 20)")
+    group.addoption("--chaos-long-duration", type=float, default=600.0,
+                    help="seconds of the long chaos run (marked slow; default 600)")
+    group.addoption("--chaos-seed", type=int, default=None,
+                    help="the nemesis seed (default: a new one per run, printed so a failing "
+                         "run can be replayed)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A long chaos run outlasts pytest-timeout's default: give it its duration plus set-up,
+    heal, final read and check."""
+    if not config.pluginmanager.hasplugin("timeout"):
+        return
+    budget = config.getoption("--chaos-long-duration") + 600
+    for item in items:
+        if item.get_closest_marker("chaos_long") is not None:
+            item.add_marker(pytest.mark.timeout(budget))
+
+
 @pytest.fixture
 def make_topic(request: pytest.FixtureRequest, cluster: Target,
                admin: Any) -> Callable[..., str]:

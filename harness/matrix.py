@@ -1,0 +1,260 @@
+"""The conformance matrix: the suites run against several targets, one table of the outcomes.
+
+Each target gets its own pytest session in a subprocess (``pytest suites/... --target T``), so a
+target that hangs or crashes cannot take the others down, and each session starts and stops its
+own broker. The sessions write their outcomes with :mod:`harness.suite_results`; this module
+merges them into ``matrix.json``, ``matrix.md`` and ``matrix.html``: pass / fail / skip (with the
+reason) per test per target, and for every failure the Kafka rule the test checks (the first line
+of its docstring) next to what the target did.
+
+Exit code: 1 when a test fails on the ``reference`` target (the project's own broker must
+conform); a peer's failures are findings, shown in the table, not a failure of the command. 3 when
+a target produced no results at all (it could not be run).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+SUITES = ("protocol", "offsets", "groups", "failover", "unclean", "chaos")
+DEFAULT_TARGETS = ("reference", "tansu", "librdkafka-mock")
+OUTCOMES = ("passed", "failed", "error", "skipped")
+_TARGET_TIMEOUT_S = 1800
+
+
+class MatrixError(RuntimeError):
+    """The matrix cannot be run as asked (a usage error)."""
+
+
+@dataclass
+class TargetRun:
+    target: str
+    exit_status: int
+    wall_s: float
+    tests: list[dict[str, Any]] = field(default_factory=list)
+    log: str = ""
+    junit: str = ""
+
+    def counts(self, suite: str | None = None) -> Counter[str]:
+        return Counter(t["outcome"] for t in self.tests
+                       if suite is None or suite_of(t["nodeid"]) == suite)
+
+    @property
+    def ran(self) -> bool:
+        return bool(self.tests)
+
+
+def project_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def suite_of(nodeid: str) -> str:
+    parts = nodeid.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "suites" else parts[0]
+
+
+def parse_list(text: str, allowed: tuple[str, ...], what: str) -> tuple[str, ...]:
+    """``"a,b"`` → ("a", "b"); MatrixError naming unknown names and the allowed ones."""
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    unknown = [n for n in names if n not in allowed]
+    if unknown or not names:
+        raise MatrixError(f"unknown {what} {', '.join(unknown) or '(none given)'}; "
+                          f"allowed: {', '.join(allowed)}")
+    return names
+
+
+def pytest_command(target: str, suites: tuple[str, ...], results: Path, junit: Path, *,
+                   bootstrap: str | None = None, keyword: str | None = None,
+                   markers: str = "not slow") -> list[str]:
+    """The pytest invocation of one target's session (run from the project root)."""
+    command = [sys.executable, "-m", "pytest", *(f"suites/{s}" for s in suites),
+               "--target", target, "-p", "harness.suite_results", "--suite-results", str(results),
+               "--junitxml", str(junit), "-m", markers, "-q", "-p", "no:cacheprovider"]
+    if bootstrap:
+        command += ["--bootstrap", bootstrap]
+    if keyword:
+        command += ["-k", keyword]
+    return command
+
+
+def run_target(target: str, suites: tuple[str, ...], out_dir: Path, *,
+               bootstrap: str | None = None, keyword: str | None = None,
+               markers: str = "not slow", root: Path | None = None) -> TargetRun:
+    """One pytest session of `suites` (directories under ``root/suites``) against `target`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results, junit, log = (out_dir / f"{target}.{ext}" for ext in ("json", "xml", "log"))
+    results.unlink(missing_ok=True)
+    command = pytest_command(target, suites, results.resolve(), junit.resolve(),
+                             bootstrap=bootstrap, keyword=keyword, markers=markers)
+    started = time.monotonic()
+    with log.open("w") as output:
+        try:
+            status = subprocess.run(command, cwd=root or project_root(), stdout=output,
+                                    stderr=subprocess.STDOUT, timeout=_TARGET_TIMEOUT_S,
+                                    env={**os.environ, "PYTHONUNBUFFERED": "1"}).returncode
+        except subprocess.TimeoutExpired:
+            status = -1
+    run = TargetRun(target, status, round(time.monotonic() - started, 1),
+                    log=str(log), junit=str(junit))
+    if results.exists():
+        run.tests = json.loads(results.read_text())["tests"]
+    return run
+
+
+def exit_code(runs: list[TargetRun]) -> int:
+    if any(not run.ran for run in runs):
+        return 3
+    reference = [run for run in runs if run.target == "reference"]
+    if any(run.counts()["failed"] + run.counts()["error"] for run in reference):
+        return 1
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering
+
+_SYMBOL = {"passed": "pass", "failed": "**FAIL**", "error": "**ERROR**", "skipped": "skip"}
+
+
+def _summary(counts: Counter[str]) -> str:
+    parts = [f"{counts[o]} {o}" for o in OUTCOMES if counts[o]]
+    return ", ".join(parts) or "—"
+
+
+def _rows(runs: list[TargetRun]) -> list[tuple[str, str, dict[str, dict[str, Any]]]]:
+    """(nodeid, rule, {target: test}) for every test any target ran, in suite order."""
+    order: dict[str, str] = {}
+    for run in runs:
+        for test in run.tests:
+            order.setdefault(test["nodeid"], test.get("rule", ""))
+    by_target = {run.target: {t["nodeid"]: t for t in run.tests} for run in runs}
+    return [(nodeid, rule, {target: tests[nodeid] for target, tests in by_target.items()
+                            if nodeid in tests})
+            for nodeid, rule in order.items()]
+
+
+def _suites_seen(runs: list[TargetRun]) -> list[str]:
+    seen = {suite_of(t["nodeid"]) for run in runs for t in run.tests}
+    return [s for s in SUITES if s in seen] + sorted(seen - set(SUITES))
+
+
+def _findings(runs: list[TargetRun]) -> list[tuple[str, dict[str, Any]]]:
+    return [(run.target, test) for run in runs for test in run.tests
+            if test["outcome"] in ("failed", "error")]
+
+
+def render_markdown(runs: list[TargetRun]) -> str:
+    targets = [run.target for run in runs]
+    lines = ["| suite | " + " | ".join(targets) + " |", "|---|" + "---|" * len(targets)]
+    for suite in _suites_seen(runs):
+        lines.append(f"| {suite} | " + " | ".join(_summary(run.counts(suite)) for run in runs)
+                     + " |")
+    lines.append("| **wall time** | " + " | ".join(f"{run.wall_s:.0f} s" for run in runs) + " |")
+    findings = _findings(runs)
+    if findings:
+        lines += ["", "Failures, with the Kafka rule each test checks:", ""]
+        for target, test in findings:
+            lines.append(f"- **{target}** `{test['nodeid']}` — rule: {test.get('rule') or '?'}"
+                         f" — observed: {_cell_text(test['reason'])}")
+    lines += ["", "| test | " + " | ".join(targets) + " |", "|---|" + "---|" * len(targets)]
+    for nodeid, _rule, cells in _rows(runs):
+        row = [_SYMBOL[cells[t]["outcome"]] if t in cells else "—" for t in targets]
+        lines.append(f"| `{nodeid.removeprefix('suites/')}` | " + " | ".join(row) + " |")
+    skips = Counter((run.target, t["reason"]) for run in runs for t in run.tests
+                    if t["outcome"] == "skipped")
+    if skips:
+        lines += ["", "Skip reasons:", ""]
+        for (target, reason), count in sorted(skips.items()):
+            lines.append(f"- {target} ({count}): {_cell_text(reason)}")
+    return "\n".join(lines) + "\n"
+
+
+def _cell_text(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;
+font-size:13px;text-align:left}th{background:#f3f3f3}td.passed{background:#dff3df}
+td.failed,td.error{background:#f8d0d0;font-weight:bold}td.skipped{background:#eee;color:#666}
+code{font-size:12px}.rule{color:#555;font-size:12px}
+"""
+
+
+def render_html(runs: list[TargetRun]) -> str:
+    targets = [run.target for run in runs]
+    esc = html.escape
+    head = "".join(f"<th>{esc(t)}</th>" for t in targets)
+    summary = "".join(
+        f"<tr><td>{esc(suite)}</td>"
+        + "".join(f"<td>{esc(_summary(run.counts(suite)))}</td>" for run in runs) + "</tr>"
+        for suite in _suites_seen(runs))
+    rows = []
+    for nodeid, rule, cells in _rows(runs):
+        tds = []
+        for target in targets:
+            test = cells.get(target)
+            if test is None:
+                tds.append("<td>—</td>")
+                continue
+            title = esc(test["reason"], quote=True)
+            tds.append(f'<td class="{test["outcome"]}" title="{title}">'
+                       f'{esc(test["outcome"])}</td>')
+        rows.append(f"<tr><td><code>{esc(nodeid.removeprefix('suites/'))}</code><div "
+                    f'class="rule">{esc(rule)}</div></td>{"".join(tds)}</tr>')
+    findings = "".join(
+        f"<li><b>{esc(target)}</b> <code>{esc(test['nodeid'])}</code><br>rule: "
+        f"{esc(test.get('rule') or '?')}<br>observed: {esc(test['reason'])}</li>"
+        for target, test in _findings(runs))
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>Conformance matrix"
+            f"</title><style>{_CSS}</style></head><body><h1>Conformance matrix</h1>"
+            f"<p>Generated {esc(time.strftime('%Y-%m-%d %H:%M:%S'))}. Hover a cell for the "
+            f"skip reason or the failure.</p><table><tr><th>suite</th>{head}</tr>{summary}"
+            f"</table><h2>Failures</h2><ul>{findings or '<li>none</li>'}</ul><h2>Every test"
+            f"</h2><table><tr><th>test / rule</th>{head}</tr>{''.join(rows)}</table>"
+            f"</body></html>\n")
+
+
+def write(runs: list[TargetRun], out_dir: Path) -> dict[str, str]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out_dir / "matrix.json", "markdown": out_dir / "matrix.md",
+             "html": out_dir / "matrix.html"}
+    paths["json"].write_text(json.dumps([asdict(run) for run in runs], indent=1))
+    paths["markdown"].write_text(render_markdown(runs))
+    paths["html"].write_text(render_html(runs))
+    return {kind: str(path) for kind, path in paths.items()}
+
+
+def run_matrix(targets: tuple[str, ...], suites: tuple[str, ...], out_dir: Path, *,
+               bootstrap: str | None = None, keyword: str | None = None,
+               say: Any = print, root: Path | None = None
+               ) -> tuple[list[TargetRun], dict[str, str]]:
+    """Run the suites against every target in turn and write the matrix files."""
+    where = (root or project_root()) / "suites"
+    missing = [s for s in suites if not (where / s).is_dir()]
+    if missing:
+        raise MatrixError(f"no suite directory for {', '.join(missing)} under {where} "
+                          "(the matrix runs from a checkout of the project)")
+    if bootstrap and "external" not in targets:
+        targets = (*targets, "external")
+    if "external" in targets and not bootstrap:
+        raise MatrixError("the external target needs --bootstrap H:P")
+    runs = []
+    for target in targets:
+        say(f"running {', '.join(suites)} against {target} …")
+        run = run_target(target, suites, out_dir, keyword=keyword, root=root,
+                         bootstrap=bootstrap if target == "external" else None)
+        runs.append(run)
+        outcome = _summary(run.counts()) if run.ran else f"no results (see {run.log})"
+        say(f"  {target}: {outcome} in {run.wall_s:.0f} s")
+    return runs, write(runs, out_dir)

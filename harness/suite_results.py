@@ -1,0 +1,85 @@
+"""A pytest plugin that writes each test's outcome, and the Kafka rule it checks, as JSON.
+
+Loaded with ``-p harness.suite_results`` and ``--suite-results FILE`` by the conformance matrix
+(:mod:`harness.matrix`), which runs the suites once per target in a subprocess and merges these
+files. JUnit XML would give outcomes too, but not the rule: every suite test states the Kafka
+behaviour it checks in the first line of its docstring, and a failing peer is reported with it.
+
+One record per test: ``nodeid``, ``outcome`` (passed / failed / skipped / error — error is a
+failure outside the test body, e.g. the target would not start), ``reason`` (skip reason or the
+first line of the failure), ``rule`` and ``duration_s``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_REASON_CHARS = 300
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("kafka-harness").addoption(
+        "--suite-results", default=None, metavar="FILE",
+        help="write every test's outcome and rule as JSON to FILE (the conformance matrix)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    path = config.getoption("--suite-results")
+    if path:
+        config.pluginmanager.register(SuiteResults(Path(path)), "kafka-harness-suite-results")
+
+
+def first_line(text: str | None) -> str:
+    for line in (text or "").strip().splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _reason(report: pytest.TestReport) -> str:
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = crash.message if crash is not None else str(report.longrepr or "")
+    return first_line(text)[:_REASON_CHARS]
+
+
+class SuiteResults:
+    """Collects outcomes while the session runs and writes them when it ends."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.tests: dict[str, dict[str, Any]] = {}
+        self.rules: dict[str, str] = {}
+        self.started = time.monotonic()
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            function = getattr(item, "function", None)
+            self.rules[item.nodeid] = first_line(getattr(function, "__doc__", None))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        entry = self.tests.setdefault(report.nodeid, {
+            "nodeid": report.nodeid, "outcome": "passed", "reason": "", "duration_s": 0.0})
+        entry["duration_s"] = round(entry["duration_s"] + report.duration, 3)
+        if entry["outcome"] in ("failed", "error"):
+            return
+        if report.failed:
+            entry["outcome"] = "failed" if report.when == "call" else "error"
+            entry["reason"] = _reason(report)
+        elif report.skipped:
+            entry["outcome"] = "skipped"
+            entry["reason"] = _reason(report)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        tests = [{**entry, "rule": self.rules.get(nodeid, "")}
+                 for nodeid, entry in self.tests.items()]
+        payload = {"exit_status": int(exitstatus),
+                   "wall_s": round(time.monotonic() - self.started, 1), "tests": tests}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps(payload, indent=1))
