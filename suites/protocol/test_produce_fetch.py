@@ -1,0 +1,206 @@
+"""Produce and Fetch semantics: acks, offsets, Fetch waiting, timestamps and ListOffsets."""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Callable
+
+import pytest
+
+from harness.wire.records import build_batch
+from suites.protocol._records import batch_headers, fetched_records, values
+from suites.protocol._wire import (
+    API_VERSIONS,
+    API_VERSIONS_BODY,
+    FETCH,
+    PRODUCE,
+    Wire,
+    timestamp_ms,
+)
+
+EARLIEST, LATEST = -2, -1
+BOUND_S = 10.0
+MAX_WAIT_MS = 600
+_I32 = struct.Struct(">i")
+
+
+def _wait_for_log_end(wire: Wire, topic: str, expected: int) -> int:
+    """The log end offset once it reaches `expected`, or what it was when the bound ran out."""
+    deadline = time.monotonic() + BOUND_S
+    while True:
+        offset = wire.list_offset(topic, LATEST).offset
+        if offset >= expected or time.monotonic() > deadline:
+            return offset
+        time.sleep(0.05)
+
+
+def test_acks_zero_gets_no_response_and_appends(wire: Wire, new_topic: Callable[..., str]) -> None:
+    """A Produce with acks=0 gets no response at all, yet its records are appended [protocol guide, Produce: acks=0].
+
+    The next request on the same connection must get the next response: if the broker answered
+    the acks=0 Produce, its frame would arrive first with the wrong correlation id.
+    """  # noqa: E501
+    topic = new_topic(1, exact=False)
+    leader = wire.leader(topic)
+    version, body = wire.produce_request(topic, build_batch([(None, b"fire-and-forget")]),
+                                         acks=0)
+    produced = leader.send(PRODUCE, version, body)
+    follow_up = leader.send(API_VERSIONS, wire.version(API_VERSIONS), API_VERSIONS_BODY)
+    (correlation,) = _I32.unpack_from(leader.receive_frame(), 0)
+    assert correlation != produced, "the broker answered an acks=0 Produce"
+    assert correlation == follow_up
+    assert _wait_for_log_end(wire, topic, 1) == 1
+    assert values(wire.fetch(topic, 0).records) == [b"fire-and-forget"]
+
+
+@pytest.mark.parametrize("acks", [1, -1], ids=["acks-1", "acks-all"])
+def test_acked_produce_answers_the_offset_it_appended_at(
+        wire: Wire, new_topic: Callable[..., str], acks: int) -> None:
+    """A Produce with acks=1 or acks=all answers the base offset its batch was appended at [protocol guide, Produce].
+
+    With acks=all the answer comes only once the batch is committed, so the high watermark a
+    Fetch reports right after already covers it.
+    """  # noqa: E501
+    topic = new_topic(1, exact=False)
+    answer = wire.produce(topic, build_batch([(b"k", b"v1"), (b"k", b"v2")]), acks=acks)
+    assert (answer.error_code.value, answer.base_offset) == (0, 0), answer
+    if acks == -1:
+        high_watermark = wire.fetch(topic, 0).high_watermark
+        assert high_watermark == 2, f"high watermark {high_watermark} after an acks=all Produce"
+    # With acks=1 followers may still be copying: read_log waits for the high watermark.
+    assert [(r.offset, r.key, r.value) for r in wire.read_log(topic, 2)] == [
+        (0, b"k", b"v1"), (1, b"k", b"v2")]
+
+
+def test_offsets_are_consecutive_across_batches(wire: Wire,
+                                                new_topic: Callable[..., str]) -> None:
+    """Each batch is appended at the log end offset and its records take consecutive offsets [protocol guide, Produce; Kafka log].
+
+    The base offset a client writes into its batch is ignored: the leader assigns offsets.
+    """  # noqa: E501
+    topic = new_topic(1, exact=False)
+    sizes = [1, 3, 2]
+    bases = []
+    for index, size in enumerate(sizes):
+        batch = build_batch([(None, f"{index}-{n}".encode()) for n in range(size)],
+                            base_offset=1000 * (index + 1))
+        answer = wire.produce(topic, batch)
+        assert answer.error_code.value == 0, answer
+        bases.append(answer.base_offset)
+    assert bases == [0, 1, 4]
+    records = wire.read_log(topic, 6)
+    assert [r.offset for r in records] == list(range(6))
+    assert [r.value for r in records] == [b"0-0", b"1-0", b"1-1", b"1-2", b"2-0", b"2-1"]
+    middle = fetched_records(wire.fetch(topic, 2).records)
+    assert 2 in [r.offset for r in middle], "a Fetch from offset 2 does not return offset 2"
+    assert all(r.offset >= 1 for r in middle), "a Fetch from offset 2 returned an older batch"
+
+
+def test_fetch_waits_max_wait_when_min_bytes_is_not_reached(
+        wire: Wire, new_topic: Callable[..., str]) -> None:
+    """A Fetch with less than min_bytes available waits for max_wait, then answers with what there is [protocol guide, Fetch: max_wait_ms, min_bytes]."""  # noqa: E501
+    topic = new_topic(1, exact=False)
+    assert wire.produce(topic, build_batch([(None, b"small")])).error_code.value == 0
+    _wait_for_log_end(wire, topic, 1)
+    started = time.monotonic()
+    answer = wire.fetch(topic, 0, max_wait=MAX_WAIT_MS, min_bytes=1 << 20)
+    elapsed = time.monotonic() - started
+    assert elapsed >= 0.9 * MAX_WAIT_MS / 1000, f"answered after {elapsed:.2f} s"
+    assert elapsed < BOUND_S
+    assert values(answer.records) == [b"small"]
+    empty_started = time.monotonic()
+    empty = wire.fetch(topic, 1, max_wait=MAX_WAIT_MS, min_bytes=1)
+    waited = time.monotonic() - empty_started
+    assert waited >= 0.9 * MAX_WAIT_MS / 1000, f"empty fetch answered after {waited:.2f} s"
+    assert values(empty.records) == []
+
+
+def test_fetch_answers_at_once_when_min_bytes_is_available(
+        wire: Wire, new_topic: Callable[..., str]) -> None:
+    """A Fetch answers as soon as min_bytes are available, without waiting for max_wait [protocol guide, Fetch: min_bytes]."""  # noqa: E501
+    topic = new_topic(1, exact=False)
+    wire.produce(topic, build_batch([(None, b"ready")]))
+    _wait_for_log_end(wire, topic, 1)
+    started = time.monotonic()
+    answer = wire.fetch(topic, 0, max_wait=30_000, min_bytes=1)
+    assert time.monotonic() - started < BOUND_S
+    assert values(answer.records) == [b"ready"]
+
+
+def test_fetch_without_max_wait_returns_available_data(
+        wire: Wire, new_topic: Callable[..., str]) -> None:
+    """A Fetch with max_wait 0 answers at once with the records already available [protocol guide, Fetch: max_wait_ms, min_bytes]."""  # noqa: E501
+    topic = new_topic(1, exact=False)
+    wire.produce(topic, build_batch([(None, b"already-there")]))
+    _wait_for_log_end(wire, topic, 1)
+    assert values(wire.fetch(topic, 0, max_wait=0).records) == [b"already-there"]
+
+
+def test_parked_fetch_wakes_when_records_arrive(wire: Wire,
+                                                new_topic: Callable[..., str]) -> None:
+    """A Fetch parked for lack of data is answered once an append gives it min_bytes, before max_wait [protocol guide, Fetch: min_bytes; Kafka DelayedFetch]."""  # noqa: E501
+    topic = new_topic(1, exact=False)
+    leader = wire.connect(wire.leader_address(topic))
+    version, body = wire.fetch_request(topic, 0, max_wait=30_000, min_bytes=1)
+    parked = leader.send(FETCH, version, body)
+    wire.produce(topic, build_batch([(None, b"wake")]), acks=-1)
+    started = time.monotonic()
+    try:
+        correlation, answer = leader.receive(FETCH, version)
+    except TimeoutError:
+        pytest.fail("the parked Fetch was not answered within 10 s of the append")
+    assert correlation == parked
+    assert time.monotonic() - started < BOUND_S
+    assert values(answer.responses[0].partitions[0].records) == [b"wake"]
+
+
+def test_create_time_topic_keeps_the_producer_timestamp(
+        wire: Wire, new_topic: Callable[..., str]) -> None:
+    """On a CreateTime topic the record keeps the producer's timestamp and the answer has log_append_time -1 [KIP-32; topic config message.timestamp.type]."""  # noqa: E501
+    topic = new_topic(1, config={"message.timestamp.type": "CreateTime"})
+    stamped = int(time.time() * 1000) - 3_600_000
+    answer = wire.produce(topic, build_batch([(None, b"ct")], timestamp_ms=stamped))
+    assert answer.error_code.value == 0
+    assert timestamp_ms(answer.log_append_time) == -1
+    records = fetched_records(wire.fetch(topic, 0).records)
+    assert [r.timestamp for r in records] == [stamped]
+    assert not batch_headers(wire.fetch(topic, 0).records)[0].is_log_append_time
+
+
+def test_log_append_time_topic_stamps_broker_time(wire: Wire,
+                                                  new_topic: Callable[..., str]) -> None:
+    """On a LogAppendTime topic the broker stamps its own time, answers it as log_append_time and serves it as the record timestamp [KIP-32; topic config message.timestamp.type]."""  # noqa: E501
+    topic = new_topic(1, config={"message.timestamp.type": "LogAppendTime"})
+    before = int(time.time() * 1000)
+    answer = wire.produce(topic, build_batch([(None, b"lat")], timestamp_ms=5))
+    after = int(time.time() * 1000)
+    assert answer.error_code.value == 0
+    appended = timestamp_ms(answer.log_append_time)
+    assert before - 1000 <= appended <= after + 1000, (before, appended, after)
+    fetched = wire.fetch(topic, 0).records
+    assert batch_headers(fetched)[0].is_log_append_time
+    assert [r.timestamp for r in fetched_records(fetched)] == [appended]
+
+
+def test_list_offsets_earliest_latest_and_by_timestamp(
+        wire: Wire, new_topic: Callable[..., str]) -> None:
+    """ListOffsets answers the log start (-2), the log end (-1), and for a timestamp the first offset whose timestamp is at or after it [protocol guide, ListOffsets; KIP-79]."""  # noqa: E501
+    topic = new_topic(1, config={"message.timestamp.type": "CreateTime"})
+    base = int(time.time() * 1000) - 600_000
+    for offset_ts in (1_000, 5_000, 3_000):
+        answer = wire.produce(topic, build_batch([(None, b"t")], timestamp_ms=base + offset_ts))
+        assert answer.error_code.value == 0
+    _wait_for_log_end(wire, topic, 3)
+
+    def lookup(timestamp: int) -> tuple[int, int]:
+        found = wire.list_offset(topic, timestamp)
+        assert found.error_code.value == 0, found
+        return found.offset, found.timestamp
+
+    assert lookup(EARLIEST)[0] == 0
+    assert lookup(LATEST)[0] == 3
+    assert lookup(base) == (0, base + 1_000)
+    assert lookup(base + 2_000) == (1, base + 5_000)
+    assert lookup(base + 4_000) == (1, base + 5_000)
+    assert lookup(base + 9_000)[0] == -1
