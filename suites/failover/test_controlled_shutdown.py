@@ -1,0 +1,70 @@
+"""Controlled shutdown: a broker stopped gracefully hands its leaderships over first.
+
+Before it exits, a stopping broker asks the controller (ControlledShutdown) to move leadership
+of every partition it leads to another ISR member and to take it out of the ISRs. Writes then
+stall only as long as a client needs to find the new leader, not for a session timeout.
+ZooKeeper's total order of writes (zxids) shows which happened first: the partition's new
+leader or the broker's registration going away.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from harness.cluster.targets import Target
+from suites.failover.placement import (
+    SteadyProducer,
+    create_placed_topic,
+    read_partition,
+    roles,
+    state_of,
+)
+
+# Longest write stall allowed while the leader stops. A crash costs a session timeout (6 s on
+# the reference target) before anyone moves; a handover costs a metadata refresh and a retry.
+MAX_UNAVAILABLE_S = 3.0
+
+
+@pytest.mark.requires_process_faults
+@pytest.mark.requires_zookeeper
+@pytest.mark.requires_multi_broker
+@pytest.mark.requires_create_topics
+def test_a_stopping_leader_moves_leadership_away_before_it_exits(
+        request: pytest.FixtureRequest, cluster: Target, admin: Any,
+        steady_producer: Callable[..., SteadyProducer], consumer: Callable[..., Any]) -> None:
+    """A stopping leader hands leadership over before it exits [Kafka docs, Graceful shutdown].
+
+    With controlled.shutdown.enable the leader moves its leadership to another ISR member and
+    leaves the ISR before its registration goes, with no acked record lost and writes stalled
+    only briefly."""
+    who = roles(cluster)
+    topic = create_placed_topic(request, cluster, admin,
+                                [[who.first, who.second, who.controller]])
+    before = state_of(cluster, topic)
+    nodes = cluster.nodes
+
+    sends = steady_producer(topic)
+    sends.wait_for_acks(50)
+    assert nodes.stop_broker(who.first) == 0, f"broker {who.first} did not stop cleanly"
+    with nodes.zk() as zk:
+        state_stat = zk.exists(f"/brokers/topics/{topic}/partitions/0/state")
+        registrations_stat = zk.exists("/brokers/ids")
+    after = state_of(cluster, topic)
+    sends.wait_for_acks(50)
+    sends.stop()
+
+    assert after["leader"] in (who.second, who.controller), after
+    assert after["leader_epoch"] > before["leader_epoch"]
+    assert who.first not in after["isr"], after
+    assert state_stat.mzxid < registrations_stat.pzxid, (
+        "the partition's state was last written after the stopped broker deregistered: "
+        "leadership moved only once it was gone")
+    assert not sends.failed, f"acks=all sends failed during the shutdown: {sends.failed[:5]}"
+    assert sends.max_ack_gap() <= MAX_UNAVAILABLE_S, (
+        f"writes stalled {sends.max_ack_gap():.2f} s (bound {MAX_UNAVAILABLE_S} s)")
+    read = read_partition(consumer, topic)
+    lost = {offset: value for offset, value in sends.acked.items() if read.get(offset) != value}
+    assert not lost, f"{len(lost)} acknowledged records lost or changed: {sorted(lost)[:10]}"

@@ -1,0 +1,117 @@
+"""Controller failover in ZooKeeper mode: who holds /controller, its epoch, and fencing.
+
+The controller is whichever broker created the ephemeral /controller znode; /controller_epoch
+counts elections, and every controller request carries it so that brokers can refuse a deposed
+controller that has not noticed yet (a "zombie"). These tests crash the controller and check
+the three promises: another broker takes over with the epoch + 1, a request with the old epoch
+is refused, and every surviving broker converges on the new controller and leaders.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.cluster.local import wait_for
+from harness.cluster.targets import Target
+from harness.raw_client import RawClient
+from suites.failover.placement import (
+    WAIT_S,
+    BrokerView,
+    create_placed_topic,
+    direct,
+    roles,
+    state_of,
+    view_of,
+)
+
+LEADER_AND_ISR, LEADER_AND_ISR_VERSION = 4, 4
+STALE_CONTROLLER_EPOCH = 11
+
+pytestmark = [pytest.mark.requires_process_faults, pytest.mark.requires_zookeeper,
+              pytest.mark.requires_controller, pytest.mark.requires_multi_broker,
+              pytest.mark.requires_create_topics]
+
+
+def _failed_over(cluster: Target, crash: bool) -> tuple[int, int, int, int]:
+    """Kill (``crash``) or gracefully stop the controller; (old id, old epoch, new id, new
+    epoch) once another broker holds /controller. A crashed controller's znode stays until its
+    ZooKeeper session expires; a stopping one gives it up as it closes its session."""
+    nodes = cluster.nodes
+    old, old_epoch = nodes.controller_id(), nodes.controller_epoch()
+    if crash:
+        nodes.kill(old)
+    else:
+        assert nodes.stop_broker(old) == 0, f"broker {old} did not stop cleanly"
+    session_s = nodes.spec.zookeeper_session_timeout_ms / 1000
+    new = wait_for(lambda: (c := nodes.controller_id()) is not None and c != old and c,
+                   session_s + WAIT_S, f"a broker other than {old} to take /controller")
+    return old, old_epoch, new, nodes.controller_epoch()
+
+
+def test_a_crashed_controller_is_replaced_and_its_epoch_fenced(
+        request: pytest.FixtureRequest, cluster: Target, admin: Any) -> None:
+    """A new controller has epoch + 1; the old epoch gets STALE_CONTROLLER_EPOCH [KafkaController].
+
+    A crashed controller is replaced by another broker with /controller_epoch + 1, and a request
+    stamped with the old epoch is then refused with STALE_CONTROLLER_EPOCH (error code 11 of the
+    protocol guide; Kafka docs, Design §Replication on the controller).
+
+    The refused request is a LeaderAndIsr that would make another replica leader: a zombie
+    controller's last word. It must change nothing, in the broker or in ZooKeeper.
+    """
+    who = roles(cluster)
+    replicas = [who.first, who.second, who.controller]
+    topic = create_placed_topic(request, cluster, admin, [replicas])
+    old, old_epoch, new, new_epoch = _failed_over(cluster, crash=True)
+    assert new in (who.first, who.second)
+    assert new_epoch == old_epoch + 1
+
+    survivor = who.first
+    before = state_of(cluster, topic)
+    wait_for(lambda: view_of(cluster, survivor, topic).controller_id == new, WAIT_S,
+             f"broker {survivor} to learn of controller {new}")
+    host, port = direct(cluster, survivor)
+    with RawClient(host, port) as raw:
+        response = raw.request(LEADER_AND_ISR, LEADER_AND_ISR_VERSION, {
+            "controller_id": old, "controller_epoch": old_epoch, "broker_epoch": -1,
+            "topic_states": [{"topic_name": topic, "partition_states": [{
+                "partition_index": 0, "controller_epoch": old_epoch, "leader": who.second,
+                "leader_epoch": before["leader_epoch"] + 100, "isr": [who.second],
+                "zk_version": 0, "replicas": replicas}]}],
+            "live_leaders": []})
+
+    assert int(response.error_code) == STALE_CONTROLLER_EPOCH
+    assert view_of(cluster, survivor, topic).leaders[0] == before["leader"]
+    assert state_of(cluster, topic)["leader_epoch"] == before["leader_epoch"]
+
+
+def test_every_live_broker_converges_on_the_new_controller_and_leaders(
+        request: pytest.FixtureRequest, cluster: Target, admin: Any) -> None:
+    """After controller failover all brokers serve the new controller and leaders [KafkaController].
+
+    Every live broker's Metadata names the new controller and the leaders ZooKeeper holds,
+    including for partitions the old controller led: the controller sends UpdateMetadata to
+    every broker (Kafka docs, Design §Replication on the controller).
+
+    The controller is stopped gracefully here (the crash is the test above): it resigns as it
+    closes its session, so the failover does not wait for a session timeout.
+    """
+    who = roles(cluster)
+    topic = create_placed_topic(request, cluster, admin,
+                                [[who.controller, who.first, who.second],
+                                 [who.first, who.second, who.controller]])
+    old, old_epoch, new, new_epoch = _failed_over(cluster, crash=False)
+    assert new_epoch == old_epoch + 1
+
+    def moved_off_the_stopped() -> dict[int, int] | None:
+        leaders = {p: state_of(cluster, topic, p)["leader"] for p in (0, 1)}
+        return leaders if leaders[0] in (who.first, who.second) else None
+
+    leaders = wait_for(moved_off_the_stopped, WAIT_S, f"{topic}-0 to leave stopped broker {old}")
+    assert leaders[1] == who.first
+    expected = BrokerView(new, leaders)
+    for broker_id in cluster.nodes.running_broker_ids():
+        wait_for(lambda b=broker_id: view_of(cluster, b, topic) == expected, WAIT_S,
+                 f"broker {broker_id} to name controller {new} and leaders {leaders}")

@@ -1,0 +1,101 @@
+"""unclean.leader.election.enable off, on, and turned on at runtime, judged on one scenario.
+
+The scenario (:mod:`suites.unclean.scenario`) kills the only in-sync replica of three topics
+while an out-of-sync replica lives, and records everything in a harness history. The verdict on
+what was lost is the PySpark checker's: ``lost_write`` must list exactly the records the ISR
+acknowledged while the out-of-sync replica was away (the records written after its election
+take their offsets, which makes them ``lost_write`` rather than ``unseen``, and
+``inconsistent_offset`` at the same offsets) — and nothing for the topic that kept it off.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.cluster.targets import Target
+from suites.unclean.scenario import (
+    AFTER,
+    BEFORE,
+    FLIP,
+    OFF,
+    ON,
+    Outcome,
+    TopicStory,
+)
+
+pytestmark = [pytest.mark.requires_process_faults, pytest.mark.requires_zookeeper,
+              pytest.mark.requires_controller, pytest.mark.requires_multi_broker,
+              pytest.mark.requires_create_topics]
+
+
+def _assert_offline_and_refusing(outcome: Outcome, story: TopicStory) -> None:
+    assert story.alone is not None and story.alone["leader"] == -1, \
+        f"{story.topic}-0 with its ISR dead: {story.alone}"
+    assert story.alone["isr"] == [outcome.in_sync], story.alone
+    assert story.refused is not None and story.refused.type != "ok", \
+        f"a send to an offline partition was acknowledged: {story.refused}"
+
+
+def _assert_exactly_the_unreplicated_lost(outcome: Outcome, story: TopicStory) -> None:
+    """The out-of-sync replica leads alone, new writes reuse the lost offsets, and the checker
+    lists exactly the records it never had as lost and overwritten — nothing else."""
+    assert story.elected is not None and story.elected["leader"] == outcome.out_of_sync, \
+        f"{story.topic}-0 after the election: {story.elected}"
+    assert story.elected["isr"] == [outcome.out_of_sync]
+    assert [(e.type, e.offset) for e in story.after] == \
+        [("ok", offset) for offset in range(BEFORE, BEFORE + AFTER)], \
+        "records written after the unclean election did not reuse the lost offsets"
+    assert story.read_complete
+
+    expected = sorted((e.offset, e.value) for e in story.unreplicated)
+    found = outcome.anomalies_of(story.topic)
+    verdict = f"checker on {outcome.history_dir}: {found}"
+    assert sorted(found) == ["inconsistent_offset", "lost_write"], verdict
+    assert sorted((x["offset"], x["value"]) for x in found["lost_write"]) == expected, verdict
+    assert sorted(x["offset"] for x in found["inconsistent_offset"]) == \
+        [offset for offset, _ in expected], verdict
+
+
+def test_disabled_keeps_the_partition_offline_and_loses_nothing_acked(
+        cluster: Target, unclean_outcome: Outcome) -> None:
+    """Unclean election off: with the ISR dead the partition stays offline, no acked loss [KIP-106].
+
+    With unclean.leader.election.enable=false the partition has leader -1 while an out-of-sync
+    replica is alive, refuses writes, and once the ISR replica returns it leads with every
+    acknowledged record (the checker finds no anomaly on the topic)."""
+    outcome = unclean_outcome
+    story = outcome.stories[OFF]
+    _assert_offline_and_refusing(outcome, story)
+    assert story.before_return is not None and story.before_return["leader"] == -1, \
+        f"{story.topic}-0 did not stay offline: {story.before_return}"
+    assert story.returned is not None and story.returned["leader"] == outcome.in_sync, \
+        f"{story.topic}-0 once ISR replica {outcome.in_sync} returned: {story.returned}"
+    assert story.read_complete
+    found = outcome.anomalies_of(story.topic)
+    assert not found, f"checker on {outcome.history_dir}: {found}"
+
+
+def test_enabled_elects_the_out_of_sync_replica_and_loses_exactly_what_it_never_had(
+        cluster: Target, unclean_outcome: Outcome) -> None:
+    """Unclean election on: the out-of-sync replica leads, losing exactly what it lacked [KIP-106].
+
+    With unclean.leader.election.enable=true and the ISR dead, the live out-of-sync replica is
+    elected as soon as it is back, and exactly the acknowledged records it never received are
+    lost — the PySpark checker lists them."""
+    story = unclean_outcome.stories[ON]
+    assert story.alone is not None and story.alone["leader"] == unclean_outcome.out_of_sync, \
+        f"{story.topic}-0 with its ISR dead: {story.alone}"
+    _assert_exactly_the_unreplicated_lost(unclean_outcome, story)
+
+
+def test_enabling_it_at_runtime_elects_the_out_of_sync_replica(
+        cluster: Target, unclean_outcome: Outcome) -> None:
+    """Enabling unclean election at runtime elects the out-of-sync replica [KIP-106, KIP-339].
+
+    Setting unclean.leader.election.enable=true on the topic with IncrementalAlterConfigs while
+    its partition is offline makes the controller elect the out-of-sync replica, losing exactly
+    the acknowledged records that replica never had."""
+    story = unclean_outcome.stories[FLIP]
+    _assert_offline_and_refusing(unclean_outcome, story)
+    assert story.config == "true"
+    _assert_exactly_the_unreplicated_lost(unclean_outcome, story)
