@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.checker.result import DEFAULT_GUARANTEE, GUARANTEES
+from harness.matrix_cli import register as register_matrix
 from harness.runner_cli import register as register_run
 
 app = typer.Typer(
@@ -30,6 +31,12 @@ app = typer.Typer(
 )
 
 Guarantee = Enum("Guarantee", {name: name for name in GUARANTEES}, type=str)
+
+
+class Network(StrEnum):
+    proxy = "proxy"
+    kernel = "kernel"
+
 _DEFAULT_GUARANTEE = Guarantee(DEFAULT_GUARANTEE)
 
 
@@ -118,7 +125,7 @@ def _stderr() -> Console:
 def _call(run_dir: Path, request: dict[str, Any]) -> dict[str, Any]:
     """One control request; exits 3 when no cluster runs there, 2 on a usage error (unknown
     node, link, shape…), 1 when the command failed."""
-    from harness.cluster.supervisor import NoCluster, send_request
+    from harness.cluster.control import NoCluster, send_request
 
     try:
         response = send_request(run_dir.resolve(), request)
@@ -148,37 +155,57 @@ def up(
     bootstrap: Annotated[
         str | None, typer.Option(help="Bootstrap servers of an external target.")
     ] = None,
+    network: Annotated[
+        Network, typer.Option(help="How network faults are made: proxy (Toxiproxy on every "
+                                   "link) or kernel (root: namespaces + iptables drops, no "
+                                   "toxics).")
+    ] = Network.proxy,
 ) -> None:
-    """Start ZooKeeper + brokers with every link behind Toxiproxy (or a peer target); return
-    when ready and print the bootstrap address. Exit 3 if it could not start."""
-    from harness.cluster import supervisor
+    """Start ZooKeeper + brokers with every link behind Toxiproxy (or in network namespaces,
+    or a peer target); return when ready and print the bootstrap address. Exit 3 if it could
+    not start."""
+    from harness.cluster.control import NoCluster, send_request
     from harness.cluster.local import ClusterSpec
     from harness.cluster.targets import check_options
 
     try:
         spec = ClusterSpec(brokers=brokers, zookeeper_session_timeout_ms=session_timeout_ms)
-        check_options(target, bootstrap, brokers)
+        check_options(target, bootstrap, brokers, network.value)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
+    _require_kernel(network)
     run_dir = run_dir.resolve()
     try:
-        supervisor.send_request(run_dir, {"cmd": "status"}, timeout=10)
-    except (supervisor.NoCluster, OSError):
+        send_request(run_dir, {"cmd": "status"}, timeout=10)
+    except (NoCluster, OSError):
         pass
     else:
         _stderr().print(f"[red]a cluster is already running in {run_dir}[/red] "
                         "(`kafka-harness down` first)")
         raise typer.Exit(1)
+    launch = {"target": target, "bootstrap": bootstrap, "network": network.value}
     if foreground:
-        raise typer.Exit(_up_foreground(run_dir, spec, target, bootstrap))
-    raise typer.Exit(_up_detached(run_dir, spec, target, bootstrap))
+        raise typer.Exit(_up_foreground(run_dir, spec, launch))
+    raise typer.Exit(_up_detached(run_dir, spec, launch))
 
 
-def _up_detached(run_dir: Path, spec: Any, target: str, bootstrap: str | None) -> int:
+def _require_kernel(network: Network) -> None:
+    """Exit 3 (infrastructure) naming what is missing when the kernel mechanism cannot work."""
+    if network is not Network.kernel:
+        return
+    from harness.net.netns import unavailable
+
+    reason = unavailable()
+    if reason is not None:
+        _stderr().print(f"[red]cannot start:[/red] {escape(reason)}")
+        raise typer.Exit(3)
+
+
+def _up_detached(run_dir: Path, spec: Any, launch: dict[str, Any]) -> int:
     from harness.cluster import supervisor
 
     console = _stderr()
-    process = supervisor.launch_detached(run_dir, spec, target=target, bootstrap=bootstrap)
+    process = supervisor.launch_detached(run_dir, spec, **launch)
     started = time.monotonic()
     deadline = started + 2 * spec.startup_timeout + 30
     state: dict[str, Any] | None = None
@@ -223,7 +250,7 @@ def _start_failed(run_dir: Path, state: dict[str, Any] | None, process: Any) -> 
     return 3
 
 
-def _up_foreground(run_dir: Path, spec: Any, target: str, bootstrap: str | None) -> int:
+def _up_foreground(run_dir: Path, spec: Any, launch: dict[str, Any]) -> int:
     import logging
 
     from harness.cluster import supervisor
@@ -244,8 +271,7 @@ def _up_foreground(run_dir: Path, spec: Any, target: str, bootstrap: str | None)
         print(state["bootstrap"], flush=True)
 
     try:
-        code = supervisor.run(run_dir, spec, on_ready=ready, target=target,
-                              bootstrap=bootstrap)
+        code = supervisor.run(run_dir, spec, on_ready=ready, **launch)
     finally:
         progress.stop()
         root.removeHandler(handler)
@@ -288,8 +314,12 @@ def status(run_dir: RunDir = DEFAULT_RUN_DIR, json_output: JsonFlag = False) -> 
                       "" if node == "zk" else {True: "yes", False: "no", None: "?"}[registered])
     console.print(table)
     console.print(f"bootstrap: [bold]{state['bootstrap']}[/bold]")
-    if state.get("toxiproxy_url"):
-        console.print(f"toxiproxy: {state['toxiproxy_url']} ({len(state['proxies'])} proxies)")
+    if state.get("network") == "kernel":
+        console.print(f"network: kernel (iptables drops in {len(state['namespaces'])} network "
+                      f"namespaces bridged in {state['hub']}, {state['subnet']}; no toxics)")
+    elif state.get("toxiproxy_url"):
+        console.print(f"network: proxy (toxiproxy {state['toxiproxy_url']}, "
+                      f"{len(state['proxies'])} proxies)")
     else:
         console.print(f"target: {state.get('target')} (no proxies: faults are not offered)")
     faults = state["faults"]
@@ -470,6 +500,7 @@ def lose_unflushed(node: NodeArg, run_dir: RunDir = DEFAULT_RUN_DIR,
 
 
 register_run(app)
+register_matrix(app)
 
 
 def main() -> None:

@@ -2,7 +2,9 @@
 
 Options: ``--target reference|tansu|librdkafka-mock|external`` (default ``reference``: ZooKeeper
 and reference brokers with every link behind a proxy), ``--bootstrap`` (for ``external``),
-``--brokers`` (default 3), ``--harness-dir`` (where runs keep their logs; default a temporary
+``--brokers`` (default 3), ``--network proxy|kernel`` (how the reference target's network faults
+are made: Toxiproxy on every link, or — root only — network namespaces and iptables drops, which
+refuse toxics), ``--harness-dir`` (where runs keep their logs; default a temporary
 directory that is removed unless a test failed).
 
 Fixtures: ``cluster`` (the session's :class:`~harness.cluster.targets.Target`, started on first
@@ -30,6 +32,7 @@ import pytest
 from harness.cluster.targets import (
     CAPABILITY_REASONS,
     KINDS,
+    NETWORKS,
     Target,
     TargetError,
     check_options,
@@ -51,6 +54,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="bootstrap servers of an external target (host:port,...)")
     group.addoption("--brokers", type=int, default=3,
                     help="brokers of the reference target (default: 3)")
+    group.addoption("--network", choices=NETWORKS, default="proxy",
+                    help="network faults of the reference target: proxy (Toxiproxy, default) "
+                         "or kernel (root: namespaces + iptables drops, no toxics)")
     group.addoption("--harness-dir", default=None,
                     help="run directory for targets the harness starts (kept after the run)")
 
@@ -62,7 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_STATE] = {"target": None, "failed": False, "run_dir": None}
     try:
         check_options(config.getoption("--target"), config.getoption("--bootstrap"),
-                      config.getoption("--brokers"))
+                      config.getoption("--brokers"), config.getoption("--network"))
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -85,7 +91,7 @@ def _session_target(config: pytest.Config) -> Target:
             state["target"] = start_target(
                 config.getoption("--target"), brokers=config.getoption("--brokers"),
                 bootstrap=config.getoption("--bootstrap"), run_dir=run_dir / "target",
-                properties=SUITE_BROKER_PROPERTIES)
+                properties=SUITE_BROKER_PROPERTIES, network=config.getoption("--network"))
         except TargetError as exc:
             pytest.fail(f"{exc} (infrastructure)", pytrace=False)
     return state["target"]

@@ -11,7 +11,9 @@ final read, and the checker. Everything a run produces stays in its run director
     <dir>/run.json      what ran (options, seed, schedule, clients) and the verdict
 
 The exit code is the checker's verdict: 0 valid, 1 an anomaly the guarantee forbids, 2 bad
-options, 3 the infrastructure (cluster, clients, Spark) failed.
+options, 3 the infrastructure (cluster, clients, Spark) failed, 130 interrupted (SIGINT/Ctrl-C
+or SIGTERM): the clients are stopped, faults lifted and the cluster stopped, and the history
+written so far is kept with a ``run.json`` saying the run was interrupted — it is not checked.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ import contextlib
 import json
 import os
 import random
+import signal
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -44,13 +48,14 @@ from harness.checker.result import (
 from harness.cluster.local import ClusterSpec, ClusterWaitTimeout, LocalCluster
 from harness.cluster.process import PeerStartError
 from harness.nemesis.executor import FaultTarget, Nemesis
-from harness.nemesis.schedule import FAULTS, NETWORK_FAULTS, plan
+from harness.nemesis.schedule import FAULTS, plan
 from harness.workload.context import RunContext
 from harness.workload.final_read import final_read
 from harness.workload.generator import Generator, WorkloadSpec
 from harness.workload.recorder import Recorder
 
-VALID, INVALID, USAGE, INFRASTRUCTURE = 0, 1, 2, 3
+VALID, INVALID, USAGE, INFRASTRUCTURE, INTERRUPTED = 0, 1, 2, 3, 130
+NETWORKS = ("proxy", "kernel")
 NEMESIS_PROCESS = 0
 ENGINES = ("spark", "python")
 _ISR_TIMEOUT_S = 60.0
@@ -83,7 +88,7 @@ class RunOptions:
     idempotence: bool = True
     engine: str = "spark"
     master: str | None = None
-    proxied: bool = True  # False: plain LocalCluster (no network faults)
+    network: str = "proxy"  # proxy: Toxiproxy on every link; kernel: namespaces + iptables
 
     def validate(self) -> None:
         """Raise RunError(USAGE) naming the bad option and what is allowed."""
@@ -94,6 +99,8 @@ class RunOptions:
             problems.append(f"--brokers must be >= 1, got {self.brokers}")
         if self.guarantee not in GUARANTEES:
             problems.append(f"--guarantee must be one of {', '.join(GUARANTEES)}")
+        if self.network not in NETWORKS:
+            problems.append(f"--network must be one of {', '.join(NETWORKS)}")
         if self.engine not in ENGINES:
             problems.append(f"--engine must be one of {', '.join(ENGINES)}")
         unknown = [n for n in self.nemesis if n not in FAULTS]
@@ -134,34 +141,34 @@ def default_run_dir(seed: int) -> Path:
 # The cluster
 
 
-def _start_cluster(options: RunOptions, run_dir: Path, notes: list[str]
-                   ) -> tuple[Any, LocalCluster, Any | None, str]:
-    """(what to stop, the LocalCluster, NetworkFaults or None, its kind)."""
+def _start_cluster(options: RunOptions, run_dir: Path) -> tuple[Any, LocalCluster, Any, str]:
+    """(what to stop, the LocalCluster, its network faults, the network mechanism)."""
     spec = ClusterSpec(
         brokers=options.brokers,
         min_insync_replicas=min(2, options.brokers),
         properties={"group.initial.rebalance.delay.ms": 0},
     )
-    proxied_cls = network_cls = None
-    if options.proxied:
-        try:
-            from harness.cluster.proxied import ProxiedCluster as proxied_cls
-            from harness.nemesis.network import NetworkFaults as network_cls
-        except ImportError as exc:
-            notes.append(f"proxied backend unavailable ({exc}); running a plain LocalCluster, "
-                         "network faults are skipped")
     try:
-        if proxied_cls is not None and network_cls is not None:
-            proxied = proxied_cls(spec, run_dir / "cluster").start()
-            return proxied, proxied.cluster, network_cls(proxied), "proxied"
-        local = LocalCluster(spec, run_dir / "cluster").start()
-        return local, local, None, "local"
+        if options.network == "kernel":
+            from harness.cluster.netns_cluster import KernelFaults, NetnsCluster
+            from harness.net.netns import unavailable
+
+            reason = unavailable()
+            if reason is not None:
+                raise RunError(INFRASTRUCTURE, f"the cluster could not start: {reason}")
+            kernel = NetnsCluster(spec, run_dir / "cluster").start()
+            return kernel, kernel, KernelFaults(kernel), "kernel"
+        from harness.cluster.proxied import ProxiedCluster
+        from harness.nemesis.network import NetworkFaults
+
+        proxied = ProxiedCluster(spec, run_dir / "cluster").start()
+        return proxied, proxied.cluster, NetworkFaults(proxied), "proxy"
     except (PeerStartError, ClusterWaitTimeout, OSError, RuntimeError) as exc:
         raise RunError(INFRASTRUCTURE, f"the cluster could not start: {exc}") from exc
 
 
 def _client_bootstrap(handle: Any) -> str:
-    return handle.bootstrap  # ProxiedCluster: the client proxies; LocalCluster: the brokers
+    return handle.bootstrap  # ProxiedCluster: the client proxies; NetnsCluster: the brokers
 
 
 def _create_topic(bootstrap: str, cluster: LocalCluster, topic: str, partitions: int,
@@ -252,6 +259,31 @@ def check_history(history_dir: Path, guarantee: str, engine: str = "spark",
         raise RunError(INFRASTRUCTURE, f"the run's history is malformed: {exc}") from exc
 
 
+@contextlib.contextmanager
+def _interrupt_once() -> Iterator[None]:
+    """The first SIGINT or SIGTERM stops the run (KeyboardInterrupt, so every ``finally`` stops
+    what it started); later ones are ignored until that cleanup is done. Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    received: list[int] = []
+
+    def interrupt(signum: int, _frame: object) -> None:
+        if received:
+            return  # already stopping: a second Ctrl-C must not cut the cleanup short
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {signum: signal.signal(signum, interrupt)
+                for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 # ---------------------------------------------------------------------------------------------
 # The run
 
@@ -274,22 +306,34 @@ class Run:
 
     def execute(self) -> RunResult:
         """Carry out the run; never raises for a failure of the cluster, clients or checker
-        (the result's exit code and error say what failed)."""
+        (the result's exit code and error say what failed). An interrupt (SIGINT, SIGTERM)
+        stops everything the run started, writes ``run.json`` (exit code 130) and is re-raised
+        as KeyboardInterrupt, so a caller such as pytest stops too; :func:`run` turns it into
+        the exit code."""
         self.dir.mkdir(parents=True, exist_ok=True)
         self.history_dir.mkdir(exist_ok=True)
         try:
-            self._execute()
+            with _interrupt_once():
+                self._execute()
         except RunError as exc:
             self.result.exit_code = exc.code
             self.result.error = str(exc)
             self._say(f"[red]error:[/] {exc}")
+        except KeyboardInterrupt:
+            # Every finally below has run: clients stopped, faults lifted, cluster stopped.
+            self.result.exit_code = INTERRUPTED
+            self.result.error = "interrupted: the run was stopped before its end and not checked"
+            self._say(f"[yellow]interrupted:[/] everything the run started was stopped; the "
+                      f"history so far is in {self.history_dir}")
+            self._write_summary()
+            raise
         self._write_summary()
         return self.result
 
     def _execute(self) -> None:
         options = self.options
         with self.console.status(f"Starting ZooKeeper and {options.brokers} broker(s)…"):
-            handle, cluster, network, kind = _start_cluster(options, self.dir, self.result.notes)
+            handle, cluster, network, kind = _start_cluster(options, self.dir)
         self.result.cluster = kind
         try:
             bootstrap = _client_bootstrap(handle)
@@ -338,11 +382,10 @@ class Run:
             return f"process {victim}"
 
         target = FaultTarget(cluster, network, crash_client, self.seed)
-        faults = tuple(f for f in options.nemesis if target.supports(f))
-        skipped = sorted(set(options.nemesis) - set(faults))
-        if skipped:
-            self.result.notes.append(f"skipped faults {skipped}: the cluster has no proxies for "
-                                     f"{sorted(set(skipped) & NETWORK_FAULTS)}")
+        faults = tuple(f for f in options.nemesis if target.unsupported(f) is None)
+        for fault in options.nemesis:
+            if fault not in faults:
+                self.result.notes.append(f"skipped fault {fault}: {target.unsupported(fault)}")
         steps = plan(self.seed, faults, options.duration_s, options.brokers)
         self.result.schedule = [s.as_dict() for s in steps]
         recorder = Recorder(self.history_dir, self.run_id, NEMESIS_PROCESS, self._run_start_ns)
@@ -357,8 +400,7 @@ class Run:
                 generator.wait()
         finally:
             generator.stop()
-            if nemesis.is_alive():
-                nemesis.finish()
+            nemesis.halt()  # only reached early on an error or an interrupt: no heal needed
             recorder.close()
         self.result.nemesis = nemesis.done
         self.result.clients = [asdict(e) for e in generator.ended]
@@ -408,11 +450,15 @@ def run(options: RunOptions, *, as_json: bool = False) -> int:
         if as_json:
             print(json.dumps({"error": str(exc), "exit_code": exc.code}))
         return exc.code
-    result = runner.execute()
+    try:
+        result = runner.execute()
+    except KeyboardInterrupt:
+        result = runner.result  # stopped and summarised: exit 130, the history kept
     if as_json:
         print(json.dumps(result.as_dict(), default=str))
     else:
-        verdict = {VALID: "[green]VALID[/]", INVALID: "[red]INVALID[/]"}.get(
+        verdict = {VALID: "[green]VALID[/]", INVALID: "[red]INVALID[/]",
+                   INTERRUPTED: "[yellow]INTERRUPTED[/]"}.get(
             result.exit_code, "[red]FAILED[/]")
         console.print(f"run {result.run_id} (seed {result.seed}): {verdict}; "
                       f"everything is in {result.dir}", highlight=False)

@@ -55,9 +55,14 @@ def register(app: typer.Typer) -> None:
         master: Annotated[
             str | None, typer.Option(metavar="SPARK_MASTER", help="Spark master for the check.")
         ] = None,
+        network: Annotated[
+            str, typer.Option(help="Network faults by proxy (Toxiproxy) or kernel (root: "
+                                   "namespaces + iptables drops; no latency toxics).")
+        ] = "proxy",
     ) -> None:
         """Run a workload under a seeded nemesis, read everything back and check it: exit 0
-        valid, 1 an anomaly the guarantee forbids, 2 bad options, 3 infrastructure failed."""
+        valid, 1 an anomaly the guarantee forbids, 2 bad options, 3 infrastructure failed,
+        130 interrupted (Ctrl-C/SIGTERM: everything stopped, the history so far kept)."""
         from harness import runner
         from harness.nemesis.schedule import parse_faults
         from harness.workload.consumer import COMMITS, MODES
@@ -68,6 +73,8 @@ def register(app: typer.Typer) -> None:
                 raise ValueError(f"--consumer-mode must be one of {', '.join(MODES)}")
             if commit not in COMMITS:
                 raise ValueError(f"--commit must be one of {', '.join(COMMITS)}")
+            if network not in runner.NETWORKS:
+                raise ValueError(f"--network must be one of {', '.join(runner.NETWORKS)}")
             if acks not in ("0", "1", "all", "-1"):
                 raise ValueError("--acks must be one of 0, 1, all")
             if min(partitions, producers + consumers, rate) <= 0:
@@ -79,6 +86,6 @@ def register(app: typer.Typer) -> None:
             duration_s=duration, brokers=brokers, nemesis=faults, seed=seed,
             guarantee=guarantee, run_dir=run_dir, partitions=partitions, producers=producers,
             consumers=consumers, rate=rate, consumer_mode=consumer_mode, commit=commit,
-            acks=acks, idempotence=idempotence, engine=engine, master=master,
+            acks=acks, idempotence=idempotence, engine=engine, master=master, network=network,
         )
         raise typer.Exit(runner.run(options, as_json=json_output))

@@ -7,12 +7,16 @@ Trogdor make it: iptables dropping the packets of the nodes a receiver holds a g
 It needs root. Clients run in the root namespace and reach the brokers through the bridge.
 
 :class:`KernelFaults` has the partition half of :class:`~harness.nemesis.network.NetworkFaults`'
-API over it. Toxics (latency, bandwidth, ...) need the proxies; client-side partitions too,
-because the client is the host itself, whose firewall the harness does not touch.
+API over it, the node ``client`` included: the client is the host, so its packets are dropped
+inside the brokers' namespaces (from and to the bridge's address), never in the host's own
+firewall. As with the proxies, nothing is cut between the client and ZooKeeper — the harness
+reads ZooKeeper from the host, and no Kafka client talks to it. Toxics (latency, bandwidth, ...)
+need the proxies and are refused with that reason.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +28,9 @@ from harness.net import grudge as shapes
 from harness.net.netns import NetnsNetwork
 
 ZOOKEEPER = "zk"
+CLIENT = "client"
+NO_TOXICS = ("toxics (latency, bandwidth, ...) need the proxy network mechanism "
+             "(--network proxy); the kernel mechanism only drops packets")
 
 
 def _in_namespace(cls: type, net: NetnsNetwork, node: str) -> type:
@@ -52,7 +59,23 @@ class NetnsCluster(LocalCluster):
 
     @property
     def nodes(self) -> list[str]:
+        """The nodes with a namespace: ZooKeeper and the brokers."""
         return [ZOOKEEPER, *(f"broker-{b}" for b in self.spec.broker_ids)]
+
+    @property
+    def cluster(self) -> NetnsCluster:
+        """The cluster itself: what :attr:`ProxiedCluster.cluster` is for the proxied backend,
+        so callers reach the processes and ZooKeeper the same way on both."""
+        return self
+
+    def namespaces(self) -> dict[str, str]:
+        """Node -> its network namespace (empty once stopped)."""
+        net = self.net
+        return {} if net is None else {node: net.namespace(node) for node in net.nodes}
+
+    def addresses(self) -> dict[str, str]:
+        """Node -> its address on the bridge (empty once stopped)."""
+        return {} if self.net is None else dict(self.net.nodes)
 
     def start(self) -> NetnsCluster:
         self.net = NetnsNetwork(self._prefix)
@@ -66,6 +89,11 @@ class NetnsCluster(LocalCluster):
         return self
 
     def stop(self) -> None:
+        """Heal first (as ProxiedCluster lifts its faults) so the brokers can shut down in
+        order, stop every process, then remove the namespaces, rules and bridge."""
+        if self.net is not None:
+            with contextlib.suppress(Exception):  # a failed heal must not block the stop
+                self.net.heal()
         try:
             super().stop()
         finally:
@@ -88,9 +116,10 @@ class NetnsCluster(LocalCluster):
 
 
 class KernelFaults:
-    """Partitions by iptables DROP rules in the receivers' namespaces (NetworkFaults' shape)."""
+    """Partitions by iptables DROP rules in the nodes' namespaces (NetworkFaults' shape)."""
 
-    mechanism = "iptables"
+    mechanism = "kernel"
+    offers_toxics = False
 
     def __init__(self, cluster: NetnsCluster) -> None:
         self.cluster = cluster
@@ -98,11 +127,11 @@ class KernelFaults:
 
     @property
     def nodes(self) -> list[str]:
-        return self.cluster.nodes
+        return [*self.cluster.nodes, CLIENT]
 
     @property
     def brokers(self) -> list[str]:
-        return [node for node in self.nodes if node != ZOOKEEPER]
+        return [node for node in self.nodes if node not in (ZOOKEEPER, CLIENT)]
 
     def _net(self) -> NetnsNetwork:
         if self.cluster.net is None:
@@ -110,35 +139,50 @@ class KernelFaults:
         return self.cluster.net
 
     def partition(self, grudge: Mapping[str, Iterable[str]]) -> list[tuple[str, str]]:
-        """Replace any partition with ``grudge``; returns the directed pairs cut."""
+        """Replace any partition with ``grudge``; returns the directed pairs cut (never
+        between the client and ZooKeeper, which have no traffic to cut)."""
         checked = shapes.from_explicit(grudge, self.nodes)
-        self._cut = self._net().partition(checked)
+        spared = {ZOOKEEPER, CLIENT}
+        kept = {receiver: {sender for sender in senders if {sender, receiver} != spared}
+                for receiver, senders in checked.items()}
+        self._cut = self._net().partition(kept, host=CLIENT)
         return list(self._cut)
 
     def isolate(self, node: str) -> list[tuple[str, str]]:
+        """Cut ``node`` off from every other node (the client included), both ways."""
         if node not in self.nodes:
-            raise ValueError(f"unknown node {node!r}; nodes are {self.nodes} (client-side "
-                             "partitions need the proxies mechanism)")
+            raise ValueError(f"unknown node {node!r}; nodes are {self.nodes}")
         return self.partition(shapes.isolate(self.nodes, node))
 
     def halves(self, nodes: Sequence[str] | None = None) -> list[tuple[str, str]]:
-        return self.partition(shapes.halves(list(nodes or self.brokers)))
+        return self.partition(shapes.halves(self._shape_nodes(nodes)))
 
     def ring(self, nodes: Sequence[str] | None = None) -> list[tuple[str, str]]:
-        return self.partition(shapes.majorities_ring(list(nodes or self.brokers)))
+        return self.partition(shapes.majorities_ring(self._shape_nodes(nodes)))
 
     def bridge(self, nodes: Sequence[str] | None = None) -> list[tuple[str, str]]:
-        return self.partition(shapes.bridge(list(nodes or self.brokers)))
+        return self.partition(shapes.bridge(self._shape_nodes(nodes)))
+
+    def _shape_nodes(self, nodes: Sequence[str] | None) -> list[str]:
+        chosen = list(nodes) if nodes is not None else self.brokers
+        unknown = [node for node in chosen if node not in self.nodes]
+        if unknown:
+            raise ValueError(f"unknown node(s) {unknown}; nodes are {self.nodes}")
+        return chosen
 
     def heal(self) -> None:
         self._net().heal()
         self._cut = []
 
     def clear(self) -> None:
+        """Everything a kernel fault can be is a partition: heal it."""
         self.heal()
 
     def add_toxic(self, *_args: Any, **_kwargs: Any) -> str:
-        raise ValueError("toxics (latency, bandwidth, ...) need the proxies mechanism")
+        raise ValueError(NO_TOXICS)
+
+    def remove_toxic(self, *_args: Any, **_kwargs: Any) -> None:
+        raise ValueError(NO_TOXICS)
 
     def active(self) -> dict[str, Any]:
         return {"partition": [list(pair) for pair in self._cut], "toxics": {}}

@@ -2,18 +2,21 @@
 
 ``kafka-harness up`` starts this module as a detached process (``python -m
 harness.cluster.supervisor RUN_DIR ...``, its own session) or runs it in the terminal with
-``--foreground``. It owns a :class:`~harness.cluster.proxied.ProxiedCluster` and its
-:class:`~harness.nemesis.network.NetworkFaults`, and is the only process that touches them:
-every other command is a client of its control socket. Keeping one owner is what makes
-``down`` (and SIGTERM, SIGINT) leave nothing behind — the owner knows every process and proxy
-it started, and stops them in order.
+``--foreground``. It owns the cluster and its faults — with ``--network proxy`` (the default) a
+:class:`~harness.cluster.proxied.ProxiedCluster` and its
+:class:`~harness.nemesis.network.NetworkFaults`, with ``--network kernel`` a
+:class:`~harness.cluster.netns_cluster.NetnsCluster` (nodes in network namespaces) and its
+:class:`~harness.cluster.netns_cluster.KernelFaults` (iptables) — and is the only process that
+touches them: every other command is a client of its control socket
+(:mod:`harness.cluster.control`). Keeping one owner is what makes ``down`` (and SIGTERM,
+SIGINT) leave nothing behind — the owner knows every process, proxy, namespace and rule it
+started, and removes them in order.
 
 Files in the run directory, next to the cluster's own (``zookeeper/``, ``broker-N/``,
 ``toxiproxy/``):
 
-* ``control.sock`` — a Unix socket; one JSON request per line (``{"cmd": "status"}``), one JSON
-  response per line: ``{"ok": true, ...}`` or ``{"ok": false, "error": "...", "kind": "usage"
-  | "failed"}``. It exists exactly while the supervisor serves.
+* ``control.sock`` — the control socket (``{"cmd": "status"}`` in, ``{"ok": true, ...}`` out);
+  it exists exactly while the supervisor serves.
 * ``state.json`` — the last known state (phase, nodes, pids, ports, bootstrap, proxies, active
   faults), rewritten atomically after every command and every few seconds; it is kept after
   ``down`` (phase ``stopped``) for post-mortems.
@@ -28,17 +31,17 @@ import json
 import logging
 import os
 import signal
-import socket
-import socketserver
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.cluster.local import ClusterSpec
+from harness.cluster.control import ControlServer, socket_path
+from harness.cluster.local import ClusterSpec, LocalCluster
+from harness.cluster.netns_cluster import KernelFaults, NetnsCluster
 from harness.cluster.proxied import ProxiedCluster
 from harness.cluster.targets import (
     FAULTS,
@@ -53,78 +56,26 @@ from harness.nemesis.network import NetworkFaults
 
 logger = logging.getLogger("harness.supervisor")
 
-SOCKET_NAME = "control.sock"
 STATE_NAME = "state.json"
 LOG_NAME = "supervisor.log"
 _STATE_REFRESH_S = 5.0
 _ZOOKEEPER_QUERY_TIMEOUT_S = 2.0
-_MAX_REQUEST_BYTES = 1 << 20
-# sun_path holds 108 bytes; longer paths are reached through a directory descriptor.
-_MAX_SOCKET_PATH = 100
 
 PROCESS_COMMANDS = tuple(process_faults.ACTIONS)
 SHAPES = ("isolate", "halves", "ring", "bridge", "grudge")
+NETWORKS = ("proxy", "kernel")
 
 
 class UsageError(ValueError):
     """A request naming something that does not exist (node, link, shape) or malformed."""
 
 
-class NoCluster(RuntimeError):
-    """No supervisor serves this run directory."""
-
-
 class _Interrupted(BaseException):
     """SIGTERM or SIGINT while the cluster was still starting."""
 
 
-def socket_path(run_dir: Path) -> Path:
-    return run_dir / SOCKET_NAME
-
-
 def state_path(run_dir: Path) -> Path:
     return run_dir / STATE_NAME
-
-
-@contextlib.contextmanager
-def unix_address(path: Path) -> Iterator[str]:
-    """An address ``bind``/``connect`` accept for ``path``, even past sun_path's limit."""
-    if len(os.fsencode(path)) < _MAX_SOCKET_PATH:
-        yield str(path)
-        return
-    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        yield f"/proc/self/fd/{directory}/{path.name}"
-    finally:
-        os.close(directory)
-
-
-def send_request(run_dir: Path, request: dict[str, Any], timeout: float = 600.0) -> dict[str, Any]:
-    """Send one request to the supervisor of ``run_dir`` and return its response.
-
-    Raises :class:`NoCluster` when nothing serves the socket (never started, stopped, or a
-    supervisor that died and left a stale socket file)."""
-    path = socket_path(run_dir)
-    if not path.exists():
-        raise NoCluster(f"no cluster running in {run_dir}")
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(timeout)
-        try:
-            with unix_address(path) as address:
-                sock.connect(address)
-        except (FileNotFoundError, ConnectionRefusedError) as exc:
-            raise NoCluster(f"no cluster running in {run_dir} (stale {SOCKET_NAME}: "
-                            f"{exc.strerror})") from exc
-        sock.sendall(json.dumps(request).encode() + b"\n")
-        received = bytearray()
-        while not received.endswith(b"\n"):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            received += chunk
-    if not received:
-        raise NoCluster(f"the supervisor of {run_dir} closed the connection without answering")
-    return json.loads(received)
 
 
 def process_state(pid: int | None) -> str:
@@ -156,16 +107,26 @@ class Supervisor:
     """One cluster, its faults, and the state file describing them."""
 
     def __init__(self, run_dir: Path, spec: ClusterSpec, toxiproxy_url: str | None = None,
-                 *, target: str = "reference", bootstrap: str | None = None) -> None:
+                 *, target: str = "reference", bootstrap: str | None = None,
+                 network: str = "proxy") -> None:
+        if network not in NETWORKS:
+            raise ValueError(f"network must be one of {', '.join(NETWORKS)}, got {network!r}")
         self.run_dir = run_dir
         self.spec = spec
         self.target_kind = target
+        self.network = network
         self._bootstrap = bootstrap
         # A peer target (tansu, librdkafka-mock, external) has a bootstrap and nothing to fault.
         self.peer: Target | None = None
-        self.proxied = ProxiedCluster(spec, run_dir=run_dir, toxiproxy_url=toxiproxy_url) \
-            if target == "reference" else None
-        self.faults = NetworkFaults(self.proxied) if self.proxied is not None else None
+        self.proxied: ProxiedCluster | None = None
+        self.kernel: NetnsCluster | None = None
+        self.faults: NetworkFaults | KernelFaults | None = None
+        if target == "reference" and network == "kernel":
+            self.kernel = NetnsCluster(spec, run_dir=run_dir)
+            self.faults = KernelFaults(self.kernel)
+        elif target == "reference":
+            self.proxied = ProxiedCluster(spec, run_dir=run_dir, toxiproxy_url=toxiproxy_url)
+            self.faults = NetworkFaults(self.proxied)
         self.stopping = threading.Event()
         self._lock = threading.Lock()  # one fault at a time; status does not wait for it
         self._state_lock = threading.Lock()
@@ -180,20 +141,34 @@ class Supervisor:
         """``starting``, ``ready``, ``failed``, ``stopping`` or ``stopped``."""
         return self._phase
 
+    @property
+    def backend(self) -> ProxiedCluster | NetnsCluster | None:
+        """The reference cluster (either network mechanism); None for a peer target."""
+        return self.proxied or self.kernel
+
+    @property
+    def local(self) -> LocalCluster:
+        """The processes and ZooKeeper of the reference cluster."""
+        assert self.backend is not None
+        return self.backend.cluster
+
     def start(self) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        if self.proxied is None:
+        if self.backend is None:
             self._set_phase("starting", f"starting the {self.target_kind} target")
+        elif self.kernel is not None:
+            self._set_phase("starting", f"starting ZooKeeper and {self.spec.brokers} brokers "
+                                        "in network namespaces")
         else:
             self._set_phase("starting", f"starting Toxiproxy, ZooKeeper and {self.spec.brokers} "
                                         "brokers behind proxies")
         try:
-            if self.proxied is None:
+            if self.backend is None:
                 self.peer = start_target(self.target_kind, brokers=self.spec.brokers,
                                          bootstrap=self._bootstrap,
                                          run_dir=self.run_dir / "target")
             else:
-                self.proxied.start()
+                self.backend.start()
         except BaseException as exc:
             self._error = f"{type(exc).__name__}: {exc}"
             self._set_phase("failed", "the cluster did not start")
@@ -205,8 +180,8 @@ class Supervisor:
         self._set_phase("stopping", "stopping the brokers, ZooKeeper and the proxies")
         with self._lock:
             try:
-                if self.proxied is not None:
-                    self.proxied.stop()
+                if self.backend is not None:
+                    self.backend.stop()
                 elif self.peer is not None:
                     self.peer.close()
             except Exception:  # noqa: BLE001 - the stop must finish; the log says what failed
@@ -225,6 +200,7 @@ class Supervisor:
             "phase": self._phase,
             "run_dir": str(self.run_dir),
             "target": self.target_kind,
+            "network": self.network if self.backend is not None else None,
             "supervisor_pid": os.getpid(),
             "started_at": self._started_at,
             "spec": {"brokers": self.spec.brokers,
@@ -255,9 +231,9 @@ class Supervisor:
         document = self._bare_state()
         if self._phase not in ("ready", "stopping"):
             return document
-        if self.proxied is None:
+        if self.backend is None:
             return self._peer_state(document)
-        local = self.proxied.cluster
+        local = self.local
         zk_facts = self._zookeeper_facts()
         nodes: dict[str, dict[str, Any]] = {}
         zookeeper = local.zookeeper
@@ -267,12 +243,11 @@ class Supervisor:
                            "log": str(zookeeper.run_dir / f"{zookeeper.name}.log")}
         for broker_id, broker in local.brokers.items():
             node = f"broker-{broker_id}"
-            host, port, _ = self.proxied.links[f"client->{node}"]
             registered = zk_facts.get("registered")
             nodes[node] = {
                 "pid": broker.pid,
                 "port": broker.port,
-                "client_address": f"{host}:{port}",
+                "client_address": self._client_address(node, broker.bootstrap),
                 "status": process_state(broker.pid),
                 "registered": None if registered is None else broker_id in registered,
                 "log": str(broker.run_dir / f"{broker.name}.log"),
@@ -280,21 +255,42 @@ class Supervisor:
         try:
             faults = self.faults.active()
         except Exception as exc:  # noqa: BLE001 - a dead Toxiproxy is itself what status shows
-            faults = {"error": f"cannot read the proxies: {exc}"}
+            faults = {"error": f"cannot read the faults: {exc}"}
         document.update({
             "nodes": nodes,
             "controller": zk_facts.get("controller"),
+            "faults": faults,
+            "logs": [str(self.run_dir / LOG_NAME), *map(str, self.backend.log_paths())],
+            **self._network_facts(),
+        })
+        document["degraded"] = _degradations(document, zk_facts)
+        return document
+
+    def _client_address(self, node: str, direct: str) -> str:
+        if self.proxied is None:
+            return direct  # kernel: clients reach the broker in its namespace
+        host, port, _ = self.proxied.links[f"client->{node}"]
+        return f"{host}:{port}"
+
+    def _network_facts(self) -> dict[str, Any]:
+        """How clients reach the cluster and what the network mechanism is made of."""
+        if self.kernel is not None:
+            net = self.kernel.net
+            return {"bootstrap": self.kernel.bootstrap, "direct_bootstrap": self.kernel.bootstrap,
+                    "toxiproxy_url": None, "toxiproxy_pid": None, "proxies": {},
+                    "namespaces": self.kernel.namespaces(), "addresses": self.kernel.addresses(),
+                    "hub": net.hub if net else None, "bridge": net.bridge if net else None,
+                    "host_link": net.host_link if net else None,
+                    "subnet": str(net.subnet) if net else None}
+        assert self.proxied is not None
+        return {
             "bootstrap": self.proxied.bootstrap,
             "direct_bootstrap": self.proxied.direct_bootstrap,
             "toxiproxy_url": self.proxied.toxiproxy_url,
             "toxiproxy_pid": self.proxied.server_pid,
             "proxies": {name: {"listen": f"{host}:{port}", "upstream": upstream}
                         for name, (host, port, upstream) in self.proxied.links.items()},
-            "faults": faults,
-            "logs": [str(self.run_dir / LOG_NAME), *map(str, self.proxied.log_paths())],
-        })
-        document["degraded"] = _degradations(document, zk_facts)
-        return document
+        }
 
     def _peer_state(self, document: dict[str, Any]) -> dict[str, Any]:
         peer = self.peer
@@ -308,7 +304,7 @@ class Supervisor:
         """Registered broker ids and the controller, or nothing if ZooKeeper does not answer in
         time (paused, killed): status must answer while ZooKeeper is the fault."""
         facts: dict[str, Any] = {}
-        local = self.proxied.cluster
+        local = self.local
 
         def ask() -> None:
             facts["registered"] = local.registered_broker_ids()
@@ -366,7 +362,7 @@ class Supervisor:
             self.faults.remove_toxic(_string(request, "link"), _string(request, "name"))
             return {}
         if command in PROCESS_COMMANDS:
-            return process_faults.apply(self.proxied.cluster, command, _string(request, "node"))
+            return process_faults.apply(self.local, command, _string(request, "node"))
         raise UsageError(f"unknown command {command!r}")
 
     def _partition(self, request: dict[str, Any]) -> list[tuple[str, str]]:
@@ -423,55 +419,20 @@ def _degradations(document: dict[str, Any], zk_facts: dict[str, Any]) -> list[st
     return found
 
 
-# --- the control socket ------------------------------------------------------------------------
-
-
-class _Handler(socketserver.StreamRequestHandler):
-    server: _ControlServer
-
-    def handle(self) -> None:
-        for line in self.rfile:
-            if len(line) > _MAX_REQUEST_BYTES:
-                response = {"ok": False, "kind": "usage", "error": "request too large"}
-            else:
-                try:
-                    request = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    request, response = None, {"ok": False, "kind": "usage",
-                                               "error": f"not JSON: {exc}"}
-                if request is not None:
-                    response = (self.server.supervisor.handle(request)
-                                if isinstance(request, dict)
-                                else {"ok": False, "kind": "usage",
-                                      "error": "a request is a JSON object"})
-            self.wfile.write(json.dumps(response).encode() + b"\n")
-            self.wfile.flush()
-
-
-class _ControlServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-
-    def __init__(self, path: Path, supervisor: Supervisor) -> None:
-        self.supervisor = supervisor
-        path.unlink(missing_ok=True)
-        with unix_address(path) as address:
-            super().__init__(address, _Handler)  # type: ignore[arg-type]
-        os.chmod(path, 0o600)
-
-
 # --- running it --------------------------------------------------------------------------------
 
 
 def run(run_dir: Path, spec: ClusterSpec, *, toxiproxy_url: str | None = None,
         on_ready: Callable[[dict[str, Any]], None] | None = None, target: str = "reference",
-        bootstrap: str | None = None) -> int:
+        bootstrap: str | None = None, network: str = "proxy") -> int:
     """Start the cluster, serve the control socket until ``down``/SIGTERM/SIGINT, stop it all.
 
     Must run in the main thread (it owns the signal handlers). Returns 0 after a clean stop,
     3 when the cluster could not start, 130 when interrupted while starting.
     """
     run_dir = run_dir.resolve()
-    supervisor = Supervisor(run_dir, spec, toxiproxy_url, target=target, bootstrap=bootstrap)
+    supervisor = Supervisor(run_dir, spec, toxiproxy_url, target=target, bootstrap=bootstrap,
+                            network=network)
     previous = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
 
     def interrupt_start(signum: int, _frame: object) -> None:
@@ -481,7 +442,7 @@ def run(run_dir: Path, spec: ClusterSpec, *, toxiproxy_url: str | None = None,
 
     for signum in previous:
         signal.signal(signum, interrupt_start)
-    server: _ControlServer | None = None
+    server: ControlServer | None = None
     try:
         try:
             supervisor.start()
@@ -493,7 +454,7 @@ def run(run_dir: Path, spec: ClusterSpec, *, toxiproxy_url: str | None = None,
             return 3
         for signum in previous:
             signal.signal(signum, lambda *_: supervisor.stopping.set())
-        server = _ControlServer(socket_path(run_dir), supervisor)
+        server = ControlServer(socket_path(run_dir), supervisor.handle)
         threading.Thread(target=server.serve_forever, name="control-socket",
                          daemon=True).start()
         if on_ready is not None:
@@ -518,8 +479,8 @@ def run(run_dir: Path, spec: ClusterSpec, *, toxiproxy_url: str | None = None,
 
 
 def launch_detached(run_dir: Path, spec: ClusterSpec, toxiproxy_url: str | None = None, *,
-                    target: str = "reference",
-                    bootstrap: str | None = None) -> subprocess.Popen[bytes]:
+                    target: str = "reference", bootstrap: str | None = None,
+                    network: str = "proxy") -> subprocess.Popen[bytes]:
     """Start the supervisor as a detached process (own session, so the terminal's Ctrl-C and
     its closing do not reach it), its output in ``RUN_DIR/supervisor.log``. The caller watches
     ``state.json`` for phase ``ready`` or ``failed``."""
@@ -531,7 +492,7 @@ def launch_detached(run_dir: Path, spec: ClusterSpec, toxiproxy_url: str | None 
                "--session-timeout-ms", str(spec.zookeeper_session_timeout_ms)]
     if toxiproxy_url:
         command += ["--toxiproxy-url", toxiproxy_url]
-    command += ["--target", target]
+    command += ["--target", target, "--network", network]
     if bootstrap:
         command += ["--bootstrap", bootstrap]
     with open(run_dir / LOG_NAME, "ab") as log:
@@ -543,25 +504,26 @@ def launch_detached(run_dir: Path, spec: ClusterSpec, toxiproxy_url: str | None 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m harness.cluster.supervisor",
-        description="Own a proxied local cluster and serve RUN_DIR/control.sock until down.")
+        description="Own a local cluster and serve RUN_DIR/control.sock until down.")
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--brokers", type=int, default=3)
     parser.add_argument("--session-timeout-ms", type=int, default=6000)
     parser.add_argument("--toxiproxy-url", default=None)
     parser.add_argument("--target", choices=KINDS, default="reference")
     parser.add_argument("--bootstrap", default=None)
+    parser.add_argument("--network", choices=NETWORKS, default="proxy")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         spec = ClusterSpec(brokers=args.brokers,
                            zookeeper_session_timeout_ms=args.session_timeout_ms)
-        check_options(args.target, args.bootstrap, args.brokers)
+        check_options(args.target, args.bootstrap, args.brokers, args.network)
     except ValueError as exc:
         logger.error("%s", exc)
         return 2
     return run(args.run_dir, spec, toxiproxy_url=args.toxiproxy_url, target=args.target,
-               bootstrap=args.bootstrap)
+               bootstrap=args.bootstrap, network=args.network)
 
 
 if __name__ == "__main__":

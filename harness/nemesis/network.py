@@ -87,6 +87,8 @@ class NetworkFaults:
     :class:`ValueError` naming what is allowed.
     """
 
+    offers_toxics = True  # KernelFaults' counterpart is False
+
     def __init__(self, cluster: ProxiedCluster, mechanism: str = "proxies") -> None:
         if mechanism not in MECHANISMS:
             raise ValueError(f"mechanism must be one of {list(MECHANISMS)}, got {mechanism!r}")

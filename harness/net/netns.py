@@ -1,10 +1,16 @@
 """Kernel packet drops for partitions: one network namespace per node and iptables DROP rules.
 
 This is the second partition mechanism, the one Jepsen and Trogdor use: every node runs in its
-own Linux network namespace, joined to the others through a bridge in the root namespace, and a
+own Linux network namespace, joined to the others through a bridge, and a
 grudge (see :mod:`harness.net.grudge`) becomes ``iptables -A ... -s <sender> -j DROP`` rules in
 each receiver's namespace. The kernel then drops the packets, so every protocol between the
 nodes is affected, not only the links a proxy stands on.
+
+The host (the root namespace, where clients and the harness run) can take part in a grudge
+under a name of the caller's choosing (``host=`` of :meth:`NetnsNetwork.partition`), without
+touching the host's own firewall: packets from the host are dropped in the receiving node's
+namespace (source: the host's address on the subnet, :attr:`NetnsNetwork.gateway`), packets to
+the host in the sending node's namespace (destination: that address).
 
 Drops are one-way, exactly as the grudge says: ``{"b": {"a"}}`` drops every packet from ``a``
 arriving at ``b`` and nothing else. Datagrams from ``b`` still reach ``a``, but TCP needs both
@@ -21,10 +27,15 @@ from ``10.213.0.0/16`` under a host-wide lock (an abstract Unix socket, which le
 behind and is released when its holder dies), skipping any /24 with a route or address on the
 host.
 
-Needs root (``CAP_NET_ADMIN``), iproute2 and iptables. If the host bridges traffic through its
-own iptables (``br_netfilter`` with ``bridge-nf-call-iptables=1``) and its FORWARD chain drops
-by default (as Docker sets up), traffic between namespaces is dropped by the host before any
-grudge: that host rule is not ours to change, so :meth:`NetnsNetwork.add_node` does not try.
+The bridge lives in a namespace of its own (the *hub*, ``{prefix}-{token}.hub``), not in the
+root namespace: a host that passes bridged traffic through its iptables (``br_netfilter`` with
+``bridge-nf-call-iptables=1``) under a FORWARD policy of DROP — what Docker sets up — would
+otherwise drop every packet between two nodes before any grudge, and that host rule is not ours
+to change. In the hub, bridged packets meet the hub's own, empty FORWARD chain. The host reaches
+the nodes through one veth into the hub (``hb{token}``, holding the gateway address), so its
+traffic with them is its own INPUT and OUTPUT, never its FORWARD.
+
+Needs root (``CAP_NET_ADMIN``), iproute2 and iptables.
 """
 
 from __future__ import annotations
@@ -33,6 +44,7 @@ import contextlib
 import ipaddress
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -43,7 +55,10 @@ from types import TracebackType
 from harness.net.grudge import links_to_cut
 
 CHAIN = "HARNESS-GRUDGE"
-"""The chain, inside each node's namespace, holding the partition's DROP rules."""
+"""The chain, inside each node's namespace, holding the partition's DROP rules (from INPUT)."""
+
+OUT_CHAIN = "HARNESS-GRUDGE-OUT"
+"""The chain, inside each node's namespace, dropping what it sends to the host (from OUTPUT)."""
 
 SUPERNET = ipaddress.IPv4Network("10.213.0.0/16")
 """Where the per-instance /24 subnets are picked from."""
@@ -51,11 +66,32 @@ SUPERNET = ipaddress.IPv4Network("10.213.0.0/16")
 LOCK_NAME = b"\0kafka-harness-netns-subnet"
 """Abstract socket name serialising subnet picking between instances and processes on a host."""
 
-_MAX_NODES = 253  # .2 to .254; .1 is the bridge
+_MAX_NODES = 253  # .2 to .254; .1 is the host
 
 
 class NetnsError(RuntimeError):
     """An ``ip`` or ``iptables`` command failed; the message carries its stderr."""
+
+
+class NetnsUnavailable(NetnsError):
+    """This host cannot do kernel partitions (see :func:`unavailable`)."""
+
+
+REQUIRED_TOOLS = {"ip": "iproute2", "iptables": "iptables", "iptables-restore": "iptables"}
+
+
+def unavailable() -> str | None:
+    """Why kernel partitions cannot work here (not root, a tool missing), or None if they can.
+
+    Cheap and side-effect free, so a command can refuse before it starts anything."""
+    if os.geteuid() != 0:
+        return ("the kernel network mechanism needs root (CAP_NET_ADMIN, for ip netns and "
+                f"iptables); this process runs as uid {os.geteuid()}: use --network proxy")
+    missing = [f"{tool} (package {package})" for tool, package in REQUIRED_TOOLS.items()
+               if shutil.which(tool) is None]
+    if missing:
+        return f"the kernel network mechanism needs {', '.join(missing)}: not on PATH"
+    return None
 
 
 def _run(argv: Sequence[str], *, stdin: str | None = None) -> str:
@@ -82,15 +118,19 @@ class NetnsNetwork:
     """
 
     def __init__(self, prefix: str) -> None:
+        reason = unavailable()
+        if reason is not None:
+            raise NetnsUnavailable(reason)
         if not prefix or not all(c.isalnum() or c in "-_" for c in prefix):
             raise ValueError(f"prefix must be non-empty letters, digits, '-' or '_': {prefix!r}")
         self.token = secrets.token_hex(3)
         self.prefix = f"{prefix}-{self.token}"
-        self.bridge = f"hb{self.token}"  # interface names are at most 15 characters
+        self.hub = f"{self.prefix}.hub"  # '.' is not allowed in node names: no collision
+        self.bridge = f"br{self.token}"  # in the hub; interface names are at most 15 characters
+        self.host_link = f"hb{self.token}"  # the host's veth into the hub
         self._nodes: dict[str, tuple[str, str, str]] = {}  # name -> (namespace, veth, ip)
-        self._namespaces: list[str] = []  # created, in order, for close()
-        self._veths: list[str] = []
-        self._bridge_created = False
+        self._namespaces: list[str] = []  # created, in order, for close(); the hub first
+        self._host_link_created = False
         self._closed = False
         try:
             self.subnet = self._claim_subnet()
@@ -101,7 +141,8 @@ class NetnsNetwork:
     # -- setup --------------------------------------------------------------------------------
 
     def _claim_subnet(self) -> ipaddress.IPv4Network:
-        """Create the bridge with the first free /24 of :data:`SUPERNET` as its address."""
+        """Create the hub and the host's link into it, addressed in the first free /24 of
+        :data:`SUPERNET` (the host's route to it is what claims it)."""
         with _host_lock():
             taken = _routed_networks()
             candidates = list(SUPERNET.subnets(new_prefix=24))
@@ -109,13 +150,24 @@ class NetnsNetwork:
             for subnet in candidates[start:] + candidates[:start]:
                 if any(subnet.overlaps(net) for net in taken):
                     continue
-                _run(["ip", "link", "add", self.bridge, "type", "bridge"])
-                self._bridge_created = True
-                gateway = next(subnet.hosts())
-                _run(["ip", "addr", "add", f"{gateway}/{subnet.prefixlen}", "dev", self.bridge])
-                _run(["ip", "link", "set", self.bridge, "up"])
+                self._create_hub(f"{next(subnet.hosts())}/{subnet.prefixlen}")
                 return subnet
         raise NetnsError(f"no free /24 left in {SUPERNET}")
+
+    def _create_hub(self, gateway: str) -> None:
+        in_hub = ["ip", "-n", self.hub]
+        _run(["ip", "netns", "add", self.hub])
+        self._namespaces.append(self.hub)
+        _run([*in_hub, "link", "add", self.bridge, "type", "bridge"])
+        _run([*in_hub, "link", "set", self.bridge, "up"])
+        hub_side = f"hx{self.token}"
+        _run(["ip", "link", "add", self.host_link, "type", "veth", "peer", "name", hub_side,
+              "netns", self.hub])
+        self._host_link_created = True
+        _run([*in_hub, "link", "set", hub_side, "master", self.bridge])
+        _run([*in_hub, "link", "set", hub_side, "up"])
+        _run(["ip", "addr", "add", gateway, "dev", self.host_link])
+        _run(["ip", "link", "set", self.host_link, "up"])
 
     def add_node(self, name: str) -> str:
         """Create namespace ``{prefix}-{token}-{name}`` wired into the bridge; its IPv4 address."""
@@ -128,16 +180,16 @@ class NetnsNetwork:
         if index >= _MAX_NODES:
             raise ValueError(f"at most {_MAX_NODES} nodes fit in {self.subnet}")
         namespace = f"{self.prefix}-{name}"
-        host_side, node_side = f"hv{self.token}{index}", f"hn{self.token}{index}"
+        hub_side, node_side = f"hv{self.token}{index}", f"hn{self.token}{index}"
         ip = str(self.subnet.network_address + 2 + index)
 
         _run(["ip", "netns", "add", namespace])
         self._namespaces.append(namespace)
-        _run(["ip", "link", "add", host_side, "type", "veth", "peer", "name", node_side,
+        in_hub = ["ip", "-n", self.hub]
+        _run([*in_hub, "link", "add", hub_side, "type", "veth", "peer", "name", node_side,
               "netns", namespace])
-        self._veths.append(host_side)
-        _run(["ip", "link", "set", host_side, "master", self.bridge])
-        _run(["ip", "link", "set", host_side, "up"])
+        _run([*in_hub, "link", "set", hub_side, "master", self.bridge])
+        _run([*in_hub, "link", "set", hub_side, "up"])
         inside = ["ip", "netns", "exec", namespace]
         _run([*inside, "ip", "link", "set", "lo", "up"])
         _run([*inside, "ip", "addr", "add", f"{ip}/{self.subnet.prefixlen}", "dev", node_side])
@@ -145,14 +197,17 @@ class NetnsNetwork:
         _run([*inside, "ip", "route", "add", "default", "via", str(self.gateway)])
         _run([*inside, "iptables", "-w", "-N", CHAIN])
         _run([*inside, "iptables", "-w", "-A", "INPUT", "-j", CHAIN])
-        self._nodes[name] = (namespace, host_side, ip)
+        _run([*inside, "iptables", "-w", "-N", OUT_CHAIN])
+        _run([*inside, "iptables", "-w", "-A", "OUTPUT", "-j", OUT_CHAIN])
+        self._nodes[name] = (namespace, hub_side, ip)
         return ip
 
     # -- use ----------------------------------------------------------------------------------
 
     @property
     def gateway(self) -> ipaddress.IPv4Address:
-        """The bridge's address: the root namespace reaches every node through it."""
+        """The host's address on the nodes' subnet: the root namespace reaches every node
+        through it."""
         return next(self.subnet.hosts())
 
     @property
@@ -170,38 +225,54 @@ class NetnsNetwork:
         """``argv`` run inside node ``name``'s namespace."""
         return ["ip", "netns", "exec", self.namespace(name), *argv]
 
-    def partition(self, grudge: Mapping[str, Iterable[str]]) -> list[tuple[str, str]]:
+    def partition(self, grudge: Mapping[str, Iterable[str]], *,
+                  host: str | None = None) -> list[tuple[str, str]]:
         """Drop, at each receiver, packets from the senders it holds a grudge against.
 
-        Replaces any previous partition; returns the directed ``(sender, receiver)`` links cut.
-        Each node's rules are swapped atomically (one ``iptables-restore`` per node), but the
-        nodes are updated one after another.
+        ``host`` names the root namespace in ``grudge`` (e.g. ``"client"``): its packets are
+        dropped where they arrive, packets for it where they leave, both inside the nodes'
+        namespaces. Replaces any previous partition; returns the directed ``(sender,
+        receiver)`` links cut. Each node's rules are swapped atomically (one
+        ``iptables-restore`` per node), but the nodes are updated one after another.
         """
         self._check_open()
         links = links_to_cut(grudge)
         for sender, receiver in links:
-            self._node(sender), self._node(receiver)  # unknown names fail before any change
+            for name in (sender, receiver):
+                if name != host:
+                    self._node(name)  # unknown names fail before any change
+            if sender == receiver == host:
+                raise ValueError(f"the host cannot hold a grudge against itself: {host!r}")
         drops: dict[str, list[str]] = {name: [] for name in self._nodes}
+        to_host: dict[str, bool] = {name: False for name in self._nodes}
         for sender, receiver in links:
-            drops[receiver].append(self.ip(sender))
+            if receiver == host:
+                to_host[sender] = True
+            else:
+                drops[receiver].append(str(self.gateway) if sender == host else self.ip(sender))
         for name, sources in drops.items():
-            self._replace_rules(name, sources)
+            self._replace_rules(name, sources, to_host[name])
         return links
 
     def heal(self) -> None:
-        """Remove every DROP rule: all nodes hear each other again."""
+        """Remove every DROP rule: all nodes (and the host) hear each other again."""
         self._check_open()
         for name in self._nodes:
-            self._replace_rules(name, [])
+            self._replace_rules(name, [], False)
 
     def rules(self, name: str) -> list[str]:
         """The partition's current rules in node ``name`` (``iptables -S`` lines)."""
-        output = _run(self.command(name, ["iptables", "-w", "-S", CHAIN]))
-        return [line for line in output.splitlines() if line.startswith("-A ")]
+        lines = []
+        for chain in (CHAIN, OUT_CHAIN):
+            output = _run(self.command(name, ["iptables", "-w", "-S", chain]))
+            lines += [line for line in output.splitlines() if line.startswith("-A ")]
+        return lines
 
-    def _replace_rules(self, name: str, sources: Sequence[str]) -> None:
-        lines = ["*filter", f"-F {CHAIN}"]
+    def _replace_rules(self, name: str, sources: Sequence[str], drop_to_host: bool) -> None:
+        lines = ["*filter", f"-F {CHAIN}", f"-F {OUT_CHAIN}"]
         lines += [f"-A {CHAIN} -s {source}/32 -j DROP" for source in sources]
+        if drop_to_host:
+            lines.append(f"-A {OUT_CHAIN} -d {self.gateway}/32 -j DROP")
         lines.append("COMMIT")
         _run(self.command(name, ["iptables-restore", "-w", "--noflush"]),
              stdin="\n".join(lines) + "\n")
@@ -219,7 +290,8 @@ class NetnsNetwork:
     # -- teardown -----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Kill processes left in the namespaces, then delete namespaces, veths and bridge.
+        """Kill processes left in the namespaces, then delete them (the hub last, with the
+        bridge and every veth in it) and the host's link into the hub.
 
         Idempotent, and it carries on past failures so one stuck object does not leak the
         rest; the first failure is raised at the end.
@@ -231,15 +303,11 @@ class NetnsNetwork:
                 _kill_processes(namespace)
             with _collect(errors):
                 _delete(["ip", "netns", "del", namespace])
-        for veth in reversed(self._veths):  # normally gone with their namespace's peer
+        if self._host_link_created:  # normally gone with its peer in the hub
             with _collect(errors):
-                _delete(["ip", "link", "del", veth])
-        if self._bridge_created:
-            with _collect(errors):
-                _delete(["ip", "link", "del", self.bridge])
+                _delete(["ip", "link", "del", self.host_link])
         self._namespaces.clear()
-        self._veths.clear()
-        self._bridge_created = False
+        self._host_link_created = False
         if errors:
             raise errors[0]
 

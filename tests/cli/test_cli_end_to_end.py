@@ -17,6 +17,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.supervisor import process_state, read_state, socket_path
+from harness.net.netns import unavailable
 from harness.net.ports import LOOPBACK, free_port, is_accepting
 
 KAFKA_HARNESS = str(Path(sys.executable).parent / "kafka-harness")
@@ -174,13 +175,18 @@ def test_the_cli_drives_one_cluster_from_separate_processes(tmp_path):
         footprint.kill_leftovers()
 
 
-def test_ctrl_c_on_up_foreground_leaves_nothing(tmp_path):
+@pytest.mark.parametrize("network", [
+    "proxy",
+    pytest.param("kernel", marks=pytest.mark.skipif(unavailable() is not None,
+                                                    reason=unavailable() or "")),
+])
+def test_ctrl_c_on_up_foreground_leaves_nothing(tmp_path, network):
     run_dir = tmp_path / "run"
     footprint = Footprint()
     with open(tmp_path / "foreground.out", "w") as out:
         process = subprocess.Popen([KAFKA_HARNESS, "up", "--foreground", "--brokers", "1",
-                                    "--dir", str(run_dir)], stdout=out, stderr=out,
-                                   stdin=subprocess.DEVNULL)
+                                    "--network", network, "--dir", str(run_dir)],
+                                   stdout=out, stderr=out, stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + COMMAND_TIMEOUT_S
         while not socket_path(run_dir).exists():
@@ -189,6 +195,10 @@ def test_ctrl_c_on_up_foreground_leaves_nothing(tmp_path):
             time.sleep(0.1)
         state = status(run_dir)
         footprint.record(state)
+        namespaces = list(state.get("namespaces", {}).values())
+        if network == "kernel":
+            footprint.ports.clear()  # they listen inside the namespaces, which must vanish
+            assert len(namespaces) == 2
         assert state["supervisor_pid"] == process.pid
         ok(run_dir, "partition", "isolate", "broker-1")  # a fault in place does not hold it up
 
@@ -196,6 +206,10 @@ def test_ctrl_c_on_up_foreground_leaves_nothing(tmp_path):
         assert process.wait(timeout=COMMAND_TIMEOUT_S) == 0
         assert footprint.wait_gone() == []
         assert not socket_path(run_dir).exists()
+        if namespaces:
+            listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                                    check=True).stdout
+            assert [namespace for namespace in namespaces if namespace in listed] == []
     finally:
         if process.poll() is None:
             process.kill()

@@ -229,7 +229,8 @@ def test_close_removes_everything_and_is_idempotent() -> None:
         # A process left running inside a namespace would keep it alive: close() kills it.
         sleeper = subprocess.Popen(network.command("a", ["sleep", "600"]))
         network.partition({"a": {"b"}})
-        assert len(_leftovers(network)) == 5  # 2 namespaces, 2 veths, 1 bridge
+        # the namespaces of a, b and the hub (bridge and node veths inside), the host's link
+        assert len(_leftovers(network)) == 4
     finally:
         network.close()
     assert sleeper.wait(timeout=10) == -9
@@ -306,8 +307,18 @@ def test_reference_broker_in_a_namespace_serves_a_client_in_another(
             assert result.returncode == 0, result.stderr
             return result.stdout.strip()
 
-        assert produce() == "delivered"
+        def delivered() -> bool:
+            """A few tries: on a loaded machine the first send (which creates the topic) can
+            outlast message.timeout.ms without any partition."""
+            outcomes = []
+            for _ in range(3):
+                outcomes.append(produce())
+                if outcomes[-1] == "delivered":
+                    return True
+            raise AssertionError(f"never delivered: {outcomes}")
+
+        assert delivered()
         net.partition({"broker": {"client"}})
         assert produce() == "failed 0 _MSG_TIMED_OUT"  # connect never completes
         net.heal()
-        assert produce() == "delivered"
+        assert delivered()

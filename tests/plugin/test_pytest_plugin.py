@@ -3,7 +3,12 @@ plugin loaded from its entry point, against real targets."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+
 import pytest
+
+from harness.net.netns import unavailable
 
 NEEDS = '''
 import pytest
@@ -91,3 +96,63 @@ def test_b_healed(cluster, faults):
     result = pytester.runpytest_subprocess("--target", "reference", "--brokers", "3", "-p",
                                            "no:randomly")
     result.assert_outcomes(passed=2)
+
+
+KERNEL_TESTS = '''
+import json
+import pathlib
+
+import pytest
+
+from harness.raw_client import RawClient
+
+
+def broker_address(cluster):
+    host, port = cluster.bootstrap.split(",")[0].rsplit(":", 1)
+    return host, int(port)
+
+
+@pytest.mark.requires_faults
+def test_a_client_side_cut_times_out(cluster, faults):
+    assert faults.mechanism == "kernel"
+    pathlib.Path("namespaces.json").write_text(
+        json.dumps(list(cluster.cluster.namespaces().values())))
+    RawClient(*broker_address(cluster), timeout=5).close()
+    faults.isolate("client")
+    with pytest.raises(TimeoutError):
+        RawClient(*broker_address(cluster), timeout=2)
+    with pytest.raises(ValueError, match="--network proxy"):
+        faults.add_toxic("client->broker-1", "latency", {"latency": 100})
+
+
+def test_b_healed_between_tests(cluster, faults):
+    assert faults.active()["partition"] == []
+    RawClient(*broker_address(cluster), timeout=5).close()
+
+
+def test_c_crashes(cluster, faults):
+    faults.isolate("broker-1")
+    raise RuntimeError("a crashed test")
+'''
+
+
+@pytest.mark.skipif(unavailable() is not None, reason=unavailable() or "")
+def test_network_kernel_option_partitions_by_iptables_and_leaves_no_namespace(
+        pytester: pytest.Pytester):
+    pytester.makepyfile(KERNEL_TESTS)
+    result = pytester.runpytest_subprocess("--target", "reference", "--network", "kernel",
+                                           "--brokers", "1", "-p", "no:randomly")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*target logs (kept)*"])
+    namespaces = json.loads((pytester.path / "namespaces.json").read_text())
+    assert len(namespaces) == 2  # ZooKeeper and the broker
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                            check=True).stdout
+    assert [namespace for namespace in namespaces if namespace in listed] == []
+
+
+def test_network_option_is_checked(pytester: pytest.Pytester):
+    pytester.makepyfile(NEEDS)
+    result = pytester.runpytest_subprocess("--target", "tansu", "--network", "kernel")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--network kernel is for the reference target*"])

@@ -48,7 +48,7 @@ def test_kills_and_partitions_keep_at_least_once_with_acks_all_and_idempotence(t
                          "--json", timeout=400)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)
-    assert result["cluster"] == "proxied"
+    assert result["cluster"] == "proxy"
     nemesis = [step["what"] for step in result["nemesis"]]
     assert any(w.startswith("kill broker") for w in nemesis)
     assert any(w.startswith("partition ") for w in nemesis)
