@@ -1,0 +1,600 @@
+"""The docker backend: ZooKeeper, N reference brokers and Toxiproxy, each in its own container.
+
+The same cluster as :class:`~harness.cluster.proxied.ProxiedCluster`, with the same link names
+and the same Toxiproxy API, so :class:`~harness.nemesis.network.NetworkFaults` drives it
+unchanged; only where the nodes run differs:
+
+* one user-defined bridge network per run, with a subnet of its own and fixed addresses, so
+  every proxy can name its upstream before the node behind it starts;
+* only the Toxiproxy container publishes ports, on 127.0.0.1: its API, ``client->broker-I``
+  (advertised by broker I, so a host client always goes through it) and ``harness->zk``, an
+  observer link no fault touches, for reading ZooKeeper as the local backend does;
+* brokers reach each other (``broker.peer.addresses``) and ZooKeeper only through proxies in
+  that container, so a link can be cut one way or both;
+* :class:`IptablesPartitions` cuts the same links a second way, in the kernel: DROP rules in
+  the network namespace of the node that owns the link's end (``nsenter`` from the host as
+  root, else ``docker exec`` — containers get NET_ADMIN);
+* process faults are the engine's: kill, stop (SIGTERM, then SIGKILL), pause and unpause (the
+  cgroup freezer: a SIGSTOP no process can notice), start again with its data.
+
+Everything the run creates carries the label ``kafka-harness.run=<id>``; :meth:`stop`, an
+``atexit`` hook and SIGTERM remove all of it, so nothing outlives ``down``, Ctrl-C or a failed
+test (:func:`remove_run` cleans up after a process that was SIGKILLed).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Self
+
+import docker
+import docker.errors
+from docker.models.containers import Container
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+from toxiproxy.proxy import Proxy
+
+from harness.cluster.docker_images import build_project_image, ensure_base_image, ensure_engine
+from harness.cluster.local import ClusterSpec, distinct_free_ports, metadata_broker_ids, wait_for
+from harness.cluster.process import PeerStartError
+from harness.cluster.proxied import CLIENT, ZOOKEEPER, ProxiedCluster, broker_node, link_name
+from harness.cluster.zookeeper import four_letter_word
+from harness.nemesis.network import (
+    NetworkFaults,
+    cut_streams,
+    pairs_from_toxics,
+    partition_toxic_name,
+)
+from harness.net import grudge as shapes
+from harness.net.ports import LOOPBACK
+
+RUN_LABEL = "kafka-harness.run"
+NODE_LABEL = "kafka-harness.node"
+TOXIPROXY_IMAGE_ENV = "KAFKA_HARNESS_TOXIPROXY_IMAGE"
+TOXIPROXY_NODE = "toxiproxy"
+OBSERVER_LINK = "harness->zk"
+API_PORT = 8474
+BROKER_PORT = 9092
+ZOOKEEPER_PORT = 2181
+CLIENT_PROXY_PORT = 20000  # + broker id, inside the Toxiproxy container
+BROKER_PROXY_PORT = 21000  # + an index over the broker links
+OBSERVER_PORT = 22000
+DATA_DIR = "/var/lib/kafka-harness"
+IPTABLES_CHAIN = "KAFKA-HARNESS"
+_ZOOKEEPER_JARS = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
+
+
+def remove_run(client: docker.DockerClient, run_id: str | None = None) -> list[str]:
+    """Remove every container, network and volume labelled with ``run_id`` (any run's if None);
+    returns what was removed, as ``kind:name``."""
+    selector = {"label": f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL}
+    removed = []
+    for container in client.containers.list(all=True, filters=selector):
+        with contextlib.suppress(docker.errors.NotFound):
+            container.remove(force=True, v=True)
+            removed.append(f"container:{container.name}")
+    for network in client.networks.list(filters=selector):
+        with contextlib.suppress(docker.errors.NotFound):
+            network.remove()
+            removed.append(f"network:{network.name}")
+    for volume in client.volumes.list(filters=selector):
+        with contextlib.suppress(docker.errors.NotFound):
+            volume.remove(force=True)
+            removed.append(f"volume:{volume.name}")
+    return removed
+
+
+class DockerCluster(ProxiedCluster):
+    """A :class:`ProxiedCluster` whose nodes and Toxiproxy server are containers.
+
+    ``image`` defaults to the project image for the current sources (built if missing, see
+    :mod:`harness.cluster.docker_images`); ``toxiproxy_image`` (or
+    ``$KAFKA_HARNESS_TOXIPROXY_IMAGE``) names the real Toxiproxy image on machines that have
+    one, instead of the built-in server. Without ``run_dir`` the logs go to a temporary one,
+    removed by :meth:`stop`; a given one keeps every node's log.
+    """
+
+    def __init__(self, spec: ClusterSpec | None = None, run_dir: Path | str | None = None, *,
+                 image: str | None = None, toxiproxy_image: str | None = None,
+                 client: docker.DockerClient | None = None) -> None:
+        super().__init__(spec, run_dir)
+        self.image = image
+        self.toxiproxy_image = toxiproxy_image or os.environ.get(TOXIPROXY_IMAGE_ENV)
+        self.client = client
+        self.run_id = uuid.uuid4().hex[:10]
+        self.containers: dict[str, Container] = {}
+        self.addresses: dict[str, str] = {}
+        self.subnet = ""
+        self._network_name = f"kafka-harness-{self.run_id}"
+        self._published: dict[int, int] = {}
+        self._paused: set[int] = set()
+        self._reader: KazooClient | None = None
+        self._started = False
+        self._previous_sigterm: Any = None
+
+    # --- what the cluster looks like -------------------------------------------------------
+
+    @property
+    def cluster(self) -> Self:
+        """The process-fault surface a :class:`LocalCluster` offers lives on this object."""
+        if not self._started:
+            raise RuntimeError("the cluster has not been started")
+        return self
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {RUN_LABEL: self.run_id}
+
+    @property
+    def direct_bootstrap(self) -> str:
+        """The brokers' own listeners on the run's network (reachable from a Linux host)."""
+        return ",".join(f"{self.addresses[broker_node(b)]}:{BROKER_PORT}"
+                        for b in self.spec.broker_ids)
+
+    @property
+    def paused(self) -> frozenset[int]:
+        return frozenset(self._paused)
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        """Network, Toxiproxy and its proxies, ZooKeeper, then every broker at once; returns
+        when each broker's Metadata (asked through its client proxy) lists every broker."""
+        if self._started:
+            raise RuntimeError("the cluster is already started")
+        self._run_dir = (self._given_run_dir if self._given_run_dir is not None
+                         else Path(tempfile.mkdtemp(prefix="docker-cluster-")))
+        self._run_dir.mkdir(parents=True, exist_ok=True)
+        self._started = True
+        atexit.register(self.stop)
+        self._install_sigterm_handler()
+        try:
+            self.client = self.client or ensure_engine()
+            self.image = self.image or build_project_image(self.client,
+                                                           ensure_base_image(self.client))
+            self._create_network()
+            self._url = self._start_toxiproxy()
+            self._create_proxies_in_container()
+            self._start_zookeeper()
+            for broker_id in self.spec.broker_ids:
+                self._run_configured(broker_node(broker_id), "server.properties",
+                                     self._broker_properties(broker_id),
+                                     f"reference-broker {DATA_DIR}/server.properties")
+            everyone = set(self.spec.broker_ids)
+            for broker_id in self.spec.broker_ids:
+                self.wait_for(lambda b=broker_id: self.broker_metadata(b) >= everyone,
+                              self.spec.startup_timeout,
+                              f"broker {broker_id}'s Metadata to list brokers {sorted(everyone)}")
+        except docker.errors.DockerException as exc:
+            self.stop()
+            raise PeerStartError(f"the docker engine refused: {exc}") from exc
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _create_network(self) -> None:
+        """A bridge network with a subnet the engine picked free, pinned so addresses can be
+        fixed: the engine only lets containers choose addresses on a subnet given explicitly."""
+        assert self.client is not None
+        probe = self.client.networks.create(self._network_name, driver="bridge",
+                                            labels=self.labels)
+        probe.reload()
+        self.subnet = probe.attrs["IPAM"]["Config"][0]["Subnet"]
+        probe.remove()
+        pool = docker.types.IPAMPool(subnet=self.subnet)
+        self.client.networks.create(self._network_name, driver="bridge", labels=self.labels,
+                                    ipam=docker.types.IPAMConfig(pool_configs=[pool]))
+        hosts = ipaddress.ip_network(self.subnet).hosts()
+        for _ in range(9):
+            next(hosts)  # the gateway and a few spare addresses come first
+        for node in (TOXIPROXY_NODE, ZOOKEEPER, *map(broker_node, self.spec.broker_ids)):
+            self.addresses[node] = str(next(hosts))
+
+    def _run_node(self, node: str, command: list[str], *, image: str | None = None,
+                  environment: Mapping[str, str] | None = None,
+                  ports: Mapping[int, int] | None = None) -> Container:
+        assert self.client is not None
+        api = self.client.api
+        host_config = api.create_host_config(
+            cap_add=["NET_ADMIN"],
+            port_bindings={port: (LOOPBACK, host_port)
+                           for port, host_port in (ports or {}).items()})
+        networking = api.create_networking_config({
+            self._network_name: api.create_endpoint_config(ipv4_address=self.addresses[node])})
+        created = api.create_container(
+            image or self.image, command=command, name=f"kafka-harness-{self.run_id}-{node}",
+            hostname=node, labels={**self.labels, NODE_LABEL: node},
+            environment=dict(environment or {}), ports=list(ports or {}),
+            host_config=host_config, networking_config=networking)
+        container = self.client.containers.get(created["Id"])
+        self.containers[node] = container
+        container.start()
+        return container
+
+    def _start_toxiproxy(self) -> str:
+        ports = [API_PORT, OBSERVER_PORT,
+                 *(CLIENT_PROXY_PORT + b for b in self.spec.broker_ids)]
+        self._published = dict(zip(ports, distinct_free_ports(len(ports)), strict=True))
+        if self.toxiproxy_image:
+            self._run_node(TOXIPROXY_NODE, ["-host=0.0.0.0", f"-port={API_PORT}"],
+                           image=self.toxiproxy_image, ports=self._published)
+        else:
+            self._run_node(TOXIPROXY_NODE, [
+                "python", "/opt/kafka-harness/container_toxiproxy.py",
+                "--allow-network", self.subnet, "--host", self.addresses[TOXIPROXY_NODE],
+                "--port", str(API_PORT)], ports=self._published)
+        url = f"http://{LOOPBACK}:{self._published[API_PORT]}"
+        self.wait_for(lambda: _http_ok(f"{url}/version"), self.spec.startup_timeout,
+                      "the Toxiproxy container's API")
+        return url
+
+    def _create_proxies_in_container(self) -> None:
+        """The links of :class:`ProxiedCluster`, listening in the Toxiproxy container; a
+        client link's address is the host side of its published port."""
+        here = self.addresses[TOXIPROXY_NODE]
+        wanted: dict[str, tuple[int, str]] = {}
+        for broker_id in self.spec.broker_ids:
+            upstream = f"{self.addresses[broker_node(broker_id)]}:{BROKER_PORT}"
+            wanted[link_name(CLIENT, broker_node(broker_id))] = (
+                CLIENT_PROXY_PORT + broker_id, upstream)
+        index = 0
+        for source in self.spec.broker_ids:
+            for destination in self.spec.broker_ids:
+                if source != destination:
+                    wanted[link_name(broker_node(source), broker_node(destination))] = (
+                        BROKER_PROXY_PORT + index,
+                        f"{self.addresses[broker_node(destination)]}:{BROKER_PORT}")
+                    index += 1
+        zookeeper = f"{self.addresses[ZOOKEEPER]}:{ZOOKEEPER_PORT}"
+        for broker_id in self.spec.broker_ids:
+            wanted[link_name(broker_node(broker_id), ZOOKEEPER)] = (
+                BROKER_PROXY_PORT + index, zookeeper)
+            index += 1
+        client = self.toxiproxy
+        for name, (port, upstream) in wanted.items():
+            proxy = client.create(upstream=upstream, name=name, listen=f"{here}:{port}")
+            self.proxies[name] = proxy
+            published = self._published.get(port)
+            self.links[name] = ((LOOPBACK, published, upstream) if published is not None
+                                else (here, port, upstream))
+        # Not a link: faults never touch it, so reading ZooKeeper never sits behind one.
+        client.create(upstream=zookeeper, name=OBSERVER_LINK, listen=f"{here}:{OBSERVER_PORT}")
+
+    def _start_zookeeper(self) -> None:
+        config = {
+            "tickTime": 200, "dataDir": f"{DATA_DIR}/zookeeper", "clientPort": ZOOKEEPER_PORT,
+            "clientPortAddress": self.addresses[ZOOKEEPER], "minSessionTimeout": 400,
+            "maxSessionTimeout": 60_000, "maxClientCnxns": 0, "admin.enableServer": "false",
+            "4lw.commands.whitelist": "ruok,srvr,stat,mntr,cons",
+        }
+        java = ("java -Xms64m -Xmx256m -XX:+UseSerialGC -Dzookeeper.jmx.log4j.disable=true "
+                f"-cp {_ZOOKEEPER_JARS} org.apache.zookeeper.server.quorum.QuorumPeerMain "
+                f"{DATA_DIR}/zoo.cfg")
+        self._run_configured(ZOOKEEPER, "zoo.cfg", config, java)
+        port = self._published[OBSERVER_PORT]
+        self.wait_for(lambda: "Mode: " in four_letter_word(LOOPBACK, port, "srvr"),
+                      self.spec.startup_timeout, "ZooKeeper to serve")
+
+    def _broker_properties(self, broker_id: int) -> dict[str, str | int]:
+        """The local backend's properties, pointed at the proxies, listening on the
+        container's own address.
+
+        A controller also sends requests to itself, by default to its advertised listener:
+        that is a port on the host's loopback here, so its own id is mapped to its listener.
+        """
+        listener = f"{self.addresses[broker_node(broker_id)]}:{BROKER_PORT}"
+        properties = {**self.spec.server_properties(broker_id, ""),
+                      **self._proxied_spec().broker_properties[broker_id]}
+        peers = str(properties.get("broker.peer.addresses", ""))
+        return {
+            **properties,
+            "listeners": f"PLAINTEXT://{listener}",
+            "broker.peer.addresses": ",".join(filter(None, [f"{broker_id}={listener}", peers])),
+            "log.dirs": f"{DATA_DIR}/data",
+        }
+
+    def _run_configured(self, node: str, config_name: str,
+                        config: Mapping[str, str | int], command: str) -> Container:
+        """Run ``command`` in a node container after writing ``config`` (passed in the
+        environment, so no file needs copying in) to ``DATA_DIR/config_name``."""
+        path = f"{DATA_DIR}/{config_name}"
+        script = f'printf "%s\\n" "$CONFIG" > {path} && exec {command}'
+        return self._run_node(node, ["sh", "-c", script], environment={"CONFIG": _lines(config)})
+
+    def stop(self) -> None:
+        """Save every node's log, then remove everything labelled with this run. Safe to call
+        twice, and from ``atexit`` or a signal."""
+        if not self._started:
+            return
+        self._started = False
+        atexit.unregister(self.stop)
+        try:
+            self._close_reader()
+            if self._given_run_dir is not None:
+                with contextlib.suppress(Exception):
+                    self._save_logs()
+        finally:
+            if self.client is not None:
+                remove_run(self.client, self.run_id)
+            self._restore_sigterm_handler()
+            self.containers.clear()
+            self.proxies.clear()
+            self.links.clear()
+            self._paused.clear()
+            self._url = None
+            if self._given_run_dir is None and self._run_dir is not None:
+                shutil.rmtree(self._run_dir, ignore_errors=True)
+            self._run_dir = None
+
+    def _install_sigterm_handler(self) -> None:
+        """SIGTERM becomes SystemExit, so ``with`` blocks and ``finally`` clean up as on Ctrl-C
+        (only from the main thread, and only if nobody else handles SIGTERM)."""
+        with contextlib.suppress(ValueError):
+            if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+                self._previous_sigterm = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
+    def _restore_sigterm_handler(self) -> None:
+        if self._previous_sigterm is not None:
+            with contextlib.suppress(ValueError):
+                signal.signal(signal.SIGTERM, self._previous_sigterm)
+            self._previous_sigterm = None
+
+    def _save_logs(self) -> None:
+        for node, container in self.containers.items():
+            (self.run_dir / f"{node}.log").write_bytes(container.logs())
+
+    def log_paths(self) -> list[Path]:
+        """Every container's log, written to the run directory now (ZooKeeper first)."""
+        if not self._started:
+            return []
+        self._save_logs()
+        return [self.run_dir / f"{node}.log" for node in self.containers]
+
+    # --- process faults --------------------------------------------------------------------
+
+    def container(self, broker_id: int) -> Container:
+        try:
+            return self.containers[broker_node(broker_id)]
+        except KeyError:
+            raise KeyError(f"no broker {broker_id}; brokers are {self.spec.broker_ids}") from None
+
+    def kill(self, broker_id: int) -> int | None:
+        """SIGKILL: a crash. Its ZooKeeper session lives on until the session timeout."""
+        container = self.container(broker_id)
+        if broker_id in self._paused:
+            self.resume(broker_id)
+        container.kill()
+        return int(container.wait(timeout=30)["StatusCode"])
+
+    def stop_broker(self, broker_id: int) -> int | None:
+        """SIGTERM (controlled shutdown), SIGKILL after ``broker_stop_timeout``; exit code."""
+        container = self.container(broker_id)
+        if broker_id in self._paused:
+            self.resume(broker_id)
+        container.stop(timeout=int(self.spec.broker_stop_timeout))
+        return int(container.wait(timeout=30)["StatusCode"])
+
+    def start_broker(self, broker_id: int, *, wait_for_deregistration: bool = True) -> None:
+        """Start a stopped or killed broker's container again: same address, same data.
+        Waits, as the local backend does, for a killed broker's old registration to expire."""
+        container = self.container(broker_id)
+        if broker_id in self.running_broker_ids():
+            raise RuntimeError(f"broker {broker_id} is already running")
+        if wait_for_deregistration:
+            timeout = self.spec.zookeeper_session_timeout_ms / 1000 + 10
+            self.wait_for(lambda: self.broker_registration(broker_id) is None, timeout,
+                          f"the old registration of broker {broker_id} to expire")
+        container.start()
+        self.wait_for(lambda: broker_id in self.broker_metadata(broker_id),
+                      self.spec.startup_timeout, f"broker {broker_id}'s Metadata to list itself")
+
+    def pause(self, broker_id: int) -> None:
+        """Freeze every process of the container: it hangs with its connections open."""
+        self.container(broker_id).pause()
+        self._paused.add(broker_id)
+
+    def resume(self, broker_id: int) -> None:
+        self.container(broker_id).unpause()
+        self._paused.discard(broker_id)
+
+    def running_broker_ids(self) -> list[int]:
+        """Brokers whose container runs (paused ones included)."""
+        running = []
+        for broker_id in self.spec.broker_ids:
+            container = self.container(broker_id)
+            container.reload()
+            if container.status in ("running", "paused"):
+                running.append(broker_id)
+        return running
+
+    # --- reading the cluster ---------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def zk(self, timeout: float = 10.0) -> Any:
+        """A fresh kazoo client on ZooKeeper (through the observer link), closed on exit."""
+        client = KazooClient(hosts=f"{LOOPBACK}:{self._published[OBSERVER_PORT]}",
+                             timeout=timeout)
+        client.start(timeout=timeout)
+        try:
+            yield client
+        finally:
+            client.stop()
+            client.close()
+
+    def _zk_json(self, path: str) -> dict[str, Any] | None:
+        if self._reader is None:
+            self._reader = KazooClient(hosts=f"{LOOPBACK}:{self._published[OBSERVER_PORT]}")
+            self._reader.start(timeout=10)
+        try:
+            data, _ = self._reader.get(path)
+        except NoNodeError:
+            return None
+        return json.loads(data)
+
+    def _close_reader(self) -> None:
+        if self._reader is not None:
+            reader, self._reader = self._reader, None
+            with contextlib.suppress(Exception):
+                reader.stop()
+                reader.close()
+
+    def broker_registration(self, broker_id: int) -> dict[str, Any] | None:
+        return self._zk_json(f"/brokers/ids/{broker_id}")
+
+    def controller_id(self) -> int | None:
+        document = self._zk_json("/controller")
+        return None if document is None else int(document["brokerid"])
+
+    def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
+        """``/brokers/topics/[topic]/partitions/[partition]/state`` as JSON, None if absent."""
+        return self._zk_json(f"/brokers/topics/{topic}/partitions/{partition}/state")
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        state = self.partition_state(topic, partition)
+        return None if state is None or state["leader"] < 0 else int(state["leader"])
+
+    def broker_metadata(self, broker_id: int) -> set[int]:
+        """The broker ids ``broker_id`` lists in its own Metadata, asked through its proxy."""
+        host, port, _ = self.links[link_name(CLIENT, broker_node(broker_id))]
+        return metadata_broker_ids(host, port)
+
+    def wait_for(self, predicate: Callable[[], Any], timeout: float, what: str, *,
+                 interval: float = 0.1) -> Any:
+        context = f"logs: docker logs kafka-harness-{self.run_id}-<node>"
+        return wait_for(predicate, timeout, what, interval=interval, context=context)
+
+
+class IptablesPartitions(NetworkFaults):
+    """:class:`NetworkFaults` whose partitions are cut in the kernel instead of in the proxies.
+
+    The same directed pairs (from the same grudges and shapes), mapped to the same links and
+    streams, and each (link, stream) dropped where that link's opening end lives: a broker's
+    outgoing packets to the link's port in the Toxiproxy container (upstream), or its incoming
+    packets from that port (downstream), inside the broker's own network namespace; for client
+    links, in the Toxiproxy container's namespace, since the client is the host. Rules live in
+    one chain, ``KAFKA-HARNESS``, per namespace, each commented with its link and stream, so
+    healing is a flush and :meth:`active` reads the kernel: any instance sees and heals what
+    another applied. Nothing is reset: to both ends it looks like lost packets. Toxics still
+    go through the Toxiproxy container, as in :class:`NetworkFaults`.
+    """
+
+    def __init__(self, cluster: DockerCluster) -> None:
+        super().__init__(cluster)
+        self.cluster: DockerCluster = cluster
+        self.mechanism = "kernel"
+
+    def partition(self, grudge: Mapping[str, Iterable[str]]) -> list[tuple[str, str]]:
+        """Heal, then drop the traffic ``grudge`` names; returns the directed pairs cut."""
+        checked = shapes.from_explicit(grudge, self.nodes)
+        pairs = shapes.links_to_cut(checked)
+        self.heal()
+        for link, stream in cut_streams(pairs, self.cluster.links):
+            node, rule = self._rule(link, stream)
+            self._ensure_chain(node)
+            self._check(node, ["-A", IPTABLES_CHAIN, *rule, "-m", "comment", "--comment",
+                               f"{link} {stream}", "-j", "DROP"])
+        return pairs
+
+    def heal(self) -> None:
+        """Flush the chain in every running container (a stopped one lost its namespace)."""
+        for node in self.cluster.containers:
+            if self._pid(node):
+                self._run(node, ["-F", IPTABLES_CHAIN])  # fails where no chain was made
+
+    def clear(self) -> None:
+        self.heal()
+        super().clear()
+
+    def active(self) -> dict[str, Any]:
+        """The partition as the kernels hold it, and the proxies' toxics."""
+        cuts: dict[str, list[str]] = {}
+        for rules in self.rules().values():
+            for rule in rules:
+                link, _, stream = rule.split('--comment "', 1)[1].split('"', 1)[0].partition(" ")
+                cuts.setdefault(link, []).append(partition_toxic_name(stream))
+        return {**super().active(),
+                "partition": [list(pair) for pair in pairs_from_toxics(cuts)]}
+
+    def rules(self) -> dict[str, list[str]]:
+        """Node -> the DROP rules in its chain, as ``iptables -S`` prints them."""
+        found = {}
+        for node in self.cluster.containers:
+            if self._pid(node):
+                code, output = self._run(node, ["-S", IPTABLES_CHAIN])
+                drops = [line for line in output.splitlines() if line.startswith("-A ")]
+                if code == 0 and drops:
+                    found[node] = drops
+        return found
+
+    def _rule(self, link: str, stream: str) -> tuple[str, list[str]]:
+        """(node whose namespace holds the rule, the match) dropping one stream of a link."""
+        opener = link.partition("->")[0]
+        proxy_port = str(_container_port(self.cluster.proxies[link]))
+        toxiproxy = self.cluster.addresses[TOXIPROXY_NODE]
+        if opener == CLIENT:
+            if stream == "upstream":
+                return TOXIPROXY_NODE, ["-p", "tcp", "--dport", proxy_port]
+            return TOXIPROXY_NODE, ["-p", "tcp", "--sport", proxy_port]
+        if stream == "upstream":
+            return opener, ["-p", "tcp", "-d", toxiproxy, "--dport", proxy_port]
+        return opener, ["-p", "tcp", "-s", toxiproxy, "--sport", proxy_port]
+
+    def _ensure_chain(self, node: str) -> None:
+        if self._run(node, ["-n", "-L", IPTABLES_CHAIN])[0] != 0:
+            self._check(node, ["-N", IPTABLES_CHAIN])
+            for chain in ("INPUT", "OUTPUT"):
+                self._check(node, ["-I", chain, "-j", IPTABLES_CHAIN])
+
+    def _pid(self, node: str) -> int:
+        container = self.cluster.containers[node]
+        container.reload()
+        return int(container.attrs["State"]["Pid"])
+
+    def _check(self, node: str, arguments: list[str]) -> None:
+        code, output = self._run(node, arguments)
+        if code != 0:
+            raise RuntimeError(f"iptables {' '.join(arguments)} in {node} failed: {output}")
+
+    def _run(self, node: str, arguments: list[str]) -> tuple[int, str]:
+        """iptables in the node's namespace: nsenter from the host when root (works on a
+        paused container too), else ``docker exec`` (the containers have NET_ADMIN)."""
+        if os.geteuid() == 0 and shutil.which("nsenter") and shutil.which("iptables"):
+            command = ["nsenter", "-t", str(self._pid(node)), "-n", "iptables", "-w",
+                       *arguments]
+            result = subprocess.run(command, capture_output=True, text=True)
+            return result.returncode, result.stdout + result.stderr
+        code, raw = self.cluster.containers[node].exec_run(["iptables", "-w", *arguments])
+        return int(code), raw.decode(errors="replace")
+
+
+def _container_port(proxy: Proxy) -> int:
+    return int(proxy.listen.rpartition(":")[2])
+
+
+def _lines(properties: Mapping[str, str | int]) -> str:
+    return "\n".join(f"{key}={value}" for key, value in properties.items())
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1.0) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)

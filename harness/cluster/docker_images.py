@@ -1,0 +1,346 @@
+"""Images for the docker backend, built on a machine that has no image registry.
+
+Nothing is pulled. The base is a Debian rootfs made by ``debootstrap --variant=minbase`` from
+the mirror this machine's apt already uses, turned into an image by ``docker import``; the one
+project image on top (``ci/docker/Dockerfile``) adds Python, a JRE, Debian's ZooKeeper and
+iptables with apt from that same mirror, and the project from a wheel built here. The same
+image runs ZooKeeper, every broker and the Toxiproxy server, so a cluster needs one build.
+
+Both steps are cached: the base is made once (its tag exists → skipped), and the project image
+is tagged with a hash of the project's sources, so it is rebuilt only when they change.
+
+If no engine answers, :func:`ensure_engine` installs Debian's ``docker.io`` and starts
+``dockerd`` with its log in :data:`DOCKERD_LOG` (``$KAFKA_HARNESS_DOCKERD_LOG`` overrides) and
+the first storage driver that runs a container here (overlay2, else vfs). The daemon is left
+running for later runs; stop it by the pid in ``/var/run/docker.pid``.
+
+    python -m harness.cluster.docker_images          # engine + base + project image; prints tag
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from collections.abc import Iterable
+from pathlib import Path
+
+import docker
+import docker.errors
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DOCKER_DIR = PROJECT_ROOT / "ci" / "docker"
+BASE_IMAGE = "kafka-harness-base:bookworm"
+PROJECT_REPOSITORY = "kafka-harness"
+SUITE = "bookworm"
+DOCKERD_LOG = Path(os.environ.get("KAFKA_HARNESS_DOCKERD_LOG",
+                                  "/var/log/kafka-harness-dockerd.log"))
+STORAGE_DRIVERS = ("overlay2", "vfs")
+# What the containers import (reference_broker, harness.net, harness.wire): the harness-side
+# dependencies (pyspark, pyarrow, confluent-kafka, ...) would triple the image for nothing.
+CONTAINER_REQUIREMENTS = ("kio", "crc32c", "kazoo")
+_SOURCE_GLOBS = ("pyproject.toml", "harness/**/*.py", "reference_broker/**/*.py",
+                 "ci/docker/Dockerfile", "ci/docker/*.py")
+_ENGINE_START_TIMEOUT_S = 60.0
+
+
+class EngineUnavailable(RuntimeError):
+    """No docker engine answers and none could be started; the message says why."""
+
+
+def _log(message: str) -> None:
+    print(f"[docker-images] {message}", file=sys.stderr, flush=True)
+
+
+# --- the engine ------------------------------------------------------------------------------
+
+def engine_client(timeout: float = 120.0) -> docker.DockerClient | None:
+    """A client whose engine answers a ping, or None."""
+    if not _unix_socket_accepts():
+        return None
+    try:
+        client = docker.from_env(timeout=timeout)
+    except docker.errors.DockerException:
+        return None
+    try:
+        client.ping()
+    except docker.errors.DockerException:
+        client.close()
+        return None
+    return client
+
+
+def _unix_socket_accepts() -> bool:
+    """Whether the engine's unix socket (``$DOCKER_HOST`` or the default) takes a connection;
+    True for other transports. Asked here because docker-py leaks the socket of a refused
+    connect, which ``filterwarnings = error`` turns into a failure of whoever asked."""
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    if not host.startswith("unix://"):
+        return True
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(5.0)
+        try:
+            probe.connect(host.removeprefix("unix://"))
+        except OSError:
+            return False
+    return True
+
+
+def ensure_engine(log_path: Path = DOCKERD_LOG) -> docker.DockerClient:
+    """The running engine, or one this call installs (``docker.io``) and starts.
+
+    Raises :class:`EngineUnavailable` naming the reason (not root, apt failed, dockerd exited —
+    with the tail of its log) when none can be had, so a test can skip with that reason.
+    """
+    client = engine_client()
+    if client is not None:
+        return client
+    if os.environ.get("DOCKER_HOST"):
+        raise EngineUnavailable(f"DOCKER_HOST={os.environ['DOCKER_HOST']} does not answer")
+    if os.geteuid() != 0:
+        raise EngineUnavailable("no docker engine answers and starting dockerd needs root")
+    if shutil.which("dockerd") is None:
+        _log("installing Debian's docker.io (apt-get)")
+        result = subprocess.run(["apt-get", "install", "-y", "docker.io"], capture_output=True,
+                                text=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        if result.returncode != 0 or shutil.which("dockerd") is None:
+            raise EngineUnavailable(f"apt-get install docker.io failed: {result.stderr[-500:]}")
+    errors = []
+    for driver in STORAGE_DRIVERS:
+        client = _start_dockerd(driver, log_path)
+        if client is not None and _runs_a_container(client):
+            _log(f"dockerd is running (storage driver {driver}); its log is {log_path}")
+            return client
+        errors.append(f"{driver}: {_tail(log_path)}")
+        _stop_dockerd()
+    raise EngineUnavailable("dockerd did not start with any storage driver; "
+                            + " | ".join(errors) + f" (log: {log_path})")
+
+
+def _start_dockerd(driver: str, log_path: Path) -> docker.DockerClient | None:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(["dockerd", f"--storage-driver={driver}"],
+                                   stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                   start_new_session=True)  # outlives this process on purpose
+    deadline = time.monotonic() + _ENGINE_START_TIMEOUT_S
+    while time.monotonic() < deadline and process.poll() is None:
+        client = engine_client()
+        if client is not None:
+            return client
+        time.sleep(0.5)
+    return None
+
+
+def _runs_a_container(client: docker.DockerClient) -> bool:
+    """Whether the storage driver works here: overlay2 starts but cannot mount on some VMs.
+    Before any image exists there is nothing to run, so only a later build would tell."""
+    if not client.images.list():
+        return True
+    image = client.images.list()[0]
+    try:
+        client.containers.run(image.id, ["true"], remove=True, entrypoint=[])
+    except docker.errors.DockerException as exc:
+        _log(f"a container did not run: {exc}")
+        return False
+    return True
+
+
+def _stop_dockerd() -> None:
+    pid_file = Path("/var/run/docker.pid")
+    if pid_file.exists():
+        pid = int(pid_file.read_text().strip() or 0)
+        if pid > 0:
+            subprocess.run(["kill", str(pid)], check=False)
+            time.sleep(3)
+
+
+def _tail(path: Path, chars: int = 400) -> str:
+    try:
+        return path.read_text(errors="replace")[-chars:].strip()
+    except OSError:
+        return "(no log)"
+
+
+# --- the base image --------------------------------------------------------------------------
+
+def debian_mirror(apt_dir: Path = Path("/etc/apt")) -> str:
+    """The Debian mirror apt uses here, read from its config (one-line or deb822 sources),
+    so nothing in the repository names a mirror host."""
+    files = [apt_dir / "sources.list", *sorted((apt_dir / "sources.list.d").glob("*.list")),
+             *sorted((apt_dir / "sources.list.d").glob("*.sources"))]
+    for path in files:
+        if not path.is_file():
+            continue
+        text = path.read_text(errors="replace")
+        for uri, suites in _sources(text, deb822=path.suffix == ".sources"):
+            if SUITE in suites and "security" not in uri:
+                return uri.rstrip("/")
+    raise RuntimeError(f"no apt source for Debian {SUITE} found under {apt_dir}")
+
+
+def _sources(text: str, *, deb822: bool) -> Iterable[tuple[str, list[str]]]:
+    if not deb822:
+        for line in text.splitlines():
+            match = re.match(r"\s*deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+(\S+)", line)
+            if match:
+                yield match[1], [match[2]]
+        return
+    for stanza in re.split(r"\n\s*\n", text):
+        fields = dict(re.findall(r"^(\w[\w-]*):\s*(.*)$", stanza, flags=re.MULTILINE))
+        if "deb" in fields.get("Types", "").split() and fields.get("URIs"):
+            yield fields["URIs"].split()[0], fields.get("Suites", "").split()
+
+
+def image_exists(client: docker.DockerClient, tag: str) -> bool:
+    try:
+        client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+def ensure_base_image(client: docker.DockerClient, mirror: str | None = None) -> str:
+    """``kafka-harness-base:bookworm`` from a debootstrap rootfs, made unless it exists."""
+    if image_exists(client, BASE_IMAGE):
+        return BASE_IMAGE
+    if shutil.which("debootstrap") is None:
+        _log("installing debootstrap (apt-get)")
+        subprocess.run(["apt-get", "install", "-y", "debootstrap"], check=True,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    mirror = mirror or debian_mirror()
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="kafka-harness-rootfs-") as rootfs:
+        _log(f"debootstrap --variant=minbase {SUITE} from {mirror}")
+        subprocess.run(["debootstrap", "--variant=minbase", SUITE, rootfs, mirror], check=True,
+                       stdout=subprocess.DEVNULL)
+        _log(f"docker import -> {BASE_IMAGE}")
+        tar = subprocess.Popen(["tar", "-C", rootfs, "-c", "."], stdout=subprocess.PIPE)
+        assert tar.stdout is not None
+        client.api.import_image(src=tar.stdout, repository=BASE_IMAGE.split(":")[0],
+                                tag=BASE_IMAGE.split(":")[1], stream_src=True)
+        if tar.wait() != 0:
+            raise RuntimeError("tar of the debootstrap rootfs failed")
+    _log(f"base image made in {time.monotonic() - started:.0f}s")
+    return BASE_IMAGE
+
+
+# --- the project image -----------------------------------------------------------------------
+
+def source_hash(root: Path = PROJECT_ROOT) -> str:
+    """A hash of everything that goes into the project image: a new one means a rebuild."""
+    digest = hashlib.sha256()
+    paths = sorted({path for pattern in _SOURCE_GLOBS for path in root.glob(pattern)
+                    if path.is_file() and "__pycache__" not in path.parts})
+    for path in paths:
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def project_image_tag(root: Path = PROJECT_ROOT) -> str:
+    return f"{PROJECT_REPOSITORY}:{source_hash(root)}"
+
+
+def container_requirements(root: Path = PROJECT_ROOT) -> list[str]:
+    """The project's own pins (from pyproject) of what the containers import."""
+    with open(root / "pyproject.toml", "rb") as file:
+        dependencies = tomllib.load(file)["project"]["dependencies"]
+    wanted = []
+    for requirement in dependencies:
+        name = re.split(r"[<>=!~ \[;]", requirement, maxsplit=1)[0]
+        if name.lower() in CONTAINER_REQUIREMENTS:
+            wanted.append(requirement)
+    return wanted
+
+
+def _prepare_context(context: Path, root: Path) -> None:
+    """Dockerfile, the Toxiproxy entry point, and wheels/: the project wheel and the wheels of
+    :func:`container_requirements` for the engine's CPU and Debian's Python (3.11)."""
+    wheels = context / "wheels"
+    wheels.mkdir()
+    shutil.copy(DOCKER_DIR / "Dockerfile", context / "Dockerfile")
+    shutil.copy(DOCKER_DIR / "container_toxiproxy.py", context / "container_toxiproxy.py")
+    pip = [sys.executable, "-m", "pip"]
+    subprocess.run([*pip, "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(root)],
+                   check=True)
+    requirements = container_requirements(root)
+    (wheels / "container-requirements.txt").write_text("\n".join(requirements) + "\n")
+    machine = platform.machine()
+    subprocess.run([*pip, "download", "--quiet", "--only-binary=:all:", "-d", str(wheels),
+                    "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
+                    "--platform", f"manylinux2014_{machine}", "--platform",
+                    f"manylinux_2_17_{machine}", "--platform", f"manylinux_2_28_{machine}",
+                    *requirements], check=True)
+
+
+def build_project_image(client: docker.DockerClient, base: str = BASE_IMAGE,
+                        root: Path = PROJECT_ROOT, *, force: bool = False) -> str:
+    """The project image for the current sources; built only if that tag does not exist."""
+    tag = project_image_tag(root)
+    if image_exists(client, tag) and not force:
+        _log(f"{tag} is up to date")
+        return tag
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="kafka-harness-image-") as context:
+        _prepare_context(Path(context), root)
+        _log(f"docker build {tag} FROM {base}")
+        for chunk in client.api.build(path=context, tag=tag, rm=True, decode=True,
+                                      buildargs={"BASE_IMAGE": base,
+                                                 "SOURCE_HASH": tag.split(":")[1]}):
+            if "error" in chunk:
+                raise RuntimeError(f"docker build of {tag} failed: {chunk['error'].strip()}")
+            line = chunk.get("stream", "").rstrip()
+            if line.startswith("Step "):
+                _log(line)
+    _log(f"{tag} built in {time.monotonic() - started:.0f}s")
+    _remove_older_builds(client, tag)
+    return tag
+
+
+def _remove_older_builds(client: docker.DockerClient, keep: str) -> None:
+    """Drop the project images of earlier sources (their shared layers stay); one still used
+    by a container is kept."""
+    for image in client.images.list(name=PROJECT_REPOSITORY):
+        if keep not in image.tags:
+            for old in image.tags:
+                with contextlib.suppress(docker.errors.APIError):
+                    client.images.remove(old)
+
+
+def ensure_images(*, force: bool = False) -> str:
+    """Engine, base and project image; returns the project image tag."""
+    client = ensure_engine()
+    return build_project_image(client, ensure_base_image(client), force=force)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.cluster.docker_images",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--force", action="store_true", help="rebuild the project image")
+    parser.add_argument("--print-tag", action="store_true",
+                        help="print the tag the current sources would have, build nothing")
+    args = parser.parse_args(argv)
+    if args.print_tag:
+        print(project_image_tag())
+        return 0
+    try:
+        print(ensure_images(force=args.force))
+    except EngineUnavailable as exc:
+        print(f"no docker engine: {exc}", file=sys.stderr)
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
