@@ -1,16 +1,20 @@
-"""One run, end to end: up → workload + nemesis → heal → wait → final read → check → report.
+"""One run, end to end: suites → up → workload + nemesis → heal → wait → final read → check →
+report.
 
 This is Jepsen's test lifecycle with the harness's parts: the cluster (behind Toxiproxy when the
 proxied backend is available), the generator's client processes, the seeded nemesis schedule, the
 final read, and the checker. Everything a run produces stays in its run directory::
 
+    <dir>/suites/       the suites' table (matrix.html/.md/.json), pytest log and JUnit XML
     <dir>/cluster/      ZooKeeper, brokers, Toxiproxy: configs, data, logs
     <dir>/history/      one Parquet file per client process (process 0 is the nemesis)
     <dir>/logs/         each client process's output
     <dir>/report/       report.html, report.json, junit.xml
     <dir>/run.json      what ran (options, seed, schedule, clients) and the verdict
 
-The exit code is the checker's verdict: 0 valid, 1 an anomaly the guarantee forbids, 2 bad
+The suites (``--suites``; none when the run is used as a library) run first, in a pytest session
+of their own against a reference cluster of their own. The exit code is the checker's verdict,
+made 1 by a failed suite test: 0 valid, 1 an anomaly the guarantee forbids, 2 bad
 options, 3 the infrastructure (cluster, clients, Spark) failed, 130 interrupted (SIGINT/Ctrl-C
 or SIGTERM): the clients are stopped, faults lifted and the cluster stopped, and the history
 written so far is kept with a ``run.json`` saying the run was interrupted — it is not checked.
@@ -36,7 +40,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 
-from harness import history
+from harness import history, matrix
 from harness.checker import report
 from harness.checker.result import (
     DEFAULT_GUARANTEE,
@@ -58,6 +62,8 @@ VALID, INVALID, USAGE, INFRASTRUCTURE, INTERRUPTED = 0, 1, 2, 3, 130
 NETWORKS = ("proxy", "kernel")
 NEMESIS_PROCESS = 0
 ENGINES = ("spark", "python")
+SUITES = tuple(s for s in matrix.SUITES if s != "chaos")  # the run is the chaos part itself
+DEFAULT_SUITES = SUITES
 _ISR_TIMEOUT_S = 60.0
 
 
@@ -89,6 +95,7 @@ class RunOptions:
     engine: str = "spark"
     master: str | None = None
     network: str = "proxy"  # proxy: Toxiproxy on every link; kernel: namespaces + iptables
+    suites: tuple[str, ...] = ()  # suites/ directories run against a reference cluster first
 
     def validate(self) -> None:
         """Raise RunError(USAGE) naming the bad option and what is allowed."""
@@ -106,6 +113,9 @@ class RunOptions:
         unknown = [n for n in self.nemesis if n not in FAULTS]
         if unknown:
             problems.append(f"unknown nemesis fault(s) {unknown}; allowed: {', '.join(FAULTS)}")
+        unknown = [n for n in self.suites if n not in SUITES]
+        if unknown:
+            problems.append(f"unknown suite(s) {unknown}; allowed: {', '.join(SUITES)}")
         if problems:
             raise RunError(USAGE, "; ".join(problems))
 
@@ -127,6 +137,7 @@ class RunResult:
     anomalies: dict[str, int] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
     report: list[str] = field(default_factory=list)
+    suites: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -314,7 +325,10 @@ class Run:
         self.history_dir.mkdir(exist_ok=True)
         try:
             with _interrupt_once():
+                suites_code = self._suites() if self.options.suites else VALID
                 self._execute()
+            if self.result.exit_code == VALID:
+                self.result.exit_code = suites_code
         except RunError as exc:
             self.result.exit_code = exc.code
             self.result.error = str(exc)
@@ -329,6 +343,22 @@ class Run:
             raise
         self._write_summary()
         return self.result
+
+    def _suites(self) -> int:
+        """The suites against a reference cluster of their own (one pytest session, as
+        ``kafka-harness matrix`` runs it); their table is ``suites/matrix.html``. Returns the
+        exit code they give: 0 all passed, 1 a test failed, 3 they could not be run."""
+        runs, files = matrix.run_matrix(("reference",), self.options.suites,
+                                        self.dir / "suites", say=self._say)
+        suites = runs[0]
+        self.result.suites = {
+            "names": list(self.options.suites), "counts": dict(suites.counts()),
+            "failed": [t["nodeid"] for t in suites.tests if t["outcome"] in ("failed", "error")],
+            "wall_s": suites.wall_s, "files": files, "log": suites.log, "junit": suites.junit}
+        self.result.report += [files["html"], suites.junit]
+        for nodeid in self.result.suites["failed"]:
+            self._say(f"[red]suite test failed:[/] {nodeid}")
+        return matrix.exit_code(runs)
 
     def _execute(self) -> None:
         options = self.options
@@ -428,7 +458,7 @@ class Run:
         self.result.exit_code = VALID if result.valid else INVALID
         self.result.anomalies = {name: a.count for name, a in result.anomalies.items()}
         self.result.stats = dict(result.stats)
-        self.result.report = [str(p) for p in written]
+        self.result.report += [str(p) for p in written]
 
     def _write_summary(self) -> None:
         summary = {"options": {k: (str(v) if isinstance(v, Path) else v)

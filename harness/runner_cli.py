@@ -15,6 +15,20 @@ from harness.checker.result import DEFAULT_GUARANTEE, GUARANTEES
 from harness.nemesis.schedule import FAULTS
 
 
+def _parse_suites(text: str, allowed: tuple[str, ...], default: tuple[str, ...]
+                  ) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if names == ("default",):
+        return default
+    if names in ((), ("none",)):
+        return ()
+    unknown = [n for n in names if n not in allowed]
+    if unknown:
+        raise ValueError(f"unknown suite(s) {', '.join(unknown)}; allowed: "
+                         f"{', '.join(allowed)}, default or none")
+    return names
+
+
 def register(app: typer.Typer) -> None:
     @app.command("run")
     def run_command(
@@ -55,14 +69,20 @@ def register(app: typer.Typer) -> None:
         master: Annotated[
             str | None, typer.Option(metavar="SPARK_MASTER", help="Spark master for the check.")
         ] = None,
+        suites: Annotated[
+            str, typer.Option(help="Suites run first against a reference cluster of their own "
+                                   "(comma-separated, 'default' = all but chaos, or none).")
+        ] = "default",
         network: Annotated[
             str, typer.Option(help="Network faults by proxy (Toxiproxy) or kernel (root: "
                                    "namespaces + iptables drops; no latency toxics).")
         ] = "proxy",
     ) -> None:
-        """Run a workload under a seeded nemesis, read everything back and check it: exit 0
-        valid, 1 an anomaly the guarantee forbids, 2 bad options, 3 infrastructure failed,
-        130 interrupted (Ctrl-C/SIGTERM: everything stopped, the history so far kept)."""
+        """The main job: the suites against a reference cluster (--suites), then a workload
+        under a seeded nemesis, everything read back and checked. Exit 0 valid and every suite
+        test passed, 1 an anomaly the guarantee forbids or a failed suite test, 2 bad options,
+        3 infrastructure failed, 130 interrupted (Ctrl-C/SIGTERM: everything stopped, the
+        history so far kept)."""
         from harness import runner
         from harness.nemesis.schedule import parse_faults
         from harness.workload.consumer import COMMITS, MODES
@@ -75,6 +95,7 @@ def register(app: typer.Typer) -> None:
                 raise ValueError(f"--commit must be one of {', '.join(COMMITS)}")
             if network not in runner.NETWORKS:
                 raise ValueError(f"--network must be one of {', '.join(runner.NETWORKS)}")
+            chosen_suites = _parse_suites(suites, runner.SUITES, runner.DEFAULT_SUITES)
             if acks not in ("0", "1", "all", "-1"):
                 raise ValueError("--acks must be one of 0, 1, all")
             if min(partitions, producers + consumers, rate) <= 0:
@@ -87,5 +108,6 @@ def register(app: typer.Typer) -> None:
             guarantee=guarantee, run_dir=run_dir, partitions=partitions, producers=producers,
             consumers=consumers, rate=rate, consumer_mode=consumer_mode, commit=commit,
             acks=acks, idempotence=idempotence, engine=engine, master=master, network=network,
+            suites=chosen_suites,
         )
         raise typer.Exit(runner.run(options, as_json=json_output))

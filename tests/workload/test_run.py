@@ -15,10 +15,11 @@ def kafka_harness(*args, timeout):
                           text=True, timeout=timeout, check=False)
 
 
-def test_a_run_without_faults_is_valid_and_leaves_a_report(tmp_path):
+def test_a_run_of_a_suite_and_a_workload_without_faults_is_valid_and_leaves_reports(tmp_path):
     run_dir = tmp_path / "run"
-    done = kafka_harness("run", "--duration", "20", "--nemesis", "none", "--seed", "1",
-                         "--dir", str(run_dir), "--json", timeout=300)
+    done = kafka_harness("run", "--suites", "protocol",
+                         "--duration", "20", "--nemesis", "none", "--seed", "1",
+                         "--dir", str(run_dir), "--json", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)
     assert result["valid"] is True and result["exit_code"] == 0 and result["seed"] == 1
@@ -29,6 +30,21 @@ def test_a_run_without_faults_is_valid_and_leaves_a_report(tmp_path):
         assert (run_dir / "report" / name).stat().st_size > 0
     assert json.loads((run_dir / "run.json").read_text())["run_id"] == result["run_id"]
     assert sorted(p.name for p in (run_dir / "history").iterdir())[0] == "process-0000.parquet"
+    suites = result["suites"]
+    assert suites["names"] == ["protocol"] and suites["failed"] == []
+    assert suites["counts"]["passed"] > 20
+    table = json.loads((run_dir / "suites" / "matrix.json").read_text())
+    assert table[0]["target"] == "reference"
+    assert all(t["nodeid"].startswith("suites/protocol/") for t in table[0]["tests"])
+    assert str(run_dir / "suites" / "matrix.html") in result["report"]
+
+
+def test_an_unknown_suite_is_a_usage_error(tmp_path):
+    done = kafka_harness("run", "--suites", "protocol,nope", "--dir", str(tmp_path),
+                         timeout=60)
+    assert done.returncode == 2
+    assert "unknown suite(s) nope; allowed: protocol, offsets, groups, failover, unclean" \
+        in done.stderr
 
 
 def test_bad_options_exit_2_naming_what_is_allowed(tmp_path):
@@ -43,7 +59,8 @@ def test_kills_and_partitions_keep_at_least_once_with_acks_all_and_idempotence(t
     seed = 5
     faults = {s.fault for s in plan(seed, ("kill", "partition"), 30, 3)}
     assert faults == {"kill", "partition"}
-    done = kafka_harness("run", "--duration", "30", "--nemesis", "kill,partition", "--seed",
+    done = kafka_harness("run", "--suites", "none",
+                         "--duration", "30", "--nemesis", "kill,partition", "--seed",
                          str(seed), "--dir", str(tmp_path / "run"), "--engine", "python",
                          "--json", timeout=400)
     assert done.returncode == 0, done.stderr[-3000:]

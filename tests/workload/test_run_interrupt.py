@@ -59,8 +59,9 @@ def test_ctrl_c_stops_the_run_keeps_its_history_and_leaves_nothing(tmp_path):
     out = tmp_path / "run.out"
     with open(out, "w") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", "harness.cli", "run", "--duration", "120", "--nemesis",
-             "partition", "--seed", "3", "--engine", "python", "--dir", str(run_dir), "--json"],
+            [sys.executable, "-m", "harness.cli", "run", "--suites", "none", "--duration", "120",
+             "--nemesis", "partition", "--seed", "3", "--engine", "python", "--dir", str(run_dir),
+             "--json"],
             stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)
     try:
