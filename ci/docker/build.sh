@@ -25,7 +25,7 @@ tag="$("$python" -m harness.cluster.docker_images --print-tag)"
 context="$(mktemp -d)"
 trap 'rm -rf "$context"' EXIT
 mkdir "$context/wheels"
-cp "$root/ci/docker/Dockerfile" "$root/ci/docker/container_toxiproxy.py" "$context/"
+cp "$root/ci/docker/Dockerfile" "$context/"
 "$python" -m pip wheel --quiet --no-deps -w "$context/wheels" "$root"
 "$python" - "$context/wheels" <<'PY'
 import subprocess, sys

@@ -233,7 +233,7 @@ class DockerCluster(ProxiedCluster):
                            image=self.toxiproxy_image, ports=self._published)
         else:
             self._run_node(TOXIPROXY_NODE, [
-                "python", "/opt/kafka-harness/container_toxiproxy.py",
+                "python", "-m", "harness.net.toxiproxy_server",
                 "--allow-network", self.subnet, "--host", self.addresses[TOXIPROXY_NODE],
                 "--port", str(API_PORT)], ports=self._published)
         url = f"http://{LOOPBACK}:{self._published[API_PORT]}"

@@ -265,12 +265,11 @@ def container_requirements(root: Path = PROJECT_ROOT) -> list[str]:
 
 
 def _prepare_context(context: Path, root: Path) -> None:
-    """Dockerfile, the Toxiproxy entry point, and wheels/: the project wheel and the wheels of
+    """Dockerfile and wheels/: the project wheel and the wheels of
     :func:`container_requirements` for the engine's CPU and Debian's Python (3.11)."""
     wheels = context / "wheels"
     wheels.mkdir()
     shutil.copy(DOCKER_DIR / "Dockerfile", context / "Dockerfile")
-    shutil.copy(DOCKER_DIR / "container_toxiproxy.py", context / "container_toxiproxy.py")
     pip = [sys.executable, "-m", "pip"]
     subprocess.run([*pip, "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(root)],
                    check=True)

@@ -5,8 +5,10 @@ how Toxiproxy models a link that is down. Re-enabling listens on the same addres
 ``listen`` holds the concrete port even if ``:0`` was asked for, so clients that learnt the
 address keep using it.
 
-Both ends must be loopback addresses. The harness only ever proxies processes it runs on this
-machine, and a listener that any host can reach, forwarding to any host, is an open relay.
+Both ends must be loopback addresses, or addresses in a private network the server was told to
+allow (``--allow-network``: the docker backend's own network, where the proxy runs in a container
+next to the brokers). The harness only ever proxies processes it runs itself, and a listener that
+any host can reach, forwarding to any host, is an open relay.
 """
 
 from __future__ import annotations
@@ -33,6 +35,19 @@ DIAL_TIMEOUT_SECONDS = 10.0
 log = logging.getLogger(__name__)
 
 
+# Private networks besides loopback that proxies may listen on and dial (see allow_network).
+_ALLOWED_NETWORKS: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+
+
+def allow_network(cidr: str) -> None:
+    """Also allow addresses in `cidr`, which must be a private network (ValueError otherwise)."""
+    network = ipaddress.ip_network(cidr, strict=False)
+    if not network.is_private or network.prefixlen == 0:
+        raise ValueError(f"--allow-network {cidr!r} is not a private network (e.g. a docker "
+                         "network such as 172.18.0.0/16)")
+    _ALLOWED_NETWORKS.append(network)
+
+
 def is_loopback_host(host: str) -> bool:
     """Whether ``host`` (an IP literal or ``localhost``) names this machine's loopback."""
     if host == "localhost":
@@ -41,6 +56,17 @@ def is_loopback_host(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def is_allowed_host(host: str) -> bool:
+    """Loopback, or an address in a network given to :func:`allow_network`."""
+    if is_loopback_host(host):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return any(address in network for network in _ALLOWED_NETWORKS)
 
 
 def parse_address(address: str, field: str) -> tuple[str, int]:
@@ -53,10 +79,12 @@ def parse_address(address: str, field: str) -> tuple[str, int]:
     if not sep or not port_text.isdigit() or int(port_text) > 65535:
         raise ApiError(f"{field} must be host:port, got {address!r}", HTTPStatus.BAD_REQUEST)
     host = host.removeprefix("[").removesuffix("]")
-    if not is_loopback_host(host):
+    if not is_allowed_host(host):
+        allowed = ", ".join(["127.0.0.0/8", "::1", "localhost",
+                             *(str(n) for n in _ALLOWED_NETWORKS)])
         raise ApiError(
             f"{field} {address!r} is not a loopback address; this server only proxies "
-            "127.0.0.0/8, ::1 and localhost",
+            f"{allowed}",
             HTTPStatus.BAD_REQUEST,
         )
     return ("127.0.0.1" if host == "localhost" else host), int(port_text)

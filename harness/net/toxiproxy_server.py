@@ -26,7 +26,7 @@ from http import HTTPStatus
 
 from harness.net.http11 import HttpError, Request, encode_response, read_request
 from harness.net.ports import LOOPBACK
-from harness.net.proxy import is_loopback_host
+from harness.net.proxy import allow_network, is_allowed_host
 from harness.net.toxiproxy_api import ToxiproxyApi
 
 DEFAULT_PORT = 8474
@@ -40,7 +40,7 @@ class ToxiproxyServer:
     """The HTTP front of :class:`ToxiproxyApi`, plus the lifecycle of everything it opened."""
 
     def __init__(self, host: str = LOOPBACK, port: int = DEFAULT_PORT) -> None:
-        if not is_loopback_host(host):
+        if not is_allowed_host(host):
             raise ValueError(f"--host must be a loopback address, got {host!r}")
         self.host = host
         self.port = port
@@ -142,9 +142,11 @@ async def _main(host: str, port: int) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m harness.net.toxiproxy_server",
-        description="A Toxiproxy-API-compatible TCP fault proxy (loopback only).",
+        description="A Toxiproxy-API-compatible TCP fault proxy (loopback, or the private "
+                    "networks given with --allow-network).",
     )
-    parser.add_argument("--host", default=LOOPBACK, help="API address (loopback only)")
+    parser.add_argument("--host", default=LOOPBACK,
+                        help="API address (loopback, or in an --allow-network network)")
     parser.add_argument(
         "--port",
         type=int,
@@ -154,9 +156,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
     )
+    parser.add_argument(
+        "--allow-network", action="append", default=[], metavar="CIDR",
+        help="also listen on and proxy to this private network (repeatable; the docker "
+             "backend's own network, with this server in a container on it)",
+    )
     args = parser.parse_args(argv)
-    if not is_loopback_host(args.host):
-        parser.error(f"--host must be a loopback address, got {args.host!r}")
+    for cidr in args.allow_network:
+        try:
+            allow_network(cidr)
+        except ValueError as exc:
+            parser.error(str(exc))
+    if not is_allowed_host(args.host):
+        parser.error(f"--host must be a loopback address or in --allow-network, "
+                     f"got {args.host!r}")
     if not 0 <= args.port <= 65535:
         parser.error(f"--port must be 0..65535, got {args.port}")
     logging.basicConfig(
