@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
-exec .venv/bin/kafka-harness demo "$@"
+exec .venv/bin/kafka-harness run "$@"
