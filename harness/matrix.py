@@ -31,7 +31,7 @@ OUTCOMES = ("passed", "failed", "error", "skipped")
 _TARGET_TIMEOUT_S = 1800
 
 
-class MatrixError(RuntimeError):
+class MatrixError(ValueError):
     """The matrix cannot be run as asked (a usage error)."""
 
 

@@ -12,21 +12,19 @@ from typing import Annotated
 import typer
 
 from harness.checker.result import DEFAULT_GUARANTEE, GUARANTEES
+from harness.matrix import parse_list
 from harness.nemesis.schedule import FAULTS
 
 
 def _parse_suites(text: str, allowed: tuple[str, ...], default: tuple[str, ...]
                   ) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    if names == ("default",):
+    """``default``, ``none`` (or nothing), or a comma-separated list of suites; ValueError
+    naming an unknown one."""
+    if text.strip() == "default":
         return default
-    if names in ((), ("none",)):
+    if text.strip() in ("", "none"):
         return ()
-    unknown = [n for n in names if n not in allowed]
-    if unknown:
-        raise ValueError(f"unknown suite(s) {', '.join(unknown)}; allowed: "
-                         f"{', '.join(allowed)}, default or none")
-    return names
+    return parse_list(text, allowed, "suite")
 
 
 def register(app: typer.Typer) -> None:

@@ -43,7 +43,7 @@ def test_an_unknown_suite_is_a_usage_error(tmp_path):
     done = kafka_harness("run", "--suites", "protocol,nope", "--dir", str(tmp_path),
                          timeout=60)
     assert done.returncode == 2
-    assert "unknown suite(s) nope; allowed: protocol, offsets, groups, failover, unclean" \
+    assert "unknown suite nope; allowed: protocol, offsets, groups, failover, unclean" \
         in done.stderr
 
 
