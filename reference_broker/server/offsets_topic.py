@@ -127,16 +127,16 @@ class OffsetsTopic:
             min_insync_replicas=1)
 
     def read(self, partition: int) -> Iterator[tuple[bytes | None, bytes | None]]:
+        """Replay to the log end, as Kafka's loader does (FetchLogEnd), not to the high
+        watermark: a new leader's high watermark lags what its ISR acknowledged, and stopping
+        there would lose the commits acknowledged last before a failover."""
         part = self._replicas.partition(OFFSETS_TOPIC, partition)
         if part is None:
             return
         offset = part.log.log_start_offset
-        while offset < part.high_watermark:
-            error, result = self._replicas.read(OFFSETS_TOPIC, partition, offset, _READ_CHUNK,
-                                                min_one_batch=True)
-            if error != "NONE" or result.records is None:
-                return
-            data = result.records.read_bytes()
+        end = part.log.log_end_offset
+        while offset < end:
+            data = part.log.read(offset, _READ_CHUNK, end, min_one_batch=True).read_bytes()
             if not data:
                 return
             for header in iter_headers(data):

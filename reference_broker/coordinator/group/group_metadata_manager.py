@@ -48,7 +48,7 @@ KeyValue = tuple[bytes, bytes | None]
 AppendToPartition = Callable[[int, list[KeyValue]], str]
 """Append records to an offsets partition; returns a Kafka error name, "NONE" on success."""
 ReadPartition = Callable[[int], Iterable[tuple[bytes | None, bytes | None]]]
-"""Every (key, value) of an offsets partition up to its high watermark, in offset order."""
+"""Every (key, value) of an offsets partition up to its log end, in offset order."""
 
 _INT_MIN = -(2**31)
 

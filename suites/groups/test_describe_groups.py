@@ -1,0 +1,76 @@
+"""DescribeGroups through a group's whole lifecycle, as Kafka's group state machine names it."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.cluster.targets import Target
+from harness.raw_client import RawClient
+from suites.groups._helpers import (
+    DELETE_GROUPS,
+    DESCRIBE_GROUPS,
+    HEARTBEAT,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    SYNC_GROUP,
+    BackgroundJoin,
+    RawFactory,
+    V,
+    coordinator_client,
+    describe,
+    err,
+    join,
+    leave,
+    rejoin_when_rebalancing,
+    sync,
+    wait_until,
+)
+from suites.support import unique_name
+
+
+def test_describe_groups_reports_every_state_of_the_lifecycle(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+    """DescribeGroups reports Dead for a group never seen, CompletingRebalance (joined, awaiting
+    the leader's SyncGroup), Stable, PreparingRebalance (a member joins, others not yet
+    rejoined), Empty once every member left, and Dead after DeleteGroups [Kafka GroupMetadata
+    states; protocol guide, DescribeGroups v0-v5 answer Dead, no error, for unknown groups]."""
+    group = unique_name(request, "g-")
+    first = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT,
+                               LEAVE_GROUP, DESCRIBE_GROUPS, DELETE_GROUPS)
+    second = coordinator_client(raw_client, group)
+    assert _state(first, group) == "Dead"
+
+    joined = join(first, group)
+    assert err(joined) == "NONE"
+    first_id = joined.member_id
+    assert _state(first, group) == "CompletingRebalance"
+    sync(first, group, joined, {first_id: b"A"})
+    stable = describe(first, group)
+    assert (err(stable), stable.group_state, stable.protocol_type, stable.protocol_data) \
+        == ("NONE", "Stable", "consumer", "range")
+    assert [(m.member_id, m.member_assignment) for m in stable.members] == [(first_id, b"A")]
+
+    joining = BackgroundJoin(second, group)
+    wait_until(lambda: _state(first, group) == "PreparingRebalance",
+               "the group to prepare a rebalance")
+    rejoined = rejoin_when_rebalancing(first, group, joined, joining)
+    follower = joining.answer()
+    second_id = follower.member_id
+    assert _state(first, group) == "CompletingRebalance"
+    sync(first, group, rejoined, {first_id: b"1", second_id: b"2"})
+    sync(second, group, follower)
+    assert _state(first, group) == "Stable"
+    assert sorted(m.member_id for m in describe(first, group).members) \
+        == sorted([first_id, second_id])
+
+    assert err(leave(first, group, (first_id, None), (second_id, None))) == "NONE"
+    assert _state(first, group) == "Empty"
+    deleted = first.request(DELETE_GROUPS, V[DELETE_GROUPS], {"groups_names": [group]})
+    assert [(r.group_id, err(r)) for r in deleted.results] == [(group, "NONE")]
+    assert _state(first, group) == "Dead"
+
+
+def _state(client: RawClient, group: str) -> str:
+    described = describe(client, group)
+    assert err(described) == "NONE", err(described)
+    return str(described.group_state)

@@ -1,0 +1,117 @@
+"""Group membership over time: rebalances signalled through heartbeats, LeaveGroup, expiry."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from harness.cluster.targets import Target
+from suites.groups._helpers import (
+    HEARTBEAT,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    SYNC_GROUP,
+    BackgroundJoin,
+    RawFactory,
+    coordinator_client,
+    err,
+    heartbeat,
+    leave,
+    rejoin_when_rebalancing,
+    stable_member,
+    sync,
+    wait_until,
+)
+from suites.support import unique_name
+
+GROUP_APIS = (JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP)
+MIN_SESSION_MS = 6000  # Kafka's default group.min.session.timeout.ms
+
+
+def test_a_joining_member_makes_heartbeats_answer_rebalance_in_progress(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+    """When a new member joins a Stable group, the members' heartbeats answer
+    REBALANCE_IN_PROGRESS until they rejoin; the rebalance completes with generation + 1 and
+    the followers get their share from the leader's SyncGroup [protocol guide, Heartbeat and
+    JoinGroup; Kafka's consumer rebalance protocol]."""
+    group = unique_name(request, "g-")
+    first = coordinator_client(raw_client, group, *GROUP_APIS)
+    second = coordinator_client(raw_client, group, *GROUP_APIS)
+    leader = stable_member(first, group)
+    assert heartbeat(first, group, leader.member_id, leader.generation_id) == "NONE"
+
+    joining = BackgroundJoin(second, group)
+    rejoined = rejoin_when_rebalancing(first, group, leader, joining)
+    follower = joining.answer()
+    second_id = follower.member_id
+    assert err(rejoined) == err(follower) == "NONE"
+    assert rejoined.generation_id == follower.generation_id == leader.generation_id + 1
+
+    shares = {leader.member_id: b"share-1", second_id: b"share-2"}
+    assert err(sync(first, group, rejoined, shares)) == "NONE"
+    synced = sync(second, group, follower)
+    assert (err(synced), synced.assignment) == ("NONE", b"share-2")
+    assert heartbeat(second, group, second_id, follower.generation_id) == "NONE"
+
+
+def test_leave_group_rebalances_the_others_and_increments_the_generation(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+    """LeaveGroup removes the member at once (no session timeout wait): the remaining members
+    are told REBALANCE_IN_PROGRESS and rejoin into generation + 1 without it; the departed
+    member id is then unknown [protocol guide, LeaveGroup; KIP-345 batched LeaveGroup v3]."""
+    group = unique_name(request, "g-")
+    first = coordinator_client(raw_client, group, *GROUP_APIS)
+    second = coordinator_client(raw_client, group, *GROUP_APIS)
+    leader = stable_member(first, group)
+    joining = BackgroundJoin(second, group)
+    rejoined = rejoin_when_rebalancing(first, group, leader, joining)
+    follower = joining.answer()
+    second_id = follower.member_id
+    assert sync(first, group, rejoined, {leader.member_id: b"1", second_id: b"2"}).assignment \
+        == b"1"
+
+    left = leave(second, group, (second_id, None))
+    assert err(left) == "NONE"
+    assert [(m.member_id, err(m)) for m in left.members] == [(second_id, "NONE")]
+    alone = rejoin_when_rebalancing(first, group, rejoined)
+    assert err(alone) == "NONE" and alone.generation_id == rejoined.generation_id + 1
+    assert [m.member_id for m in alone.members] == [leader.member_id]
+    assert heartbeat(second, group, second_id, alone.generation_id) == "UNKNOWN_MEMBER_ID"
+    unknown = leave(second, group, (second_id, None))
+    assert [err(m) for m in unknown.members] == ["UNKNOWN_MEMBER_ID"]
+
+
+def test_a_silent_member_is_evicted_after_its_session_timeout(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+    """A member that sends no heartbeat for session.timeout.ms is removed from the group: the
+    others rebalance without it (not before the timeout) and its member id becomes unknown
+    [protocol guide, JoinGroup session_timeout_ms; Kafka GroupCoordinator member expiry].
+
+    The silent member uses the smallest session timeout Kafka allows by default (6 s) and
+    says nothing after its JoinGroup answer; rebalance timeouts are longer, so only the
+    session timeout can remove it."""
+    group = unique_name(request, "g-")
+    silent = coordinator_client(raw_client, group, *GROUP_APIS)
+    alive = coordinator_client(raw_client, group, *GROUP_APIS)
+    slow = {"rebalance_ms": 30_000}
+    leader = stable_member(alive, group, **slow)
+    joining = BackgroundJoin(silent, group, session_ms=MIN_SESSION_MS, **slow)
+    rejoined = rejoin_when_rebalancing(alive, group, leader, joining, **slow)
+    joined = joining.answer()
+    went_silent = time.monotonic()
+    silent_id = joined.member_id
+    assert err(sync(alive, group, rejoined, {leader.member_id: b"1", silent_id: b"2"})) \
+        == "NONE"
+
+    def rebalancing() -> bool:
+        answer = heartbeat(alive, group, leader.member_id, rejoined.generation_id)
+        assert answer in ("NONE", "REBALANCE_IN_PROGRESS"), answer
+        return answer == "REBALANCE_IN_PROGRESS"
+
+    wait_until(rebalancing, "the silent member's session to expire", 25, interval=0.5)
+    assert time.monotonic() - went_silent >= MIN_SESSION_MS / 1000 * 0.9
+    alone = rejoin_when_rebalancing(alive, group, rejoined, **slow)
+    assert err(alone) == "NONE" and alone.generation_id == rejoined.generation_id + 1
+    assert [m.member_id for m in alone.members] == [leader.member_id]
+    assert heartbeat(silent, group, silent_id, joined.generation_id) == "UNKNOWN_MEMBER_ID"

@@ -1,0 +1,55 @@
+"""Static membership (KIP-345): a restarted member keeps its place without a rebalance."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.cluster.targets import Target
+from suites.groups._helpers import (
+    HEARTBEAT,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    SYNC_GROUP,
+    RawFactory,
+    coordinator_client,
+    err,
+    heartbeat,
+    join,
+    leave,
+    stable_member,
+    sync,
+)
+from suites.support import unique_name
+
+
+def test_a_static_member_rejoins_without_a_rebalance_and_its_old_id_is_fenced(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+    """A JoinGroup with a known group.instance.id and an empty member id replaces the old
+    member without a rebalance — same generation, same assignment — and the old member id is
+    fenced with FENCED_INSTANCE_ID [KIP-345].
+
+    LeaveGroup naming the old member id is fenced too; by instance id alone it removes the
+    member."""
+    group = unique_name(request, "g-")
+    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT,
+                                LEAVE_GROUP)
+    first = stable_member(client, group, assignment=b"mine", instance="instance-1")
+
+    restarted = join(client, group, instance="instance-1")
+    assert err(restarted) == "NONE"
+    assert restarted.member_id != first.member_id
+    assert restarted.generation_id == first.generation_id
+    synced = sync(client, group, restarted, instance="instance-1")
+    assert (err(synced), synced.assignment) == ("NONE", b"mine")
+    assert heartbeat(client, group, restarted.member_id, restarted.generation_id,
+                     "instance-1") == "NONE"
+
+    assert heartbeat(client, group, first.member_id, first.generation_id, "instance-1") \
+        == "FENCED_INSTANCE_ID"
+    stale = leave(client, group, (first.member_id, "instance-1"))
+    assert [err(m) for m in stale.members] == ["FENCED_INSTANCE_ID"]
+
+    left = leave(client, group, ("", "instance-1"))
+    assert err(left) == "NONE" and [err(m) for m in left.members] == ["NONE"]
+    assert heartbeat(client, group, restarted.member_id, restarted.generation_id,
+                     "instance-1") == "UNKNOWN_MEMBER_ID"

@@ -1,0 +1,156 @@
+"""Where offsets live when the coordinator is elsewhere, moves, crashes or restarts.
+
+A group's coordinator is the leader of its ``__consumer_offsets`` partition; an OffsetCommit is
+acknowledged once that record is replicated. So another broker must send clients on with
+NOT_COORDINATOR, and acknowledged offsets must be served by whichever broker coordinates the
+group next — after a crash (failover to a follower) or a restart (replay from its own log).
+Between, a client sees only retriable coordinator errors (COORDINATOR_NOT_AVAILABLE,
+COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR) and recovers by finding the coordinator again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from confluent_kafka import TopicPartition
+
+from harness.cluster.targets import Target
+from harness.raw_client import RawClient
+from suites.groups._helpers import (
+    HEARTBEAT,
+    JOIN_GROUP,
+    OFFSET_COMMIT,
+    Coordinator,
+    RawFactory,
+    V,
+    err,
+    fetch_offsets,
+    find_coordinator,
+    heartbeat,
+    join_body,
+    wait_coordinator_ready,
+    wait_until,
+)
+from suites.offsets._helpers import (
+    broker_addresses,
+    commit,
+    committed,
+    offsets_client,
+    wait_topic_known,
+)
+from suites.support import unique_name
+
+COMMITTED = {0: (4, "before"), 1: (9, "before")}
+
+
+@pytest.mark.requires_multi_broker
+def test_a_broker_that_is_not_the_coordinator_answers_not_coordinator(
+        cluster: Target, raw_client: RawFactory, make_topic: Callable[..., str],
+        request: pytest.FixtureRequest) -> None:
+    """Group requests (OffsetCommit, OffsetFetch, JoinGroup, Heartbeat) sent to a broker that
+    is not the group's coordinator answer NOT_COORDINATOR, and the coordinator FindCoordinator
+    names serves them [protocol guide, FindCoordinator and error NOT_COORDINATOR]."""
+    topic = make_topic(partitions=1, exact=False)
+    group = unique_name(request, "g-")
+    client = offsets_client(raw_client, group, [topic], OFFSET_COMMIT, JOIN_GROUP, HEARTBEAT)
+    coordinator = find_coordinator(client, group)
+    others = [address for node, address in broker_addresses(client).items()
+              if node != coordinator.node_id]
+    assert others, "Metadata lists no broker but the coordinator"
+    for address in others:
+        elsewhere = raw_client(address)
+        wait_topic_known(elsewhere, topic)
+        assert commit(elsewhere, group, topic, {0: 1}) == ["NOT_COORDINATOR"]
+        assert err(fetch_offsets(elsewhere, group, topic, [0])) == "NOT_COORDINATOR"
+        joined = elsewhere.request(JOIN_GROUP, V[JOIN_GROUP], join_body(group))
+        assert err(joined) == "NOT_COORDINATOR"
+        assert heartbeat(elsewhere, group, "member", 1) == "NOT_COORDINATOR"
+    assert commit(client, group, topic, {0: 1}) == ["NONE"]
+    assert committed(client, group, topic, [0])[0][0] == 1
+
+
+@pytest.mark.requires_process_faults
+@pytest.mark.requires_multi_broker
+def test_commits_survive_a_coordinator_crash_and_clients_recover(
+        cluster: Target, raw_client: RawFactory, consumer: Callable[..., Any],
+        make_topic: Callable[..., str], request: pytest.FixtureRequest) -> None:
+    """After the coordinator is killed, another broker becomes the group's coordinator and
+    serves exactly the acknowledged offsets and metadata; until then a client meets only
+    retriable coordinator errors, and a real consumer that had been talking to the dead
+    coordinator finds the new one and fetches and commits again [Kafka group coordinator
+    failover: offsets replicated in __consumer_offsets; protocol guide, error codes]."""
+    topic = make_topic(partitions=2)
+    group = unique_name(request, "g-")
+    client = offsets_client(raw_client, group, [topic], OFFSET_COMMIT)
+    for partition, (offset, metadata) in COMMITTED.items():
+        assert commit(client, group, topic, {partition: offset}, metadata=metadata) == ["NONE"]
+    member = consumer(**{"group.id": group, "enable.auto.commit": False})
+    before = member.committed([TopicPartition(topic, p) for p in COMMITTED], timeout=30)
+    assert [(tp.partition, tp.offset) for tp in before] \
+        == [(p, o) for p, (o, _) in COMMITTED.items()]
+
+    old = find_coordinator(client, group)
+    survivor = next(address for node, address in broker_addresses(client).items()
+                    if node != old.node_id)
+    cluster.nodes.kill(old.node_id)
+    probe = raw_client(survivor)
+    new = _wait_for_new_coordinator(probe, group, old.node_id)
+    moved = raw_client(new.address)
+    seen = wait_coordinator_ready(moved, group)
+    assert _committed(moved, group, topic) == COMMITTED, f"retriable errors first: {seen}"
+
+    recovered = member.committed([TopicPartition(topic, p) for p in COMMITTED], timeout=30)
+    assert [(tp.partition, tp.offset) for tp in recovered] \
+        == [(p, o) for p, (o, _) in COMMITTED.items()]
+    member.commit(offsets=[TopicPartition(topic, 0, 6)], asynchronous=False)
+    assert committed(moved, group, topic, [0])[0][0] == 6
+
+
+@pytest.mark.requires_process_faults
+@pytest.mark.requires_multi_broker
+def test_commits_survive_a_restart_of_the_coordinator(
+        cluster: Target, raw_client: RawFactory, make_topic: Callable[..., str],
+        request: pytest.FixtureRequest) -> None:
+    """A coordinator that restarts as the group's only replica replays the acknowledged
+    offsets and metadata from its own log and serves them again (a restarted broker first
+    answers only retriable coordinator errors) [Kafka GroupMetadataManager loading of
+    __consumer_offsets; protocol guide, COORDINATOR_LOAD_IN_PROGRESS].
+
+    The other brokers are stopped first, so the restarted broker must lead the offsets
+    partition again (it is the last of its ISR) and nothing can be fetched from a follower."""
+    topic = make_topic(partitions=2)
+    group = unique_name(request, "g-")
+    client = offsets_client(raw_client, group, [topic], OFFSET_COMMIT)
+    for partition, (offset, metadata) in COMMITTED.items():
+        assert commit(client, group, topic, {partition: offset}, metadata=metadata) == ["NONE"]
+    coordinator = find_coordinator(client, group)
+    address = broker_addresses(client)[coordinator.node_id]
+    client.close()
+
+    nodes = cluster.nodes
+    for broker_id in nodes.running_broker_ids():
+        if broker_id != coordinator.node_id:
+            nodes.stop_broker(broker_id)
+    nodes.stop_broker(coordinator.node_id)
+    nodes.start_broker(coordinator.node_id)
+
+    restarted = raw_client(address)
+    assert find_coordinator(restarted, group).node_id == coordinator.node_id
+    seen = wait_coordinator_ready(restarted, group)
+    assert _committed(restarted, group, topic) == COMMITTED, f"retriable errors first: {seen}"
+
+
+def _committed(client: RawClient, group: str, topic: str) -> dict[int, tuple[int, str | None]]:
+    fetched = committed(client, group, topic, sorted(COMMITTED))
+    assert {error for _, _, error in fetched.values()} == {"NONE"}, fetched
+    return {p: (offset, metadata) for p, (offset, metadata, _) in fetched.items()}
+
+
+def _wait_for_new_coordinator(client: RawClient, group: str, dead: int) -> Coordinator:
+    def moved() -> Coordinator | None:
+        found = find_coordinator(client, group)
+        return found if found.node_id != dead else None
+
+    return wait_until(moved, f"a coordinator for {group} other than broker {dead}")

@@ -1,0 +1,71 @@
+"""OffsetDelete (KIP-496): removing a group's committed offsets, never those it consumes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from harness.cluster.targets import Target
+from harness.raw_client import RawClient
+from harness.wire.group_records import encode_subscription
+from suites.groups._helpers import (
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    OFFSET_COMMIT,
+    OFFSET_DELETE,
+    SYNC_GROUP,
+    RawFactory,
+    V,
+    coordinator_client,
+    err,
+    leave,
+    stable_member,
+)
+from suites.offsets._helpers import commit, committed, offsets_client
+from suites.support import unique_name
+
+
+def test_offset_delete_refuses_subscribed_topics_and_deletes_the_rest(
+        cluster: Target, raw_client: RawFactory, make_topic: Callable[..., str],
+        request: pytest.FixtureRequest) -> None:
+    """OffsetDelete answers GROUP_SUBSCRIBED_TO_TOPIC for partitions of a topic an active
+    member subscribes to, deletes offsets of other topics at once, and deletes any once the
+    group is Empty; an unknown group gets GROUP_ID_NOT_FOUND [KIP-496; protocol guide,
+    OffsetDelete]."""
+    subscribed, other = make_topic(partitions=2), make_topic(partitions=1)
+    group = unique_name(request, "g-")
+    client = offsets_client(raw_client, group, [subscribed, other], OFFSET_DELETE, OFFSET_COMMIT,
+                            JOIN_GROUP,
+                                SYNC_GROUP, LEAVE_GROUP)
+    member = stable_member(client, group,
+                           protocols=[("range", encode_subscription([subscribed]))])
+    as_member = {"generation": member.generation_id, "member_id": member.member_id}
+    assert commit(client, group, subscribed, {0: 1, 1: 2}, **as_member) == ["NONE", "NONE"]
+    assert commit(client, group, other, {0: 3}, **as_member) == ["NONE"]
+
+    refused = _delete(client, group, subscribed, [0])
+    assert err(refused) == "NONE"
+    assert _partition_errors(refused) == ["GROUP_SUBSCRIBED_TO_TOPIC"]
+    assert committed(client, group, subscribed, [0])[0][0] == 1
+    assert _partition_errors(_delete(client, group, other, [0])) == ["NONE"]
+    assert committed(client, group, other, [0]) == {0: (-1, "", "NONE")}
+
+    assert err(leave(client, group, (member.member_id, None))) == "NONE"
+    assert _partition_errors(_delete(client, group, subscribed, [0])) == ["NONE"]
+    assert [v[0] for v in committed(client, group, subscribed, [0, 1]).values()] == [-1, 2]
+
+    absent = unique_name(request, "absent-")
+    assert err(_delete(coordinator_client(raw_client, absent), absent, subscribed, [0])) \
+        == "GROUP_ID_NOT_FOUND"
+
+
+def _delete(client: RawClient, group: str, topic: str, partitions: list[int]) -> Any:
+    return client.request(OFFSET_DELETE, V[OFFSET_DELETE], {
+        "group_id": group,
+        "topics": [{"name": topic, "partitions": [{"partition_index": p} for p in partitions]}]})
+
+
+def _partition_errors(answer: Any) -> list[str]:
+    return [err(p) for t in answer.topics for p in t.partitions]
