@@ -69,6 +69,10 @@ def test_a_crashed_controller_is_replaced_and_its_epoch_fenced(
     assert new_epoch == old_epoch + 1
 
     survivor = who.first
+    # The new controller drops the crashed broker from the ISR (a leader epoch bump of its own);
+    # the zombie's request is judged against the state after that.
+    wait_for(lambda: old not in state_of(cluster, topic)["isr"], WAIT_S,
+             f"the new controller to drop crashed broker {old} from {topic}-0's ISR")
     before = state_of(cluster, topic)
     wait_for(lambda: view_of(cluster, survivor, topic).controller_id == new, WAIT_S,
              f"broker {survivor} to learn of controller {new}")
