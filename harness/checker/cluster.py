@@ -93,11 +93,19 @@ def session_settings(target: Target, history_bytes: int | None = None) -> dict[s
 def job_settings(history_bytes: int, cores: int) -> dict[str, str]:
     """Settings for one check. A small history costs what planning and compiling each stage
     costs, not its data: one shuffle partition, no code generation, no adaptive re-planning. A
-    big one gets a partition per 32 MiB and both optimisations."""
+    big one gets about a partition per 32 MiB, as a whole number of waves over the cores (a
+    last wave with one task keeps all but one core idle), its files split as many ways, and
+    both optimisations."""
     small = history_bytes < SMALL_HISTORY
-    partitions = 1 if small else max(cores, min(2000, -(-history_bytes // (32 << 20))))
+    waves = -(-history_bytes // (cores * (32 << 20)))
+    partitions = 1 if small else min(2000, cores * waves)
+    split = max(1 << 20, -(-history_bytes // partitions))
     return {
         "spark.sql.shuffle.partitions": str(partitions),
+        "spark.sql.files.maxPartitionBytes": str(split),
+        # Partitions are sized for the cores already; merging them after a shuffle leaves
+        # fewer tasks than cores, and an aggregation of millions of keys in one task spills.
+        "spark.sql.adaptive.coalescePartitions.enabled": "false",
         "spark.sql.adaptive.enabled": str(not small).lower(),
         "spark.sql.codegen.wholeStage": str(not small).lower(),
         "spark.sql.codegen.factoryMode": "NO_CODEGEN" if small else "FALLBACK",

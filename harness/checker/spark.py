@@ -10,7 +10,6 @@ report, the bucketed timeline and the offsets around each example.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -27,7 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from harness import history
-from harness.checker import cluster, sql
+from harness.checker import cluster, plots, sql
 from harness.checker import result as R
 
 _SPARK_TYPES = {"string": T.StringType(), "int64": T.LongType(), "int32": T.IntegerType()}
@@ -134,10 +133,11 @@ def _load(spark: SparkSession, files: list[Path]) -> DataFrame:
 
 
 # ---------------------------------------------------------------------------------------------
-# Rules. The history is shuffled three ways, each once: by process (operations, seqs, send
-# order), by topic-partition (offsets, read runs, groups) and by value (what became of each
-# send); every rule is computed inside one of them. Each rule yields one row per anomaly with
-# its example fields and selectors (sel_*) naming the rows that give the example context.
+# Rules. The history is shuffled three ways, each once: by process (operations, send order),
+# by topic-partition (offsets, read runs, groups) and by value (what became of each send);
+# every rule is computed inside one of them, save seq reuse (a count per (process, seq)).
+# Each rule yields one row per anomaly with its example fields and selectors (sel_*) naming
+# the rows that give the example context.
 
 TP = ["topic", "partition"]
 TPO = [*TP, "offset"]
@@ -159,21 +159,7 @@ def _when_count(condition: Column) -> Column:
 def _ops(by_process: DataFrame) -> DataFrame:
     """Per (process, op): what validation needs, and each known ok send with its invoke's seq.
     Every aggregate is numeric: strings and structs would force Spark to sort instead of hash."""
-    is_invoke, is_send = F.col("type") == "invoke", F.col("f") == "send"
-    code = F.expr(sql.f_code())
-    # A send's rows must carry one value; two independent hashes stand in for the strings.
-    hashes = [F.xxhash64("value"), F.hash("value")]
-    known = _is_known()
-    ops = by_process.groupBy("process", "op").agg(
-        F.bit_or(code).alias("bits"),
-        _when_count(is_invoke).alias("invokes"),
-        _when_count(~is_invoke).alias("completions"),
-        *[F.min(F.when(is_send, x)).alias(f"value_min{i}") for i, x in enumerate(hashes)],
-        *[F.max(F.when(is_send, x)).alias(f"value_max{i}") for i, x in enumerate(hashes)],
-        F.min(F.when(is_send & is_invoke, F.col("seq"))).alias("seq"),
-        *[F.max(F.when(known, F.col(c))).alias(c) for c in TPO],
-        F.max(known).alias("sent"),
-    )
+    ops = by_process.groupBy("process", "op").agg(*map(F.expr, sql.op_aggregates()))
     problem, at_completion = sql.op_problem()
     return ops.select(
         "process",
@@ -188,13 +174,8 @@ def _ops(by_process: DataFrame) -> DataFrame:
 
 def _nonmonotonic_sends(ops: DataFrame) -> DataFrame:
     sends = ops.where(F.col("sent") & F.col("seq").isNotNull()).select("process", *TPO, "op", "seq")
-    w = Window.partitionBy("process", *TP).orderBy("seq")
     return (
-        sends.select(
-            "*",
-            F.lag("offset").over(w).alias("previous_offset"),
-            F.lag("op").over(w).alias("previous_op"),
-        )
+        sends.selectExpr(*sql.lags(sql.SEND_ORDER, "offset", "op"))
         .where(F.col("offset") < F.col("previous_offset"))
         .withColumn("sel_ops", F.array("previous_op", "op"))
     )
@@ -203,25 +184,13 @@ def _nonmonotonic_sends(ops: DataFrame) -> DataFrame:
 def _values(h: DataFrame) -> DataFrame:
     """Per value: was it sent, did its send fail, was it read, at how many places was it
     observed (two or more iff some position component varies), where was it acked."""
-    send, invoke = F.col("f") == "send", F.col("type") == "invoke"
-    observed, known = _is_read() | _is_known(), _is_known()
-    values = (
+    send = F.col("f") == "send"
+    return (
         h.where((send | _is_read()) & F.col("value").isNotNull())
         .groupBy("value")
-        .agg(
-            _when_count(send & invoke).alias("invokes"),
-            F.max(send & (F.col("type") == "fail")).alias("failed"),
-            F.max(_is_read()).alias("read"),
-            *[F.min(F.when(observed, F.col(c))).alias(f"{c}_min") for c in TPO],
-            *[F.max(F.when(observed, F.col(c))).alias(f"{c}_max") for c in TPO],
-            *[F.max(F.when(known, F.col(c))).alias(c) for c in [*TPO, "op"]],
-        )
+        .agg(*map(F.expr, sql.value_aggregates()))
+        .selectExpr("*", sql.PLACES)
     )
-    same = [F.col(f"{c}_min") == F.col(f"{c}_max") for c in TPO]
-    places = (
-        F.when(F.col("offset_min").isNull(), 0).when(reduce(Column.__and__, same), 1).otherwise(2)
-    )
-    return values.withColumn("places", places)
 
 
 def _by_value(values: DataFrame, condition: Column) -> DataFrame:
@@ -235,52 +204,34 @@ def _unread(values: DataFrame, highest: DataFrame, lost: bool) -> DataFrame:
     return joined.where(past if lost else ~past).withColumn("sel_ops", F.array("op"))
 
 
-def _row_refs(*pairs: tuple[str, str]) -> Column:
-    return F.array(*[F.struct(F.col(p).alias("process"), F.col(s).alias("seq")) for p, s in pairs])
-
-
-def _read_pairs(observed: DataFrame) -> DataFrame:
+def _read_pairs(observed: DataFrame, keep: Callable[[DataFrame], DataFrame]) -> DataFrame:
     """Consecutive reads of a t/p by a process inside one run (ended by assign or revoke). Each
     read carries the dense rank of its offset among the t/p's observed offsets, so the observed
-    offsets strictly between a pair are a difference of ranks, not a join."""
-    rank = F.dense_rank().over(Window.partitionBy(*TP).orderBy("offset"))
-    w = Window.partitionBy("process", *TP).orderBy("seq")
-    return (
-        observed.withColumn("rank", rank)
+    offsets strictly between a pair are a difference of ranks, not a join. The ranked reads are
+    kept between the two windows: a t/p is one window partition of each, and the first one's
+    buffer and the second one's sort in one task are more than a task's memory at 100M rows."""
+    reads = keep(
+        observed.selectExpr("*", sql.OFFSET_RANK)
         .where(~F.col("known"))
-        .select(
-            "process",
-            *TP,
-            "seq",
-            "offset",
-            "read",
-            "rank",
-            F.lag("read").over(w).alias("after_read"),
-            F.lag("offset").over(w).alias("previous_offset"),
-            F.lag("seq").over(w).alias("previous_seq"),
-            F.lag("rank").over(w).alias("previous_rank"),
-        )
-        .where(F.col("read") & F.col("after_read"))
-        .withColumn("sel_rows", _row_refs(("process", "previous_seq"), ("process", "seq")))
-        .withColumn("observed_between", F.col("rank") - F.col("previous_rank") - 1)
+        .select("process", *TP, "seq", "offset", "read", "rank")
     )
-
-
-def _commit_regressions(h: DataFrame) -> DataFrame:
-    commits = h.where(
-        (F.col("f") == "commit") & (F.col("type") == "ok") & F.col("group").isNotNull()
-    )
-    w = Window.partitionBy("group", *TP).orderBy("time_ns", "process", "seq")
     return (
-        commits.select(
-            *COMMIT,
-            "offset",
-            F.lag("process").over(w).alias("previous_process"),
-            F.lag("seq").over(w).alias("previous_seq"),
-            F.lag("offset").over(w).alias("previous_offset"),
+        reads.selectExpr(*sql.lags(sql.READ_ORDER, "read", "offset", "seq", "rank"))
+        .where(F.col("read") & F.col("previous_read"))
+        .selectExpr(
+            "*",
+            sql.row_refs(("process", "previous_seq"), ("process", "seq")),
+            "rank - previous_rank - 1 AS observed_between",
         )
+    )
+
+
+def _commit_regressions(by_process: DataFrame) -> DataFrame:
+    commits = by_process.where(F.col("group").isNotNull()).select(*COMMIT, "offset")
+    return (
+        commits.selectExpr(*sql.lags(sql.COMMIT_ORDER, "process", "seq", "offset"))
         .where(F.col("offset") < F.col("previous_offset"))
-        .withColumn("sel_rows", _row_refs(("previous_process", "previous_seq"), ("process", "seq")))
+        .selectExpr("*", sql.row_refs(("previous_process", "previous_seq"), ("process", "seq")))
     )
 
 
@@ -319,31 +270,7 @@ def _instances(name: str, frame: DataFrame) -> DataFrame:
 
 
 def _stats(h: DataFrame) -> DataFrame:
-    def count(f: str, *types: str) -> Column:
-        return _when_count((F.col("f") == f) & F.col("type").isin(*types))
-
-    totals = h.agg(
-        F.count(F.lit(1)).alias("rows"),
-        count("send", "invoke").alias("sends"),
-        count("send", "ok").alias("sends_ok"),
-        count("send", "fail").alias("sends_fail"),
-        count("send", "info").alias("sends_info"),
-        _when_count(_is_known()).alias("known"),
-        count("poll", "invoke").alias("polls"),
-        count("poll", "ok").alias("records_read"),
-        count("commit", "ok").alias("commits_ok"),
-        count("commit", "fail", "info").alias("commits_failed"),
-        count("assign", *history.TYPES).alias("assigns"),
-        count("revoke", *history.TYPES).alias("revokes"),
-        count("nemesis", "invoke").alias("nemesis_ops"),
-        F.min("time_ns").alias("first_time_ns"),
-        F.max("time_ns").alias("last_time_ns"),
-        _when_count(F.expr(sql.row_problem()).isNotNull()).alias("bad_rows"),
-    )
-    pending = F.col("sends") - F.col("sends_ok") - F.col("sends_fail") - F.col("sends_info")
-    return totals.withColumn("sends_pending", pending).withColumn(
-        "sends_ok_unknown_offset", F.col("sends_ok") - F.col("known")
-    )
+    return h.agg(*map(F.expr, sql.stats())).selectExpr(*sql.STATS_DERIVED)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -507,21 +434,10 @@ def _judge(
         return keep(frame.sortWithinPartitions(*keys, *order))
 
     interned, topics = _intern_topics(h)
-    by_process = shuffled(
-        interned.select(
-            "process",
-            "seq",
-            "op",
-            "type",
-            "f",
-            *TPO,
-            F.when(F.col("f") == "send", F.col("value")).alias("value"),
-            F.when(F.col("f") == "commit", F.col("group")).alias("group"),
-            F.when(F.col("f") == "commit", F.col("time_ns")).alias("time_ns"),
-        ),
-        "process",
-        order=["seq"],
-    )
+    # Only hash aggregations read it, and each needs the rows of a process together: one
+    # exchange and no sort (seq reuse is a count per (process, seq), not a window).
+    by_process = interned.selectExpr(*sql.by_process())
+    by_process = by_process if small else by_process.repartition("process")
     observed = shuffled(
         interned.where(_is_read() | _is_known() | F.col("f").isin("assign", "revoke")).select(
             "process",
@@ -538,7 +454,7 @@ def _judge(
         order=["offset"],
     )
     try:
-        frames = _rules(interned, by_process, observed, keep(_values(interned)), keep)
+        frames = _rules(interned, by_process, observed, _values(interned), keep)
         instances = keep(reduce(DataFrame.union, [_instances(n, frames[n]) for n in R.ANOMALIES]))
         return _collect(spark, files, h, topics, frames, instances, guarantee, max_examples)
     finally:
@@ -567,15 +483,14 @@ def _rules(
     highest = keep(
         tpo.groupBy(*TP).agg(F.max(F.when(F.col("read"), F.col("offset"))).alias("max_read_offset"))
     )
-    pairs = keep(_read_pairs(observed))
-    backwards = pairs.where(F.col("offset") <= F.col("previous_offset"))
-    skips = pairs.where(
-        (F.col("offset") > F.col("previous_offset")) & (F.col("observed_between") > 0)
-    )
-    by_seq = Window.partitionBy("process").orderBy("seq")
-    reused_seqs = by_process.select(
-        "process", "seq", F.lag("seq").over(by_seq).alias("previous")
-    ).where(F.col("previous") == F.col("seq"))
+    # Of the millions of read pairs and values, the rules want a few: each set is picked out
+    # in one pass and kept, so that the rules read only those.
+    back = F.col("offset") <= F.col("previous_offset")
+    skip = (F.col("offset") > F.col("previous_offset")) & (F.col("observed_between") > 0)
+    pairs = keep(_read_pairs(observed, keep).where(back | skip))
+    backwards, skips = pairs.where(back), pairs.where(skip)
+    values = keep(values.where(sql.VALUE_OF_NOTE))
+    reused_seqs = by_process.groupBy("process", "seq").count().where(F.col("count") > 1)
     value_problem = F.expr(
         sql.message(history.VALUE_REUSED, value=sql.Sql("value"), sends=sql.Sql("invokes"))
     )
@@ -602,9 +517,7 @@ def _rules(
             "value", value_problem.alias("problem")
         ),
         "stats": stats.drop("bad_rows"),
-        "processes": by_process.select("process")
-        .distinct()
-        .agg(F.count(F.lit(1)).alias("processes")),
+        "processes": ops.select("process").distinct().agg(F.count(F.lit(1)).alias("processes")),
         "topic_partitions": highest.agg(F.count(F.lit(1)).alias("topic_partitions")),
     }
 
@@ -675,48 +588,14 @@ def _collect(
 
 
 def report_data(
-    spark: SparkSession,
-    directory: str | os.PathLike[str],
-    result: R.CheckResult,
-    *,
-    buckets: int = 120,
-    around: int = 20,
-    points_per_anchor: int = 400,
+    spark: SparkSession, directory: str | os.PathLike[str], result: R.CheckResult, **bounds: int
 ) -> R.ReportData:
-    """Bucketed throughput and latency, the nemesis' fault windows, and the observed offsets of
-    each example's partition within `around` of its offset, all bounded before collecting."""
-    first, last = result.stats["first_time_ns"], result.stats["last_time_ns"]
-    if first is None:
+    """What the HTML report plots (harness.checker.plots), from the history as a view."""
+    if result.stats["first_time_ns"] is None:
         return R.ReportData(1, [], [], [])
-    width = max(1, math.ceil((last - first + 1) / buckets))
-    anchors = [
-        (name, index, anchor)
-        for name in R.ANOMALIES
-        for index, example in enumerate(result.anomalies[name].examples[:3])
-        if (anchor := R.example_anchor(example)) is not None
-    ]
     with _history(spark, directory) as (_, h, _):
         h.createOrReplaceTempView("history")
-        timeline = [
-            R.TimelineBucket(first + r[0] * width, *r[1:])
-            for r in spark.sql(sql.timeline(first, width)).collect()
-        ]
-        nemesis = [tuple(r) for r in spark.sql(sql.nemesis(10_000)).collect()]
-        points: list[list[R.OffsetPoint]] = [[] for _ in anchors]
-        if anchors:
-            query = sql.neighborhoods([a for _, _, a in anchors], around, points_per_anchor)
-            for r in spark.sql(query).orderBy("time_ns", "offset").collect():
-                kind = "read" if r["read"] else "send"
-                points[r["anchor"]].append(
-                    R.OffsetPoint(r["time_ns"], r["offset"], kind, r["process"])
-                )
-        spark.catalog.dropTempView("history")
-    return R.ReportData(
-        bucket_ns=width,
-        timeline=timeline,
-        faults=R.fault_windows(nemesis, last),
-        neighborhoods=[
-            R.Neighborhood(name, index, t, p, o, points[i])
-            for i, (name, index, (t, p, o)) in enumerate(anchors)
-        ],
-    )
+        try:
+            return plots.report_data(spark, result, **bounds)
+        finally:
+            spark.catalog.dropTempView("history")

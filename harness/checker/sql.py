@@ -17,6 +17,12 @@ from harness.checker.result import EXAMPLE_FIELDS, EXAMPLE_ORDER
 IS_READ = "(f = 'poll' AND type = 'ok')"
 # An ok send with a position; rules.has_position says why both must be known.
 IS_KNOWN = "(f = 'send' AND type = 'ok' AND partition >= 0 AND coalesce(`offset` >= 0, false))"
+# A value some value rule may report: unread, sent twice, read though failed or never sent,
+# observed at two places. Columns are those of spark._values.
+VALUE_OF_NOTE = (
+    "(op IS NOT NULL AND NOT read) OR invokes > 1 OR (read AND (failed OR invokes = 0))"
+    " OR (invokes > 0 AND places > 1)"
+)
 STRINGS = {"value", "group"}  # topics travel as numbers (their rank among topic names)
 FIELDS = list(dict.fromkeys(f for fields in EXAMPLE_FIELDS.values() for f in fields))
 # What names an example's context rows: ops, a value, an observed or group-read offset, rows.
@@ -228,3 +234,118 @@ def neighborhoods(anchors: list[tuple[str, int, int]], around: int, points: int)
                explode(filter(array({tags}), t -> t IS NOT NULL)) AS anchor
         FROM history WHERE ({IS_READ} OR {IS_KNOWN}) AND ({near})))
     WHERE k <= {points}"""
+
+
+# ---------------------------------------------------------------------------------------------
+# The rules' projections, aggregates and windows, applied by harness.checker.spark
+
+_TPO = ("topic", "partition", "offset")
+_TP = "topic, `partition`"
+_COMMIT = "(f = 'commit' AND type = 'ok' AND `group` IS NOT NULL)"
+
+
+def _count(condition: str) -> str:
+    return f"sum(CASE WHEN {condition} THEN 1 ELSE 0 END)"
+
+
+def by_process() -> list[str]:
+    """What the per-process rules read of every row, as numbers: the f bit, whether it is an
+    invoke, two independent hashes of a send's value (a send's rows must carry one value),
+    the position of a known send, and the fields of an ok commit of a group."""
+    return [
+        "process",
+        "seq",
+        "op",
+        f"{f_code()} AS code",
+        "type = 'invoke' AS invoke",
+        "CASE WHEN f = 'send' THEN xxhash64(value) END AS h0",
+        "CASE WHEN f = 'send' THEN hash(value) END AS h1",
+        *[f"CASE WHEN {IS_KNOWN} OR {_COMMIT} THEN `{c}` END AS `{c}`" for c in _TPO],
+        f"{IS_KNOWN} AS known",
+        f"CASE WHEN {_COMMIT} THEN `group` END AS `group`",
+        f"CASE WHEN {_COMMIT} THEN time_ns END AS time_ns",
+    ]
+
+
+def op_aggregates() -> list[str]:
+    """Per (process, op) of by_process: all numeric, so Spark hashes instead of sorting."""
+    return [
+        "bit_or(code) AS bits",
+        f"{_count('invoke')} AS invokes",
+        f"{_count('NOT invoke')} AS completions",
+        *[f"{m}(h{i}) AS value_{m}{i}" for m in ("min", "max") for i in range(2)],
+        f"min(CASE WHEN invoke AND code = {F_CODES['send']} THEN seq END) AS seq",
+        *[f"max(CASE WHEN known THEN `{c}` END) AS `{c}`" for c in _TPO],
+        "max(known) AS sent",
+    ]
+
+
+def value_aggregates() -> list[str]:
+    """Per value: sent, failed, read, the range of places it was observed at, where acked."""
+    observed, sent = f"({IS_READ} OR {IS_KNOWN})", "f = 'send' AND type = 'invoke'"
+    return [
+        f"{_count(sent)} AS invokes",
+        "max(f = 'send' AND type = 'fail') AS failed",
+        f"max({IS_READ}) AS read",
+        *[f"min(CASE WHEN {observed} THEN `{c}` END) AS `{c}_min`" for c in _TPO],
+        *[f"max(CASE WHEN {observed} THEN `{c}` END) AS `{c}_max`" for c in _TPO],
+        *[f"max(CASE WHEN {IS_KNOWN} THEN `{c}` END) AS `{c}`" for c in (*_TPO, "op")],
+    ]
+
+
+# At how many places a value was observed: two or more iff some position component varies.
+PLACES = (
+    "CASE WHEN offset_min IS NULL THEN 0 WHEN "
+    + " AND ".join(f"`{c}_min` = `{c}_max`" for c in _TPO)
+    + " THEN 1 ELSE 2 END AS places"
+)
+
+
+def lags(over: str, *columns: str) -> list[str]:
+    """Each column's value in the row before, as previous_<column>."""
+    return ["*", *[f"lag(`{c}`) OVER ({over}) AS previous_{c}" for c in columns]]
+
+
+SEND_ORDER = f"PARTITION BY process, {_TP} ORDER BY seq"
+READ_ORDER = SEND_ORDER  # a process's reads of a t/p, by seq
+OFFSET_RANK = f"dense_rank() OVER (PARTITION BY {_TP} ORDER BY `offset`) AS rank"
+COMMIT_ORDER = f"PARTITION BY `group`, {_TP} ORDER BY time_ns, process, seq"
+
+
+def row_refs(*pairs: tuple[str, str]) -> str:
+    """The rows an example names, as (process, seq) structs."""
+    refs = ", ".join(f"named_struct('process', {p}, 'seq', {s})" for p, s in pairs)
+    return f"array({refs}) AS sel_rows"
+
+
+def stats() -> list[str]:
+    """The history's totals as harness.checker.rules counts them, and its bad rows."""
+
+    def count(f: str, *types: str) -> str:
+        return _count(f"f = {literal(f)} AND type IN ({_quoted(types)})")
+
+    return [
+        "count(1) AS rows",
+        f"{count('send', 'invoke')} AS sends",
+        f"{count('send', 'ok')} AS sends_ok",
+        f"{count('send', 'fail')} AS sends_fail",
+        f"{count('send', 'info')} AS sends_info",
+        f"{_count(IS_KNOWN)} AS known",
+        f"{count('poll', 'invoke')} AS polls",
+        f"{count('poll', 'ok')} AS records_read",
+        f"{count('commit', 'ok')} AS commits_ok",
+        f"{count('commit', 'fail', 'info')} AS commits_failed",
+        f"{count('assign', *history.TYPES)} AS assigns",
+        f"{count('revoke', *history.TYPES)} AS revokes",
+        f"{count('nemesis', 'invoke')} AS nemesis_ops",
+        "min(time_ns) AS first_time_ns",
+        "max(time_ns) AS last_time_ns",
+        f"{_count(f'{row_problem()} IS NOT NULL')} AS bad_rows",
+    ]
+
+
+STATS_DERIVED = [
+    "*",
+    "sends - sends_ok - sends_fail - sends_info AS sends_pending",
+    "sends_ok - known AS sends_ok_unknown_offset",
+]
