@@ -37,6 +37,12 @@ class Network(StrEnum):
     proxy = "proxy"
     kernel = "kernel"
 
+
+class Backend(StrEnum):
+    local = "local"
+    docker = "docker"
+
+
 _DEFAULT_GUARANTEE = Guarantee(DEFAULT_GUARANTEE)
 
 
@@ -160,17 +166,22 @@ def up(
                                    "link) or kernel (root: namespaces + iptables drops, no "
                                    "toxics).")
     ] = Network.proxy,
+    backend: Annotated[
+        Backend, typer.Option(help="Where the nodes run: local processes, or docker containers "
+                                   "(links through a Toxiproxy container, partitions by "
+                                   "iptables inside the containers).")
+    ] = Backend.local,
 ) -> None:
     """Start ZooKeeper + brokers with every link behind Toxiproxy (or in network namespaces,
-    or a peer target); return when ready and print the bootstrap address. Exit 3 if it could
-    not start."""
+    in containers, or a peer target); return when ready and print the bootstrap address. Exit
+    3 if it could not start."""
     from harness.cluster.control import NoCluster, send_request
     from harness.cluster.local import ClusterSpec
     from harness.cluster.targets import check_options
 
     try:
         spec = ClusterSpec(brokers=brokers, zookeeper_session_timeout_ms=session_timeout_ms)
-        check_options(target, bootstrap, brokers, network.value)
+        check_options(target, bootstrap, brokers, network.value, backend.value)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     _require_kernel(network)
@@ -183,7 +194,8 @@ def up(
         _stderr().print(f"[red]a cluster is already running in {run_dir}[/red] "
                         "(`kafka-harness down` first)")
         raise typer.Exit(1)
-    launch = {"target": target, "bootstrap": bootstrap, "network": network.value}
+    launch = {"target": target, "bootstrap": bootstrap, "network": network.value,
+              "backend": backend.value}
     if foreground:
         raise typer.Exit(_up_foreground(run_dir, spec, launch))
     raise typer.Exit(_up_detached(run_dir, spec, launch))
@@ -201,13 +213,18 @@ def _require_kernel(network: Network) -> None:
         raise typer.Exit(3)
 
 
+_IMAGE_BUILD_BUDGET_S = 900
+
+
 def _up_detached(run_dir: Path, spec: Any, launch: dict[str, Any]) -> int:
     from harness.cluster import supervisor
 
     console = _stderr()
     process = supervisor.launch_detached(run_dir, spec, **launch)
     started = time.monotonic()
-    deadline = started + 2 * spec.startup_timeout + 30
+    # An image build (docker, sources changed) takes minutes; the progress line shows it.
+    deadline = started + 2 * spec.startup_timeout + 30 + (
+        _IMAGE_BUILD_BUDGET_S if launch["backend"] == "docker" else 0)
     state: dict[str, Any] | None = None
     try:
         with console.status("starting…") as progress:
@@ -302,19 +319,27 @@ def status(run_dir: RunDir = DEFAULT_RUN_DIR, json_output: JsonFlag = False) -> 
         return
     console = Console()
     table = Table(title=f"cluster in {state['run_dir']}")
-    for column in ("node", "role", "status", "pid", "port", "client address", "registered"):
+    in_docker = state.get("backend") == "docker"
+    for column in ("node", "role", "status", "container" if in_docker else "pid",
+                   "address" if in_docker else "port", "client address", "registered"):
         table.add_column(column)
     colours = {"running": "green", "paused": "yellow", "down": "red"}
     for node, facts in state["nodes"].items():
         role = "controller" if node == f"broker-{state['controller']}" else ""
         registered = facts.get("registered")
         table.add_row(node, role, f"[{colours[facts['status']]}]{facts['status']}[/]",
-                      str(facts["pid"] or "-"), str(facts["port"]),
+                      facts["container"] if in_docker else str(facts["pid"] or "-"),
+                      facts["address"] if in_docker else str(facts["port"]),
                       facts.get("client_address", ""),
                       "" if node == "zk" else {True: "yes", False: "no", None: "?"}[registered])
     console.print(table)
     console.print(f"bootstrap: [bold]{state['bootstrap']}[/bold]")
-    if state.get("network") == "kernel":
+    if in_docker:
+        console.print(f"network: docker {state['docker_network']} ({state['subnet']}); "
+                      f"partitions by iptables in the containers, toxics in toxiproxy "
+                      f"{state['toxiproxy_url']} ({len(state['proxies'])} proxies); "
+                      f"everything labelled {state['run_label']}")
+    elif state.get("network") == "kernel":
         console.print(f"network: kernel (iptables drops in {len(state['namespaces'])} network "
                       f"namespaces bridged in {state['hub']}, {state['subnet']}; no toxics)")
     elif state.get("toxiproxy_url"):
@@ -336,9 +361,12 @@ def status(run_dir: RunDir = DEFAULT_RUN_DIR, json_output: JsonFlag = False) -> 
 
 @app.command()
 def down(run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
-    """Stop everything: brokers, ZooKeeper, proxies, the supervisor."""
+    """Stop everything: brokers, ZooKeeper, proxies, the supervisor (and, on docker, every
+    container, network and volume of the run, even when its supervisor was killed)."""
     from harness.cluster.supervisor import process_state
 
+    if _remove_orphaned_containers(run_dir.resolve()):
+        return
     pid = _call(run_dir, {"cmd": "down"})["supervisor_pid"]
     console = _stderr()
     deadline = time.monotonic() + 180
@@ -349,6 +377,27 @@ def down(run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
                 raise typer.Exit(1)
             time.sleep(0.1)
     console.print("stopped")
+
+
+def _remove_orphaned_containers(run_dir: Path) -> bool:
+    """True when a docker run's supervisor died without cleaning up (SIGKILL, a crash) and
+    what its label names was removed here: containers outlive their owner, processes do not."""
+    from harness.cluster import supervisor
+
+    state = supervisor.read_state(run_dir)
+    if (state is None or state.get("backend") != "docker" or not state.get("run_label")
+            or state.get("phase") == "stopped"
+            or supervisor.process_state(state.get("supervisor_pid")) != "down"):
+        return False
+    from harness.cluster.docker_backend import remove_run
+    from harness.cluster.docker_images import ensure_engine
+
+    run_id = state["run_label"].partition("=")[2]
+    removed = remove_run(ensure_engine(), run_id)
+    supervisor.socket_path(run_dir).unlink(missing_ok=True)
+    _stderr().print(f"the supervisor of {run_dir} was gone; removed {len(removed)} "
+                    f"containers, networks and volumes labelled {state['run_label']}")
+    return True
 
 
 partition_app = typer.Typer(name="partition", no_args_is_help=True,

@@ -4,7 +4,9 @@ Options: ``--target reference|tansu|librdkafka-mock|external`` (default ``refere
 and reference brokers with every link behind a proxy), ``--bootstrap`` (for ``external``),
 ``--brokers`` (default 3), ``--network proxy|kernel`` (how the reference target's network faults
 are made: Toxiproxy on every link, or — root only — network namespaces and iptables drops, which
-refuse toxics), ``--harness-dir`` (where runs keep their logs; default a temporary
+refuse toxics), ``--backend local|docker`` (where the reference target's nodes run: processes
+on this machine, or containers behind a Toxiproxy container with partitions cut by iptables
+inside them), ``--harness-dir`` (where runs keep their logs; default a temporary
 directory that is removed unless a test failed).
 
 Fixtures: ``cluster`` (the session's :class:`~harness.cluster.targets.Target`, started on first
@@ -30,6 +32,7 @@ from typing import Any
 import pytest
 
 from harness.cluster.targets import (
+    BACKENDS,
     CAPABILITY_REASONS,
     KINDS,
     NETWORKS,
@@ -57,6 +60,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--network", choices=NETWORKS, default="proxy",
                     help="network faults of the reference target: proxy (Toxiproxy, default) "
                          "or kernel (root: namespaces + iptables drops, no toxics)")
+    group.addoption("--backend", choices=BACKENDS, default="local",
+                    help="where the reference target runs: local processes (default) or "
+                         "docker containers")
     group.addoption("--harness-dir", default=None,
                     help="run directory for targets the harness starts (kept after the run)")
 
@@ -68,7 +74,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_STATE] = {"target": None, "failed": False, "run_dir": None}
     try:
         check_options(config.getoption("--target"), config.getoption("--bootstrap"),
-                      config.getoption("--brokers"), config.getoption("--network"))
+                      config.getoption("--brokers"), config.getoption("--network"),
+                      config.getoption("--backend"))
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -91,7 +98,8 @@ def _session_target(config: pytest.Config) -> Target:
             state["target"] = start_target(
                 config.getoption("--target"), brokers=config.getoption("--brokers"),
                 bootstrap=config.getoption("--bootstrap"), run_dir=run_dir / "target",
-                properties=SUITE_BROKER_PROPERTIES, network=config.getoption("--network"))
+                properties=SUITE_BROKER_PROPERTIES, network=config.getoption("--network"),
+                backend=config.getoption("--backend"))
         except TargetError as exc:
             pytest.fail(f"{exc} (infrastructure)", pytrace=False)
     return state["target"]

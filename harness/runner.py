@@ -60,6 +60,7 @@ from harness.workload.recorder import Recorder
 
 VALID, INVALID, USAGE, INFRASTRUCTURE, INTERRUPTED = 0, 1, 2, 3, 130
 NETWORKS = ("proxy", "kernel")
+BACKENDS = ("local", "docker")
 NEMESIS_PROCESS = 0
 ENGINES = ("spark", "python")
 SUITES = tuple(s for s in matrix.SUITES if s != "chaos")  # the run is the chaos part itself
@@ -95,6 +96,7 @@ class RunOptions:
     engine: str = "spark"
     master: str | None = None
     network: str = "proxy"  # proxy: Toxiproxy on every link; kernel: namespaces + iptables
+    backend: str = "local"  # local processes, or docker containers (iptables partitions)
     suites: tuple[str, ...] = ()  # suites/ directories run against a reference cluster first
 
     def validate(self) -> None:
@@ -108,6 +110,11 @@ class RunOptions:
             problems.append(f"--guarantee must be one of {', '.join(GUARANTEES)}")
         if self.network not in NETWORKS:
             problems.append(f"--network must be one of {', '.join(NETWORKS)}")
+        if self.backend not in BACKENDS:
+            problems.append(f"--backend must be one of {', '.join(BACKENDS)}")
+        elif self.backend == "docker" and self.network == "kernel":
+            problems.append("--network kernel is for the local backend (the docker backend "
+                            "cuts partitions with iptables inside its containers already)")
         if self.engine not in ENGINES:
             problems.append(f"--engine must be one of {', '.join(ENGINES)}")
         unknown = [n for n in self.nemesis if n not in FAULTS]
@@ -153,13 +160,20 @@ def default_run_dir(seed: int) -> Path:
 
 
 def _start_cluster(options: RunOptions, run_dir: Path) -> tuple[Any, LocalCluster, Any, str]:
-    """(what to stop, the LocalCluster, its network faults, the network mechanism)."""
+    """(what to stop, the LocalCluster — or the DockerCluster, which offers the same
+    methods —, its network faults, the cluster's kind for the report)."""
     spec = ClusterSpec(
         brokers=options.brokers,
         min_insync_replicas=min(2, options.brokers),
         properties={"group.initial.rebalance.delay.ms": 0},
     )
     try:
+        if options.backend == "docker":
+            from harness.cluster.docker_backend import DockerCluster
+            from harness.cluster.docker_faults import IptablesPartitions
+
+            docker = DockerCluster(spec, run_dir / "cluster").start()
+            return docker, docker, IptablesPartitions(docker), "docker"
         if options.network == "kernel":
             from harness.cluster.netns_cluster import KernelFaults, NetnsCluster
             from harness.net.netns import unavailable

@@ -75,6 +75,10 @@ def register(app: typer.Typer) -> None:
             str, typer.Option(help="Network faults by proxy (Toxiproxy) or kernel (root: "
                                    "namespaces + iptables drops; no latency toxics).")
         ] = "proxy",
+        backend: Annotated[
+            str, typer.Option(help="Where the workload's cluster runs: local processes or "
+                                   "docker containers (the suites stay on local).")
+        ] = "local",
     ) -> None:
         """The main job: the suites against a reference cluster (--suites), then a workload
         under a seeded nemesis, everything read back and checked. Exit 0 valid and every suite
@@ -93,6 +97,8 @@ def register(app: typer.Typer) -> None:
                 raise ValueError(f"--commit must be one of {', '.join(COMMITS)}")
             if network not in runner.NETWORKS:
                 raise ValueError(f"--network must be one of {', '.join(runner.NETWORKS)}")
+            if backend not in runner.BACKENDS:
+                raise ValueError(f"--backend must be one of {', '.join(runner.BACKENDS)}")
             chosen_suites = _parse_suites(suites, runner.SUITES, runner.DEFAULT_SUITES)
             if acks not in ("0", "1", "all", "-1"):
                 raise ValueError("--acks must be one of 0, 1, all")
@@ -106,6 +112,7 @@ def register(app: typer.Typer) -> None:
             guarantee=guarantee, run_dir=run_dir, partitions=partitions, producers=producers,
             consumers=consumers, rate=rate, consumer_mode=consumer_mode, commit=commit,
             acks=acks, idempotence=idempotence, engine=engine, master=master, network=network,
+            backend=backend,
             suites=chosen_suites,
         )
         raise typer.Exit(runner.run(options, as_json=json_output))

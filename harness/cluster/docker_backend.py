@@ -11,11 +11,14 @@ unchanged; only where the nodes run differs:
   observer link no fault touches, for reading ZooKeeper as the local backend does;
 * brokers reach each other (``broker.peer.addresses``) and ZooKeeper only through proxies in
   that container, so a link can be cut one way or both;
-* :class:`IptablesPartitions` cuts the same links a second way, in the kernel: DROP rules in
-  the network namespace of the node that owns the link's end (``nsenter`` from the host as
-  root, else ``docker exec`` — containers get NET_ADMIN);
+* :class:`~harness.cluster.docker_faults.IptablesPartitions` cuts the same links a second way,
+  in the kernel: DROP rules in the network namespace of the node that owns the link's end;
 * process faults are the engine's: kill, stop (SIGTERM, then SIGKILL), pause and unpause (the
-  cgroup freezer: a SIGSTOP no process can notice), start again with its data.
+  cgroup freezer: a SIGSTOP no process can notice), start again with its data (each broker's
+  log dir is a volume of the run, so lose-unflushed can cut it from the host);
+* every node has a :class:`DockerNode` handle (``zookeeper``, ``brokers``, ``broker(id)``)
+  offering what a local process handle offers, so the suites, ``Target.reset``, the supervisor
+  and :mod:`harness.nemesis.process` drive either backend the same way.
 
 Everything the run creates carries the label ``kafka-harness.run=<id>``; :meth:`stop`, an
 ``atexit`` hook and SIGTERM remove all of it, so nothing outlives ``down``, Ctrl-C or a failed
@@ -31,11 +34,10 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import tempfile
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Self
 
@@ -44,20 +46,13 @@ import docker.errors
 from docker.models.containers import Container
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
-from toxiproxy.proxy import Proxy
 
 from harness.cluster.docker_images import build_project_image, ensure_base_image, ensure_engine
+from harness.cluster.docker_nodes import DATA_DIR, LOG_DIR, DockerNode
 from harness.cluster.local import ClusterSpec, distinct_free_ports, metadata_broker_ids, wait_for
 from harness.cluster.process import PeerStartError
 from harness.cluster.proxied import CLIENT, ZOOKEEPER, ProxiedCluster, broker_node, link_name
 from harness.cluster.zookeeper import four_letter_word
-from harness.nemesis.network import (
-    NetworkFaults,
-    cut_streams,
-    pairs_from_toxics,
-    partition_toxic_name,
-)
-from harness.net import grudge as shapes
 from harness.net.ports import LOOPBACK
 
 RUN_LABEL = "kafka-harness.run"
@@ -71,8 +66,6 @@ ZOOKEEPER_PORT = 2181
 CLIENT_PROXY_PORT = 20000  # + broker id, inside the Toxiproxy container
 BROKER_PROXY_PORT = 21000  # + an index over the broker links
 OBSERVER_PORT = 22000
-DATA_DIR = "/var/lib/kafka-harness"
-IPTABLES_CHAIN = "KAFKA-HARNESS"
 _ZOOKEEPER_JARS = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
 
 
@@ -120,6 +113,8 @@ class DockerCluster(ProxiedCluster):
         self._network_name = f"kafka-harness-{self.run_id}"
         self._published: dict[int, int] = {}
         self._paused: set[int] = set()
+        self.zookeeper: DockerNode | None = None
+        self.brokers: dict[int, DockerNode] = {}
         self._reader: KazooClient | None = None
         self._started = False
         self._previous_sigterm: Any = None
@@ -136,6 +131,20 @@ class DockerCluster(ProxiedCluster):
     @property
     def labels(self) -> dict[str, str]:
         return {RUN_LABEL: self.run_id}
+
+    @property
+    def label_selector(self) -> str:
+        """What ``docker ps --filter label=...`` takes to list everything of this run."""
+        return f"{RUN_LABEL}={self.run_id}"
+
+    @property
+    def network_name(self) -> str:
+        return self._network_name
+
+    @property
+    def zookeeper_connect(self) -> str:
+        """ZooKeeper for the harness and its user, through the observer link no fault cuts."""
+        return f"{LOOPBACK}:{self._published[OBSERVER_PORT]}"
 
     @property
     def direct_bootstrap(self) -> str:
@@ -169,9 +178,14 @@ class DockerCluster(ProxiedCluster):
             self._create_proxies_in_container()
             self._start_zookeeper()
             for broker_id in self.spec.broker_ids:
-                self._run_configured(broker_node(broker_id), "server.properties",
+                node = broker_node(broker_id)
+                self.brokers[broker_id] = DockerNode(
+                    self, node, BROKER_PORT, lambda b=broker_id: b in self.broker_metadata(b),
+                    stop_timeout=self.spec.broker_stop_timeout)
+                self._run_configured(node, "server.properties",
                                      self._broker_properties(broker_id),
-                                     f"reference-broker {DATA_DIR}/server.properties")
+                                     f"reference-broker {DATA_DIR}/server.properties",
+                                     volume=self._create_volume(node))
             everyone = set(self.spec.broker_ids)
             for broker_id in self.spec.broker_ids:
                 self.wait_for(lambda b=broker_id: self.broker_metadata(b) >= everyone,
@@ -203,13 +217,22 @@ class DockerCluster(ProxiedCluster):
         for node in (TOXIPROXY_NODE, ZOOKEEPER, *map(broker_node, self.spec.broker_ids)):
             self.addresses[node] = str(next(hosts))
 
+    def _create_volume(self, node: str) -> str:
+        """A labelled volume for a broker's log dir: removed with the run, and reachable from
+        the host (as root) while the container is stopped, for lose-unflushed."""
+        assert self.client is not None
+        return str(self.client.volumes.create(f"kafka-harness-{self.run_id}-{node}-data",
+                                              labels=self.labels).name)
+
     def _run_node(self, node: str, command: list[str], *, image: str | None = None,
                   environment: Mapping[str, str] | None = None,
-                  ports: Mapping[int, int] | None = None) -> Container:
+                  ports: Mapping[int, int] | None = None,
+                  volume: str | None = None) -> Container:
         assert self.client is not None
         api = self.client.api
         host_config = api.create_host_config(
             cap_add=["NET_ADMIN"],
+            binds={volume: {"bind": LOG_DIR, "mode": "rw"}} if volume else None,
             port_bindings={port: (LOOPBACK, host_port)
                            for port, host_port in (ports or {}).items()})
         networking = api.create_networking_config({
@@ -218,6 +241,7 @@ class DockerCluster(ProxiedCluster):
             image or self.image, command=command, name=f"kafka-harness-{self.run_id}-{node}",
             hostname=node, labels={**self.labels, NODE_LABEL: node},
             environment=dict(environment or {}), ports=list(ports or {}),
+            volumes=[LOG_DIR] if volume else None,
             host_config=host_config, networking_config=networking)
         container = self.client.containers.get(created["Id"])
         self.containers[node] = container
@@ -283,10 +307,12 @@ class DockerCluster(ProxiedCluster):
         java = ("java -Xms64m -Xmx256m -XX:+UseSerialGC -Dzookeeper.jmx.log4j.disable=true "
                 f"-cp {_ZOOKEEPER_JARS} org.apache.zookeeper.server.quorum.QuorumPeerMain "
                 f"{DATA_DIR}/zoo.cfg")
-        self._run_configured(ZOOKEEPER, "zoo.cfg", config, java)
         port = self._published[OBSERVER_PORT]
-        self.wait_for(lambda: "Mode: " in four_letter_word(LOOPBACK, port, "srvr"),
-                      self.spec.startup_timeout, "ZooKeeper to serve")
+        self.zookeeper = DockerNode(
+            self, ZOOKEEPER, ZOOKEEPER_PORT,
+            lambda: "Mode: " in four_letter_word(LOOPBACK, port, "srvr"))
+        self._run_configured(ZOOKEEPER, "zoo.cfg", config, java)
+        self.wait_for(self.zookeeper.ready, self.spec.startup_timeout, "ZooKeeper to serve")
 
     def _broker_properties(self, broker_id: int) -> dict[str, str | int]:
         """The local backend's properties, pointed at the proxies, listening on the
@@ -303,16 +329,17 @@ class DockerCluster(ProxiedCluster):
             **properties,
             "listeners": f"PLAINTEXT://{listener}",
             "broker.peer.addresses": ",".join(filter(None, [f"{broker_id}={listener}", peers])),
-            "log.dirs": f"{DATA_DIR}/data",
+            "log.dirs": LOG_DIR,
         }
 
-    def _run_configured(self, node: str, config_name: str,
-                        config: Mapping[str, str | int], command: str) -> Container:
+    def _run_configured(self, node: str, config_name: str, config: Mapping[str, str | int],
+                        command: str, volume: str | None = None) -> Container:
         """Run ``command`` in a node container after writing ``config`` (passed in the
         environment, so no file needs copying in) to ``DATA_DIR/config_name``."""
         path = f"{DATA_DIR}/{config_name}"
         script = f'printf "%s\\n" "$CONFIG" > {path} && exec {command}'
-        return self._run_node(node, ["sh", "-c", script], environment={"CONFIG": _lines(config)})
+        return self._run_node(node, ["sh", "-c", script], environment={"CONFIG": _lines(config)},
+                              volume=volume)
 
     def stop(self) -> None:
         """Save every node's log, then remove everything labelled with this run. Safe to call
@@ -331,6 +358,8 @@ class DockerCluster(ProxiedCluster):
                 remove_run(self.client, self.run_id)
             self._restore_sigterm_handler()
             self.containers.clear()
+            self.zookeeper = None
+            self.brokers.clear()
             self.proxies.clear()
             self.links.clear()
             self._paused.clear()
@@ -365,68 +394,57 @@ class DockerCluster(ProxiedCluster):
 
     # --- process faults --------------------------------------------------------------------
 
-    def container(self, broker_id: int) -> Container:
+    def broker(self, broker_id: int) -> DockerNode:
         try:
-            return self.containers[broker_node(broker_id)]
+            return self.brokers[broker_id]
         except KeyError:
             raise KeyError(f"no broker {broker_id}; brokers are {self.spec.broker_ids}") from None
 
     def kill(self, broker_id: int) -> int | None:
         """SIGKILL: a crash. Its ZooKeeper session lives on until the session timeout."""
-        container = self.container(broker_id)
-        if broker_id in self._paused:
-            self.resume(broker_id)
-        container.kill()
-        return int(container.wait(timeout=30)["StatusCode"])
+        self._paused.discard(broker_id)
+        return self.broker(broker_id).kill()
 
     def stop_broker(self, broker_id: int) -> int | None:
         """SIGTERM (controlled shutdown), SIGKILL after ``broker_stop_timeout``; exit code."""
-        container = self.container(broker_id)
-        if broker_id in self._paused:
-            self.resume(broker_id)
-        container.stop(timeout=int(self.spec.broker_stop_timeout))
-        return int(container.wait(timeout=30)["StatusCode"])
+        self._paused.discard(broker_id)
+        return self.broker(broker_id).stop()
 
     def start_broker(self, broker_id: int, *, wait_for_deregistration: bool = True) -> None:
         """Start a stopped or killed broker's container again: same address, same data.
-        Waits, as the local backend does, for a killed broker's old registration to expire."""
-        container = self.container(broker_id)
-        if broker_id in self.running_broker_ids():
-            raise RuntimeError(f"broker {broker_id} is already running")
+        Waits, as the local backend does, for a killed broker's old registration to expire,
+        then for the broker to register and list itself."""
+        broker = self.broker(broker_id)
+        if broker.is_running():
+            raise RuntimeError(f"broker {broker_id} is already running "
+                               f"(container {broker.container_id})")
         if wait_for_deregistration:
             timeout = self.spec.zookeeper_session_timeout_ms / 1000 + 10
             self.wait_for(lambda: self.broker_registration(broker_id) is None, timeout,
                           f"the old registration of broker {broker_id} to expire")
-        container.start()
-        self.wait_for(lambda: broker_id in self.broker_metadata(broker_id),
-                      self.spec.startup_timeout, f"broker {broker_id}'s Metadata to list itself")
+        broker.start()
+        self.wait_for(lambda: self.broker_registration(broker_id) is not None,
+                      self.spec.startup_timeout, f"broker {broker_id} to register in ZooKeeper")
 
     def pause(self, broker_id: int) -> None:
         """Freeze every process of the container: it hangs with its connections open."""
-        self.container(broker_id).pause()
+        self.broker(broker_id).pause()
         self._paused.add(broker_id)
 
     def resume(self, broker_id: int) -> None:
-        self.container(broker_id).unpause()
+        self.broker(broker_id).resume()
         self._paused.discard(broker_id)
 
     def running_broker_ids(self) -> list[int]:
         """Brokers whose container runs (paused ones included)."""
-        running = []
-        for broker_id in self.spec.broker_ids:
-            container = self.container(broker_id)
-            container.reload()
-            if container.status in ("running", "paused"):
-                running.append(broker_id)
-        return running
+        return [b for b, broker in self.brokers.items() if broker.is_running()]
 
     # --- reading the cluster ---------------------------------------------------------------
 
     @contextlib.contextmanager
     def zk(self, timeout: float = 10.0) -> Any:
         """A fresh kazoo client on ZooKeeper (through the observer link), closed on exit."""
-        client = KazooClient(hosts=f"{LOOPBACK}:{self._published[OBSERVER_PORT]}",
-                             timeout=timeout)
+        client = KazooClient(hosts=self.zookeeper_connect, timeout=timeout)
         client.start(timeout=timeout)
         try:
             yield client
@@ -434,15 +452,38 @@ class DockerCluster(ProxiedCluster):
             client.stop()
             client.close()
 
-    def _zk_json(self, path: str) -> dict[str, Any] | None:
+    def _zk_reader(self) -> KazooClient:
+        """One client kept for the cluster's lifetime, for the many small reads."""
         if self._reader is None:
-            self._reader = KazooClient(hosts=f"{LOOPBACK}:{self._published[OBSERVER_PORT]}")
+            self._reader = KazooClient(hosts=self.zookeeper_connect)
             self._reader.start(timeout=10)
+        return self._reader
+
+    def _zk_get(self, path: str) -> bytes | None:
         try:
-            data, _ = self._reader.get(path)
+            data, _ = self._zk_reader().get(path)
         except NoNodeError:
             return None
-        return json.loads(data)
+        return data
+
+    def _zk_json(self, path: str) -> dict[str, Any] | None:
+        data = self._zk_get(path)
+        return None if data is None else json.loads(data)
+
+    def registered_broker_ids(self) -> list[int]:
+        try:
+            return sorted(int(child) for child in self._zk_reader().get_children("/brokers/ids"))
+        except NoNodeError:
+            return []
+
+    def controller_epoch(self) -> int | None:
+        """``/controller_epoch`` (plain text), None before the first election."""
+        data = self._zk_get("/controller_epoch")
+        return None if data is None else int(data)
+
+    def cluster_id(self) -> str | None:
+        document = self._zk_json("/cluster/id")
+        return None if document is None else document["id"]
 
     def _close_reader(self) -> None:
         if self._reader is not None:
@@ -475,113 +516,6 @@ class DockerCluster(ProxiedCluster):
                  interval: float = 0.1) -> Any:
         context = f"logs: docker logs kafka-harness-{self.run_id}-<node>"
         return wait_for(predicate, timeout, what, interval=interval, context=context)
-
-
-class IptablesPartitions(NetworkFaults):
-    """:class:`NetworkFaults` whose partitions are cut in the kernel instead of in the proxies.
-
-    The same directed pairs (from the same grudges and shapes), mapped to the same links and
-    streams, and each (link, stream) dropped where that link's opening end lives: a broker's
-    outgoing packets to the link's port in the Toxiproxy container (upstream), or its incoming
-    packets from that port (downstream), inside the broker's own network namespace; for client
-    links, in the Toxiproxy container's namespace, since the client is the host. Rules live in
-    one chain, ``KAFKA-HARNESS``, per namespace, each commented with its link and stream, so
-    healing is a flush and :meth:`active` reads the kernel: any instance sees and heals what
-    another applied. Nothing is reset: to both ends it looks like lost packets. Toxics still
-    go through the Toxiproxy container, as in :class:`NetworkFaults`.
-    """
-
-    def __init__(self, cluster: DockerCluster) -> None:
-        super().__init__(cluster)
-        self.cluster: DockerCluster = cluster
-        self.mechanism = "kernel"
-
-    def partition(self, grudge: Mapping[str, Iterable[str]]) -> list[tuple[str, str]]:
-        """Heal, then drop the traffic ``grudge`` names; returns the directed pairs cut."""
-        checked = shapes.from_explicit(grudge, self.nodes)
-        pairs = shapes.links_to_cut(checked)
-        self.heal()
-        for link, stream in cut_streams(pairs, self.cluster.links):
-            node, rule = self._rule(link, stream)
-            self._ensure_chain(node)
-            self._check(node, ["-A", IPTABLES_CHAIN, *rule, "-m", "comment", "--comment",
-                               f"{link} {stream}", "-j", "DROP"])
-        return pairs
-
-    def heal(self) -> None:
-        """Flush the chain in every running container (a stopped one lost its namespace)."""
-        for node in self.cluster.containers:
-            if self._pid(node):
-                self._run(node, ["-F", IPTABLES_CHAIN])  # fails where no chain was made
-
-    def clear(self) -> None:
-        self.heal()
-        super().clear()
-
-    def active(self) -> dict[str, Any]:
-        """The partition as the kernels hold it, and the proxies' toxics."""
-        cuts: dict[str, list[str]] = {}
-        for rules in self.rules().values():
-            for rule in rules:
-                link, _, stream = rule.split('--comment "', 1)[1].split('"', 1)[0].partition(" ")
-                cuts.setdefault(link, []).append(partition_toxic_name(stream))
-        return {**super().active(),
-                "partition": [list(pair) for pair in pairs_from_toxics(cuts)]}
-
-    def rules(self) -> dict[str, list[str]]:
-        """Node -> the DROP rules in its chain, as ``iptables -S`` prints them."""
-        found = {}
-        for node in self.cluster.containers:
-            if self._pid(node):
-                code, output = self._run(node, ["-S", IPTABLES_CHAIN])
-                drops = [line for line in output.splitlines() if line.startswith("-A ")]
-                if code == 0 and drops:
-                    found[node] = drops
-        return found
-
-    def _rule(self, link: str, stream: str) -> tuple[str, list[str]]:
-        """(node whose namespace holds the rule, the match) dropping one stream of a link."""
-        opener = link.partition("->")[0]
-        proxy_port = str(_container_port(self.cluster.proxies[link]))
-        toxiproxy = self.cluster.addresses[TOXIPROXY_NODE]
-        if opener == CLIENT:
-            if stream == "upstream":
-                return TOXIPROXY_NODE, ["-p", "tcp", "--dport", proxy_port]
-            return TOXIPROXY_NODE, ["-p", "tcp", "--sport", proxy_port]
-        if stream == "upstream":
-            return opener, ["-p", "tcp", "-d", toxiproxy, "--dport", proxy_port]
-        return opener, ["-p", "tcp", "-s", toxiproxy, "--sport", proxy_port]
-
-    def _ensure_chain(self, node: str) -> None:
-        if self._run(node, ["-n", "-L", IPTABLES_CHAIN])[0] != 0:
-            self._check(node, ["-N", IPTABLES_CHAIN])
-            for chain in ("INPUT", "OUTPUT"):
-                self._check(node, ["-I", chain, "-j", IPTABLES_CHAIN])
-
-    def _pid(self, node: str) -> int:
-        container = self.cluster.containers[node]
-        container.reload()
-        return int(container.attrs["State"]["Pid"])
-
-    def _check(self, node: str, arguments: list[str]) -> None:
-        code, output = self._run(node, arguments)
-        if code != 0:
-            raise RuntimeError(f"iptables {' '.join(arguments)} in {node} failed: {output}")
-
-    def _run(self, node: str, arguments: list[str]) -> tuple[int, str]:
-        """iptables in the node's namespace: nsenter from the host when root (works on a
-        paused container too), else ``docker exec`` (the containers have NET_ADMIN)."""
-        if os.geteuid() == 0 and shutil.which("nsenter") and shutil.which("iptables"):
-            command = ["nsenter", "-t", str(self._pid(node)), "-n", "iptables", "-w",
-                       *arguments]
-            result = subprocess.run(command, capture_output=True, text=True)
-            return result.returncode, result.stdout + result.stderr
-        code, raw = self.cluster.containers[node].exec_run(["iptables", "-w", *arguments])
-        return int(code), raw.decode(errors="replace")
-
-
-def _container_port(proxy: Proxy) -> int:
-    return int(proxy.listen.rpartition(":")[2])
 
 
 def _lines(properties: Mapping[str, str | int]) -> str:

@@ -6,14 +6,17 @@ harness.cluster.supervisor RUN_DIR ...``, its own session) or runs it in the ter
 :class:`~harness.cluster.proxied.ProxiedCluster` and its
 :class:`~harness.nemesis.network.NetworkFaults`, with ``--network kernel`` a
 :class:`~harness.cluster.netns_cluster.NetnsCluster` (nodes in network namespaces) and its
-:class:`~harness.cluster.netns_cluster.KernelFaults` (iptables) — and is the only process that
+:class:`~harness.cluster.netns_cluster.KernelFaults` (iptables); with ``--backend docker`` a
+:class:`~harness.cluster.docker_backend.DockerCluster` (containers) and its
+:class:`~harness.cluster.docker_faults.IptablesPartitions` — and is the only process that
 touches them: every other command is a client of its control socket
 (:mod:`harness.cluster.control`). Keeping one owner is what makes ``down`` (and SIGTERM,
-SIGINT) leave nothing behind — the owner knows every process, proxy, namespace and rule it
-started, and removes them in order.
+SIGINT) leave nothing behind — the owner knows every process, proxy, namespace, rule and
+container it started, and removes them in order (containers, networks and volumes by their
+run label).
 
 Files in the run directory, next to the cluster's own (``zookeeper/``, ``broker-N/``,
-``toxiproxy/``):
+``toxiproxy/``; on docker, each container's ``<node>.log``):
 
 * ``control.sock`` — the control socket (``{"cmd": "status"}`` in, ``{"ok": true, ...}`` out);
   it exists exactly while the supervisor serves.
@@ -40,10 +43,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.cluster.control import ControlServer, socket_path
-from harness.cluster.local import ClusterSpec, LocalCluster
+from harness.cluster.local import ClusterSpec
 from harness.cluster.netns_cluster import KernelFaults, NetnsCluster
 from harness.cluster.proxied import ProxiedCluster
 from harness.cluster.targets import (
+    BACKENDS,
     FAULTS,
     KINDS,
     PROCESS_FAULTS,
@@ -108,20 +112,27 @@ class Supervisor:
 
     def __init__(self, run_dir: Path, spec: ClusterSpec, toxiproxy_url: str | None = None,
                  *, target: str = "reference", bootstrap: str | None = None,
-                 network: str = "proxy") -> None:
-        if network not in NETWORKS:
-            raise ValueError(f"network must be one of {', '.join(NETWORKS)}, got {network!r}")
+                 network: str = "proxy", backend: str = "local") -> None:
+        check_options(target, bootstrap, spec.brokers, network, backend)
         self.run_dir = run_dir
         self.spec = spec
         self.target_kind = target
         self.network = network
+        self.backend_kind = backend
         self._bootstrap = bootstrap
         # A peer target (tansu, librdkafka-mock, external) has a bootstrap and nothing to fault.
         self.peer: Target | None = None
         self.proxied: ProxiedCluster | None = None
         self.kernel: NetnsCluster | None = None
-        self.faults: NetworkFaults | KernelFaults | None = None
-        if target == "reference" and network == "kernel":
+        self.docker: Any = None  # a DockerCluster; imported only when asked for
+        self.faults: Any = None  # NetworkFaults, KernelFaults or IptablesPartitions
+        if target == "reference" and backend == "docker":
+            from harness.cluster.docker_backend import DockerCluster
+            from harness.cluster.docker_faults import IptablesPartitions
+
+            self.docker = DockerCluster(spec, run_dir=run_dir)
+            self.faults = IptablesPartitions(self.docker)
+        elif target == "reference" and network == "kernel":
             self.kernel = NetnsCluster(spec, run_dir=run_dir)
             self.faults = KernelFaults(self.kernel)
         elif target == "reference":
@@ -142,13 +153,15 @@ class Supervisor:
         return self._phase
 
     @property
-    def backend(self) -> ProxiedCluster | NetnsCluster | None:
-        """The reference cluster (either network mechanism); None for a peer target."""
-        return self.proxied or self.kernel
+    def backend(self) -> Any:
+        """The reference cluster (ProxiedCluster, NetnsCluster or DockerCluster); None for a
+        peer target."""
+        return self.proxied or self.kernel or self.docker
 
     @property
-    def local(self) -> LocalCluster:
-        """The processes and ZooKeeper of the reference cluster."""
+    def local(self) -> Any:
+        """The nodes and ZooKeeper of the reference cluster: a LocalCluster, or the
+        DockerCluster itself (it offers the same methods and node handles)."""
         assert self.backend is not None
         return self.backend.cluster
 
@@ -159,6 +172,10 @@ class Supervisor:
         elif self.kernel is not None:
             self._set_phase("starting", f"starting ZooKeeper and {self.spec.brokers} brokers "
                                         "in network namespaces")
+        elif self.docker is not None:
+            self._set_phase("starting", "building the image if the sources changed, then "
+                                        f"starting ZooKeeper, {self.spec.brokers} brokers and "
+                                        "Toxiproxy in containers")
         else:
             self._set_phase("starting", f"starting Toxiproxy, ZooKeeper and {self.spec.brokers} "
                                         "brokers behind proxies")
@@ -201,6 +218,7 @@ class Supervisor:
             "run_dir": str(self.run_dir),
             "target": self.target_kind,
             "network": self.network if self.backend is not None else None,
+            "backend": self.backend_kind,
             "supervisor_pid": os.getpid(),
             "started_at": self._started_at,
             "spec": {"brokers": self.spec.brokers,
@@ -233,8 +251,26 @@ class Supervisor:
             return document
         if self.backend is None:
             return self._peer_state(document)
-        local = self.local
         zk_facts = self._zookeeper_facts()
+        nodes = (self._container_nodes(zk_facts) if self.docker is not None
+                 else self._process_nodes(zk_facts))
+        try:
+            faults = self.faults.active()
+        except Exception as exc:  # noqa: BLE001 - a dead Toxiproxy is itself what status shows
+            faults = {"error": f"cannot read the faults: {exc}"}
+        document.update({
+            "nodes": nodes,
+            "controller": zk_facts.get("controller"),
+            "faults": faults,
+            "logs": [str(self.run_dir / LOG_NAME), *map(str, self.backend.log_paths())],
+            **self._network_facts(),
+        })
+        document["degraded"] = _degradations(document, zk_facts)
+        return document
+
+    def _process_nodes(self, zk_facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """Local nodes: pid, port and state of each process."""
+        local = self.local
         nodes: dict[str, dict[str, Any]] = {}
         zookeeper = local.zookeeper
         if zookeeper is not None:
@@ -252,24 +288,35 @@ class Supervisor:
                 "registered": None if registered is None else broker_id in registered,
                 "log": str(broker.run_dir / f"{broker.name}.log"),
             }
-        try:
-            faults = self.faults.active()
-        except Exception as exc:  # noqa: BLE001 - a dead Toxiproxy is itself what status shows
-            faults = {"error": f"cannot read the faults: {exc}"}
-        document.update({
-            "nodes": nodes,
-            "controller": zk_facts.get("controller"),
-            "faults": faults,
-            "logs": [str(self.run_dir / LOG_NAME), *map(str, self.backend.log_paths())],
-            **self._network_facts(),
-        })
-        document["degraded"] = _degradations(document, zk_facts)
-        return document
+        return nodes
+
+    def _container_nodes(self, zk_facts: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """Docker nodes: the container (not a pid of this host's process tree), its state as
+        the engine reports it, and its address on the run's network."""
+        docker = self.docker
+        handles = {"zk": docker.zookeeper,
+                   **{f"broker-{b}": handle for b, handle in docker.brokers.items()}}
+        registered = zk_facts.get("registered")
+        nodes: dict[str, dict[str, Any]] = {}
+        for node, handle in handles.items():
+            if handle is None:
+                continue
+            status = handle.status()
+            nodes[node] = {"container": handle.container_id, "name": handle.container.name,
+                           "pid": None, "port": handle.port, "address": handle.bootstrap,
+                           "status": status, "log": str(handle.log_path)}
+            if node != "zk":
+                broker_id = int(node.removeprefix("broker-"))
+                nodes[node]["client_address"] = self._client_address(node, handle.bootstrap)
+                nodes[node]["registered"] = (None if registered is None
+                                             else broker_id in registered)
+        return nodes
 
     def _client_address(self, node: str, direct: str) -> str:
-        if self.proxied is None:
+        cluster = self.proxied or self.docker
+        if cluster is None:
             return direct  # kernel: clients reach the broker in its namespace
-        host, port, _ = self.proxied.links[f"client->{node}"]
+        host, port, _ = cluster.links[f"client->{node}"]
         return f"{host}:{port}"
 
     def _network_facts(self) -> dict[str, Any]:
@@ -282,6 +329,15 @@ class Supervisor:
                     "hub": net.hub if net else None, "bridge": net.bridge if net else None,
                     "host_link": net.host_link if net else None,
                     "subnet": str(net.subnet) if net else None}
+        if self.docker is not None:
+            docker = self.docker
+            return {"bootstrap": docker.bootstrap, "direct_bootstrap": docker.direct_bootstrap,
+                    "toxiproxy_url": docker.toxiproxy_url, "toxiproxy_pid": None,
+                    "proxies": {name: {"listen": f"{host}:{port}", "upstream": upstream}
+                                for name, (host, port, upstream) in docker.links.items()},
+                    "run_label": docker.label_selector, "docker_network": docker.network_name,
+                    "zookeeper_connect": docker.zookeeper_connect,
+                    "subnet": docker.subnet}
         assert self.proxied is not None
         return {
             "bootstrap": self.proxied.bootstrap,
@@ -424,7 +480,7 @@ def _degradations(document: dict[str, Any], zk_facts: dict[str, Any]) -> list[st
 
 def run(run_dir: Path, spec: ClusterSpec, *, toxiproxy_url: str | None = None,
         on_ready: Callable[[dict[str, Any]], None] | None = None, target: str = "reference",
-        bootstrap: str | None = None, network: str = "proxy") -> int:
+        bootstrap: str | None = None, network: str = "proxy", backend: str = "local") -> int:
     """Start the cluster, serve the control socket until ``down``/SIGTERM/SIGINT, stop it all.
 
     Must run in the main thread (it owns the signal handlers). Returns 0 after a clean stop,
@@ -432,7 +488,7 @@ def run(run_dir: Path, spec: ClusterSpec, *, toxiproxy_url: str | None = None,
     """
     run_dir = run_dir.resolve()
     supervisor = Supervisor(run_dir, spec, toxiproxy_url, target=target, bootstrap=bootstrap,
-                            network=network)
+                            network=network, backend=backend)
     previous = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
 
     def interrupt_start(signum: int, _frame: object) -> None:
@@ -480,7 +536,7 @@ def run(run_dir: Path, spec: ClusterSpec, *, toxiproxy_url: str | None = None,
 
 def launch_detached(run_dir: Path, spec: ClusterSpec, toxiproxy_url: str | None = None, *,
                     target: str = "reference", bootstrap: str | None = None,
-                    network: str = "proxy") -> subprocess.Popen[bytes]:
+                    network: str = "proxy", backend: str = "local") -> subprocess.Popen[bytes]:
     """Start the supervisor as a detached process (own session, so the terminal's Ctrl-C and
     its closing do not reach it), its output in ``RUN_DIR/supervisor.log``. The caller watches
     ``state.json`` for phase ``ready`` or ``failed``."""
@@ -492,7 +548,7 @@ def launch_detached(run_dir: Path, spec: ClusterSpec, toxiproxy_url: str | None 
                "--session-timeout-ms", str(spec.zookeeper_session_timeout_ms)]
     if toxiproxy_url:
         command += ["--toxiproxy-url", toxiproxy_url]
-    command += ["--target", target, "--network", network]
+    command += ["--target", target, "--network", network, "--backend", backend]
     if bootstrap:
         command += ["--bootstrap", bootstrap]
     with open(run_dir / LOG_NAME, "ab") as log:
@@ -512,18 +568,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", choices=KINDS, default="reference")
     parser.add_argument("--bootstrap", default=None)
     parser.add_argument("--network", choices=NETWORKS, default="proxy")
+    parser.add_argument("--backend", choices=BACKENDS, default="local")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         spec = ClusterSpec(brokers=args.brokers,
                            zookeeper_session_timeout_ms=args.session_timeout_ms)
-        check_options(args.target, args.bootstrap, args.brokers, args.network)
+        check_options(args.target, args.bootstrap, args.brokers, args.network, args.backend)
     except ValueError as exc:
         logger.error("%s", exc)
         return 2
     return run(args.run_dir, spec, toxiproxy_url=args.toxiproxy_url, target=args.target,
-               bootstrap=args.bootstrap, network=args.network)
+               bootstrap=args.bootstrap, network=args.network, backend=args.backend)
 
 
 if __name__ == "__main__":

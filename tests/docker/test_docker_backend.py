@@ -16,7 +16,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.cluster.docker_backend import RUN_LABEL, DockerCluster, IptablesPartitions
+from harness.cluster.docker_backend import RUN_LABEL, DockerCluster
+from harness.cluster.docker_faults import IptablesPartitions
 from harness.cluster.local import ClusterSpec, metadata_broker_ids
 from harness.nemesis.network import NetworkFaults
 from harness.net.ports import LOOPBACK
@@ -161,7 +162,7 @@ def test_process_faults_pause_resume_kill_and_restart(cluster):
 def test_stop_removes_every_container_network_and_volume_of_the_run(engine, project_image):
     cluster = DockerCluster(ClusterSpec(brokers=1), image=project_image, client=engine)
     with cluster:
-        assert len(labelled(engine, cluster.run_id)) == 4  # zk, broker, toxiproxy, network
+        assert len(labelled(engine, cluster.run_id)) == 5  # zk, broker, toxiproxy, network, volume
     assert labelled(engine, cluster.run_id) == []
 
 
