@@ -74,7 +74,7 @@ def parse_list(text: str, allowed: tuple[str, ...], what: str) -> tuple[str, ...
 
 def pytest_command(target: str, suites: tuple[str, ...], results: Path, junit: Path, *,
                    bootstrap: str | None = None, keyword: str | None = None,
-                   markers: str = "not slow") -> list[str]:
+                   markers: str = "not slow", backend: str = "local") -> list[str]:
     """The pytest invocation of one target's session (run from the project root)."""
     command = [sys.executable, "-m", "pytest", *(f"suites/{s}" for s in suites),
                "--target", target, "-p", "harness.suite_results", "--suite-results", str(results),
@@ -83,18 +83,22 @@ def pytest_command(target: str, suites: tuple[str, ...], results: Path, junit: P
         command += ["--bootstrap", bootstrap]
     if keyword:
         command += ["-k", keyword]
+    if backend != "local":
+        command += ["--backend", backend]
     return command
 
 
 def run_target(target: str, suites: tuple[str, ...], out_dir: Path, *,
                bootstrap: str | None = None, keyword: str | None = None,
-               markers: str = "not slow", root: Path | None = None) -> TargetRun:
+               markers: str = "not slow", root: Path | None = None,
+               backend: str = "local") -> TargetRun:
     """One pytest session of `suites` (directories under ``root/suites``) against `target`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     results, junit, log = (out_dir / f"{target}.{ext}" for ext in ("json", "xml", "log"))
     results.unlink(missing_ok=True)
     command = pytest_command(target, suites, results.resolve(), junit.resolve(),
-                             bootstrap=bootstrap, keyword=keyword, markers=markers)
+                             bootstrap=bootstrap, keyword=keyword, markers=markers,
+                             backend=backend)
     started = time.monotonic()
     with log.open("w") as output:
         try:
@@ -237,7 +241,7 @@ def write(runs: list[TargetRun], out_dir: Path) -> dict[str, str]:
 
 def run_matrix(targets: tuple[str, ...], suites: tuple[str, ...], out_dir: Path, *,
                bootstrap: str | None = None, keyword: str | None = None,
-               say: Any = print, root: Path | None = None
+               say: Any = print, root: Path | None = None, backend: str = "local"
                ) -> tuple[list[TargetRun], dict[str, str]]:
     """Run the suites against every target in turn and write the matrix files."""
     where = (root or project_root()) / "suites"
@@ -253,7 +257,8 @@ def run_matrix(targets: tuple[str, ...], suites: tuple[str, ...], out_dir: Path,
     for target in targets:
         say(f"running {', '.join(suites)} against {target} …")
         run = run_target(target, suites, out_dir, keyword=keyword, root=root,
-                         bootstrap=bootstrap if target == "external" else None)
+                         bootstrap=bootstrap if target == "external" else None,
+                         backend=backend if target == "reference" else "local")
         runs.append(run)
         outcome = _summary(run.counts()) if run.ran else f"no results (see {run.log})"
         say(f"  {target}: {outcome} in {run.wall_s:.0f} s")

@@ -28,6 +28,9 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path, typer.Option(
             "--out", help="Where matrix.md/.html/.json and each target's log and JUnit XML go.")
         ] = Path(".harness/matrix"),
+        backend: Annotated[str, typer.Option(
+            help="Where the reference target runs: local processes or docker containers.")
+        ] = "local",
         json_output: Annotated[bool, typer.Option(
             "--json", help="Print the file paths and per-target counts as JSON.")] = False,
     ) -> None:
@@ -40,9 +43,10 @@ def register(app: typer.Typer) -> None:
         try:
             chosen = matrix.parse_list(targets, (*matrix.DEFAULT_TARGETS, "external"), "target")
             chosen_suites = matrix.parse_list(suites, matrix.SUITES, "suite")
+            matrix.parse_list(backend, ("local", "docker"), "backend")
             runs, paths = matrix.run_matrix(
                 chosen, chosen_suites, out, bootstrap=bootstrap, keyword=keyword,
-                say=lambda text: console.print(text, highlight=False))
+                say=lambda text: console.print(text, highlight=False), backend=backend)
         except matrix.MatrixError as exc:
             console.print(f"[red]error:[/] {exc}", highlight=False)
             raise typer.Exit(2) from None

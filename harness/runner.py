@@ -363,7 +363,8 @@ class Run:
         ``kafka-harness matrix`` runs it); their table is ``suites/matrix.html``. Returns the
         exit code they give: 0 all passed, 1 a test failed, 3 they could not be run."""
         runs, files = matrix.run_matrix(("reference",), self.options.suites,
-                                        self.dir / "suites", say=self._say)
+                                        self.dir / "suites", say=self._say,
+                                        backend=self.options.backend)
         suites = runs[0]
         self.result.suites = {
             "names": list(self.options.suites), "counts": dict(suites.counts()),

@@ -66,6 +66,14 @@ def test_exit_code_fails_only_for_the_reference_or_a_target_that_never_ran():
                              TargetRun("tansu", 4, 0.5)]) == 3
 
 
+def test_the_backend_reaches_the_reference_session_only():
+    command = matrix.pytest_command("reference", ("protocol",), Path("r.json"), Path("j.xml"),
+                                    backend="docker")
+    assert command[command.index("--backend") + 1] == "docker"
+    local = matrix.pytest_command("reference", ("protocol",), Path("r.json"), Path("j.xml"))
+    assert "--backend" not in local
+
+
 def test_parse_list_names_the_unknown_and_the_allowed():
     assert matrix.parse_list("groups, protocol", matrix.SUITES, "suite") == ("groups", "protocol")
     try:
