@@ -24,7 +24,9 @@ When a test fails, the paths of the target's logs are printed and the run direct
 from __future__ import annotations
 
 import shutil
+import signal
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -86,9 +88,26 @@ def _needs(item: pytest.Item) -> list[str]:
             and mark.name.removeprefix("requires_") in CAPABILITY_REASONS]
 
 
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM (a CI job cancelled, ``timeout``) would end pytest without its teardown and leave
+    the target's processes running in their own sessions. Raised as KeyboardInterrupt, it stops
+    pytest the way Ctrl-C does: fixtures are torn down and the target is closed. A handler the
+    user installed is left alone."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def interrupt(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def _session_target(config: pytest.Config) -> Target:
     state = config.stash[_STATE]
     if state["target"] is None:
+        _interrupt_on_sigterm()
         given = config.getoption("--harness-dir")
         run_dir = Path(given) if given else Path(tempfile.mkdtemp(prefix="kafka-harness-"))
         run_dir.mkdir(parents=True, exist_ok=True)
