@@ -48,11 +48,13 @@ class RoundTrip:
         return {**asdict(self), "ok": self.ok}
 
 
-def _consume_all(bootstrap: str, topic: str, expected: int, timeout_s: float) -> list[bytes]:
+def _consume_all(
+    bootstrap: str, topic: str, expected: int, timeout_s: float
+) -> list[bytes | None]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafka-harness-demo",
                          "enable.auto.commit": False, **_QUIET})
     consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-    values: list[bytes] = []
+    values: list[bytes | None] = []
     deadline = time.monotonic() + timeout_s
     while len(values) < expected and time.monotonic() < deadline:
         for message in consumer.consume(num_messages=10_000, timeout=0.5):

@@ -248,9 +248,9 @@ def row_problem(values: dict[str, Any]) -> str | None:
     for column in COLUMNS:
         if column.required and values[column.name] is None:
             return NULL.format(column=column.name)
-    for column, known in (("type", TYPES), ("f", FUNCTIONS)):
-        if values[column] not in known:
-            return UNKNOWN.format(column=column, value=values[column], allowed=allowed(column))
+    for name, known in (("type", TYPES), ("f", FUNCTIONS)):
+        if values[name] not in known:
+            return UNKNOWN.format(column=name, value=values[name], allowed=allowed(name))
     for f, types, fields in ROW_NEEDS:
         if values["f"] != f or values["type"] not in types:
             continue
@@ -318,7 +318,8 @@ def _check_events(
             facts.completions += 1
             if facts.first_completion is None:
                 facts.first_completion = position
-        if event.f == "send":
+        # Rows passed row_problem, so a send row always has its value.
+        if event.f == "send" and event.value is not None:
             facts.send_values.add(event.value)
             if event.type == "invoke":
                 values.setdefault(event.value, []).append(position)
@@ -331,7 +332,8 @@ def _check_events(
         )
         if found:
             message, at_completion = found
-            raise fail(facts.first_completion if at_completion else facts.first, message)
+            at = facts.first_completion if at_completion else facts.first
+            raise fail(at or facts.first, message)
     for (process, seq), positions in sorted(seqs.items()):
         if len(positions) > 1:
             raise fail(
@@ -375,9 +377,10 @@ def read_history(directory: str | os.PathLike[str]) -> list[Event]:
     for index, path in enumerate(files):
         rows = _parquet_rows(path) if path.suffix == ".parquet" else _jsonl_rows(path)
         for number, values, problem in rows:
-            problem = problem or row_problem(values)
-            if problem:
-                raise HistoryError(Location(names[index], number), problem)
+            if values is not None and not problem:
+                problem = row_problem(values)
+            if problem or values is None:
+                raise HistoryError(Location(names[index], number), problem or "undecodable row")
             for column in UNKNOWN_AS_MINUS_ONE:
                 if values[column] is None:
                     values[column] = -1

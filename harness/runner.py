@@ -49,7 +49,8 @@ from harness.checker.result import (
     ReportData,
     fault_windows,
 )
-from harness.cluster.local import ClusterSpec, ClusterWaitTimeout, LocalCluster
+from harness.cluster.local import ClusterSpec, ClusterWaitTimeout
+from harness.cluster.nodes import ClusterNodes
 from harness.cluster.process import PeerStartError
 from harness.nemesis.executor import FaultTarget, Nemesis
 from harness.nemesis.schedule import FAULTS, plan
@@ -159,9 +160,9 @@ def default_run_dir(seed: int) -> Path:
 # The cluster
 
 
-def _start_cluster(options: RunOptions, run_dir: Path) -> tuple[Any, LocalCluster, Any, str]:
-    """(what to stop, the LocalCluster — or the DockerCluster, which offers the same
-    methods —, its network faults, the cluster's kind for the report)."""
+def _start_cluster(options: RunOptions, run_dir: Path) -> tuple[Any, ClusterNodes, Any, str]:
+    """(what to stop, its nodes — the LocalCluster, or the DockerCluster itself —, its
+    network faults, the cluster's kind for the report)."""
     spec = ClusterSpec(
         brokers=options.brokers,
         min_insync_replicas=min(2, options.brokers),
@@ -196,7 +197,7 @@ def _client_bootstrap(handle: Any) -> str:
     return handle.bootstrap  # ProxiedCluster: the client proxies; NetnsCluster: the brokers
 
 
-def _create_topic(bootstrap: str, cluster: LocalCluster, topic: str, partitions: int,
+def _create_topic(bootstrap: str, cluster: ClusterNodes, topic: str, partitions: int,
                   replication: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     try:
@@ -207,7 +208,7 @@ def _create_topic(bootstrap: str, cluster: LocalCluster, topic: str, partitions:
                      30, f"leaders for every partition of {topic}")
 
 
-def _wait_for_isr(cluster: LocalCluster, topic: str, partitions: int, replication: int,
+def _wait_for_isr(cluster: ClusterNodes, topic: str, partitions: int, replication: int,
                   notes: list[str]) -> None:
     def recovered() -> bool:
         for p in range(partitions):
@@ -403,7 +404,7 @@ class Run:
                 handle.stop()
         self._judge()
 
-    def _workload(self, bootstrap: str, cluster: LocalCluster, network: Any | None) -> int:
+    def _workload(self, bootstrap: str, cluster: ClusterNodes, network: Any | None) -> int:
         """Clients and nemesis for the run's duration, then heal; returns the next free
         process number."""
         options = self.options

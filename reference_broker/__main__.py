@@ -13,7 +13,7 @@ import signal
 import sys
 from pathlib import Path
 
-from reference_broker.config import ConfigError, load
+from reference_broker.config import ConfigError, KafkaConfig, load
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -27,7 +27,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-async def _serve(config) -> int:  # type: ignore[no-untyped-def]
+async def _serve(config: KafkaConfig) -> int:
     from reference_broker.server.kafka_server import KafkaServer
 
     server = KafkaServer(config)

@@ -38,6 +38,30 @@ def _is_read(event: Event) -> bool:
     return event.f == "poll" and event.type == "ok"
 
 
+# The rules take a validated history (harness.history.read_history), in which the rows they look at
+# carry these columns; a row without one is a caller's bug, reported by name instead of a TypeError.
+def _unvalidated(event: Event, column: str) -> ValueError:
+    return ValueError(f"{column} is null in a row of a validated history: {event}")
+
+
+def _topic(event: Event) -> str:
+    if event.topic is None:
+        raise _unvalidated(event, "topic")
+    return event.topic
+
+
+def _offset(event: Event) -> int:
+    if event.offset is None:
+        raise _unvalidated(event, "offset")
+    return event.offset
+
+
+def _value(event: Event) -> str:
+    if event.value is None:
+        raise _unvalidated(event, "value")
+    return event.value
+
+
 def _context(rows: Iterable[Event]) -> list[dict[str, Any]]:
     ordered = sorted(rows, key=lambda e: (e.process, e.seq))
     return [e.as_dict() for e in ordered[:ROWS_PER_EXAMPLE]]
@@ -60,20 +84,21 @@ class _History:
             if e.f in ("send", "poll") and e.value is not None:
                 self.by_value[e.value].append(e)
             if e.f == "send" and e.type == "invoke":
-                self.invoked.add(e.value)
+                self.invoked.add(_value(e))
                 self.invoke_seq[(e.process, e.op)] = e.seq
             elif e.f == "send" and e.type == "fail":
-                self.failed.add(e.value)
-        self.read_values = {e.value for e in self.reads}
+                self.failed.add(_value(e))
+        self.read_values = {_value(e) for e in self.reads}
         self.observed_at: dict[TPO, list[Event]] = defaultdict(list)
         self.positions: dict[str, set[TPO]] = defaultdict(set)
         for e in self.reads + self.known:
-            self.observed_at[(e.topic, e.partition, e.offset)].append(e)
-            self.positions[e.value].add((e.topic, e.partition, e.offset))
+            tpo = (_topic(e), e.partition, _offset(e))
+            self.observed_at[tpo].append(e)
+            self.positions[_value(e)].add(tpo)
         self.max_read: dict[tuple[str, int], int] = {}
         for e in self.reads:
-            tp = (e.topic, e.partition)
-            self.max_read[tp] = max(self.max_read.get(tp, e.offset), e.offset)
+            tp = (_topic(e), e.partition)
+            self.max_read[tp] = max(self.max_read.get(tp, _offset(e)), _offset(e))
         offsets: dict[tuple[str, int], set[int]] = defaultdict(set)
         for t, p, o in self.observed_at:
             offsets[(t, p)].add(o)
@@ -91,7 +116,7 @@ def _unread_sends(h: _History) -> tuple[list[Instance], list[Instance]]:
     for s in h.known:
         if s.value in h.read_values:
             continue
-        highest = h.max_read.get((s.topic, s.partition))
+        highest = h.max_read.get((_topic(s), s.partition))
         fields = {
             "topic": s.topic,
             "partition": s.partition,
@@ -100,7 +125,7 @@ def _unread_sends(h: _History) -> tuple[list[Instance], list[Instance]]:
             "op": s.op,
             "max_read_offset": highest,
         }
-        target = lost if highest is not None and highest > s.offset else unseen
+        target = lost if highest is not None and highest > _offset(s) else unseen
         target.append((fields, h.by_op[s.op]))
     return lost, unseen
 
@@ -121,12 +146,13 @@ def _nonmonotonic_sends(h: _History) -> list[Instance]:
     streams: dict[tuple[int, str, int], list[tuple[int, Event]]] = defaultdict(list)
     for s in h.known:
         if (s.process, s.op) in h.invoke_seq:
-            streams[(s.process, s.topic, s.partition)].append((h.invoke_seq[(s.process, s.op)], s))
+            stream_key = (s.process, _topic(s), s.partition)
+            streams[stream_key].append((h.invoke_seq[(s.process, s.op)], s))
     found: list[Instance] = []
     for (process, topic, partition), stream in streams.items():
         stream.sort(key=lambda item: item[0])
         for (_, before), (seq, after) in pairwise(stream):
-            if after.offset < before.offset:
+            if _offset(after) < _offset(before):
                 fields = {
                     "process": process,
                     "topic": topic,
@@ -147,7 +173,7 @@ def _read_pairs(h: _History) -> tuple[list[Instance], list[Instance]]:
     streams: dict[tuple[int, str, int], list[Event]] = defaultdict(list)
     for e in h.events:
         if _is_read(e) or e.f in ("assign", "revoke"):
-            streams[(e.process, e.topic, e.partition)].append(e)
+            streams[(e.process, _topic(e), e.partition)].append(e)
     backwards: list[Instance] = []
     skips: list[Instance] = []
     for (process, topic, partition), stream in streams.items():
@@ -165,10 +191,10 @@ def _read_pairs(h: _History) -> tuple[list[Instance], list[Instance]]:
                 "previous_offset": first.offset,
             }
             rows = [first, second]
-            if second.offset <= first.offset:
+            if _offset(second) <= _offset(first):
                 backwards.append((fields, rows))
             else:
-                between = h.observed_between(topic, partition, first.offset, second.offset)
+                between = h.observed_between(topic, partition, _offset(first), _offset(second))
                 if between:
                     skips.append(({**fields, "observed_between": between}, rows))
     return backwards, skips
@@ -178,12 +204,12 @@ def _commit_regressions(h: _History) -> list[Instance]:
     streams: dict[tuple[str, str, int], list[Event]] = defaultdict(list)
     for e in h.events:
         if e.f == "commit" and e.type == "ok" and e.group is not None:
-            streams[(e.group, e.topic, e.partition)].append(e)
+            streams[(e.group, _topic(e), e.partition)].append(e)
     found: list[Instance] = []
     for (group, topic, partition), stream in streams.items():
         stream.sort(key=lambda e: (e.time_ns, e.process, e.seq))
         for before, after in pairwise(stream):
-            if after.offset < before.offset:
+            if _offset(after) < _offset(before):
                 fields = {
                     "group": group,
                     "topic": topic,
@@ -205,7 +231,7 @@ def _group_exclusivity(h: _History) -> list[Instance]:
     for e in h.reads:
         if e.group is None or e.generation < 0:
             continue
-        firsts = first_reads[(e.group, e.generation, e.topic, e.partition)]
+        firsts = first_reads[(e.group, e.generation, _topic(e), e.partition)]
         if e.process not in firsts or e.seq < firsts[e.process].seq:
             firsts[e.process] = e
     found: list[Instance] = []
@@ -229,7 +255,7 @@ def _redeliveries(h: _History) -> list[Instance]:
     reads: dict[tuple[str, str, int, int], list[Event]] = defaultdict(list)
     for e in h.reads:
         if e.group is not None:
-            reads[(e.group, e.topic, e.partition, e.offset)].append(e)
+            reads[(e.group, _topic(e), e.partition, _offset(e))].append(e)
     names = ("group", "topic", "partition", "offset")
     return [
         ({**dict(zip(names, key, strict=True)), "reads": len(rows)}, rows)

@@ -21,7 +21,7 @@ from typing import Any
 from py4j.protocol import Py4JError
 from pyspark import StorageLevel
 from pyspark.errors import PySparkException
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -295,7 +295,8 @@ def _history(
         cores = 8 if connect else spark.sparkContext.defaultParallelism
         for key, value in cluster.job_settings(size, cores).items():
             spark.conf.set(key, value)
-        if jsonl and not (not connect and spark.sparkContext.master.startswith("local")):
+        local = not connect and (spark.sparkContext.master or "").startswith("local")
+        if jsonl and not local:
             archive = str(cluster.package_archive())
             if connect:
                 spark.addArtifacts(archive, pyfile=True)
@@ -318,6 +319,14 @@ def _history(
         raise SparkError(f"Spark job failed: {reason}") from exc
 
 
+def _single_row(aggregation: DataFrame) -> Row:
+    """The one row of a global aggregation, which Spark returns even for no input rows."""
+    row = aggregation.first()
+    if row is None:
+        raise SparkError("Spark returned no row for a global aggregation")
+    return row
+
+
 def _raise_first(spark: SparkSession, files: list[Path], h: DataFrame, errors: dict) -> None:
     """Raise the first problem found, in the pure reader's order, at its first row."""
     if not errors:
@@ -325,9 +334,9 @@ def _raise_first(spark: SparkSession, files: list[Path], h: DataFrame, errors: d
     kind = min(errors)
     found = errors[kind]
     if kind == "0-row":  # found: how many bad rows; the first is looked up now
-        problem = F.expr(sql.row_problem())
-        bad = h.select("_pos", problem.alias("problem")).where(F.col("problem").isNotNull())
-        first = bad.agg(F.min(F.struct("_pos", "problem"))).first()[0]
+        problem_column = F.expr(sql.row_problem())
+        bad = h.select("_pos", problem_column.alias("problem")).where(F.col("problem").isNotNull())
+        first = _single_row(bad.agg(F.min(F.struct("_pos", "problem"))))[0]
         at, problem = first["_pos"].asDict(), first["problem"]
     else:
         if kind == "1-op":
@@ -339,7 +348,9 @@ def _raise_first(spark: SparkSession, files: list[Path], h: DataFrame, errors: d
         else:
             rows = (F.col("f") == "send") & (F.col("type") == "invoke")
             rows = rows & (F.col("value") == found["value"])
-        got = h.where(rows).agg(F.min("_pos").alias("at"), F.count(F.lit(1)).alias("n")).first()
+        got = _single_row(
+            h.where(rows).agg(F.min("_pos").alias("at"), F.count(F.lit(1)).alias("n"))
+        )
         at = got["at"].asDict()
         problem = found.get("problem") or history.SEQ_REUSED.format(
             process=found["process"], seq=found["seq"], rows=got["n"]
@@ -350,10 +361,10 @@ def _raise_first(spark: SparkSession, files: list[Path], h: DataFrame, errors: d
     else:
         jsonl = [str(p) for p in files if p.suffix == ".jsonl"]
         lines = _jsonl_lines(spark, jsonl).where(F.col("_file") == path.name)
-        got = lines.agg(
+        got = _single_row(lines.agg(
             _when_count(F.col("_block") < at["_block"]).alias("before"),
             F.min(F.when(F.col("_block") == at["_block"], F.col("_row"))).alias("start"),
-        ).first()
+        ))
         line = got["before"] + at["_row"] - got["start"] + 1
     raise history.HistoryError(history.Location(str(path), line), problem)
 
@@ -555,11 +566,14 @@ def _collect(
         found.setdefault(row["kind"], []).append((row["name"], json.loads(row["payload"])))
     _raise_first(spark, files, h, {kind: p["e"] for kind, p in found["error"] if p["e"]})
 
-    def named(value: dict[str, Any] | None) -> dict[str, Any] | None:
-        return value and {
+    def named_topic(value: dict[str, Any]) -> dict[str, Any]:
+        return {
             **value,
             "topic": topics[value["topic"]] if value["topic"] is not None else None,
         }
+
+    def named(value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return value and named_topic(value)
 
     examples = sorted(found.get("example", []), key=lambda item: (item[0], item[1]["rank"]))
     selections = [
@@ -577,7 +591,7 @@ def _collect(
     for (name, payload), rows in zip(examples, context, strict=True):
         fields = {k: payload["fields"][k] for k in R.EXAMPLE_FIELDS[name]}
         if "topic" in fields:
-            fields = named(fields)
+            fields = named_topic(fields)
         anomalies[name].examples.append({**fields, "rows": rows})
     stats = {k: v for _, payload in found["stats"] for k, v in payload.items()}
     return R.CheckResult(guarantee=guarantee, anomalies=anomalies, stats=stats)

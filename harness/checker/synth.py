@@ -115,7 +115,7 @@ class _Partition:
         return send_time + 50 * _MS if isinstance(send_time, int) else pc.add(send_time, 50 * _MS)
 
     def row(self, **values: Any) -> dict[str, Any]:
-        base = {name: None for name in COLUMN_NAMES}
+        base: dict[str, Any] = {name: None for name in COLUMN_NAMES}
         base.update(run_id="synth", topic="t", partition=self.p, generation=-1)
         base.update(values)
         return base
@@ -409,9 +409,9 @@ def generate(directory: str | Path, spec: Spec, *, chunk: int = 1 << 17) -> Synt
             writer.write_table(table)
         rows += table.num_rows
         files.append(path)
-    planted = dict(expected)
-    expected["poll_skip"] += planted["lost_write"]
-    expected["duplicate"] += planted["inconsistent_offset"]
-    expected["redelivery"] += planted["group_exclusivity"]
+    plants = dict(expected)
+    expected["poll_skip"] += plants["lost_write"]
+    expected["duplicate"] += plants["inconsistent_offset"]
+    expected["redelivery"] += plants["group_exclusivity"]
     expected["group_exclusivity"] = len(exclusive)
     return Synthesized(rows, files, expected)

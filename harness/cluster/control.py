@@ -102,5 +102,5 @@ class ControlServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         self.answer = answer
         path.unlink(missing_ok=True)
         with unix_address(path) as address:
-            super().__init__(address, _Handler)  # type: ignore[arg-type]
+            super().__init__(address, _Handler)
         os.chmod(path, 0o600)

@@ -38,6 +38,7 @@ import tempfile
 import urllib.request
 import uuid
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, Self
 
@@ -180,7 +181,7 @@ class DockerCluster(ProxiedCluster):
             for broker_id in self.spec.broker_ids:
                 node = broker_node(broker_id)
                 self.brokers[broker_id] = DockerNode(
-                    self, node, BROKER_PORT, lambda b=broker_id: b in self.broker_metadata(b),
+                    self, node, BROKER_PORT, partial(self.lists_brokers, broker_id, {broker_id}),
                     stop_timeout=self.spec.broker_stop_timeout)
                 self._run_configured(node, "server.properties",
                                      self._broker_properties(broker_id),
@@ -188,7 +189,7 @@ class DockerCluster(ProxiedCluster):
                                      volume=self._create_volume(node))
             everyone = set(self.spec.broker_ids)
             for broker_id in self.spec.broker_ids:
-                self.wait_for(lambda b=broker_id: self.broker_metadata(b) >= everyone,
+                self.wait_for(partial(self.lists_brokers, broker_id, everyone),
                               self.spec.startup_timeout,
                               f"broker {broker_id}'s Metadata to list brokers {sorted(everyone)}")
         except docker.errors.DockerException as exc:
@@ -298,7 +299,7 @@ class DockerCluster(ProxiedCluster):
         client.create(upstream=zookeeper, name=OBSERVER_LINK, listen=f"{here}:{OBSERVER_PORT}")
 
     def _start_zookeeper(self) -> None:
-        config = {
+        config: dict[str, str | int] = {
             "tickTime": 200, "dataDir": f"{DATA_DIR}/zookeeper", "clientPort": ZOOKEEPER_PORT,
             "clientPortAddress": self.addresses[ZOOKEEPER], "minSessionTimeout": 400,
             "maxSessionTimeout": 60_000, "maxClientCnxns": 0, "admin.enableServer": "false",
@@ -506,6 +507,10 @@ class DockerCluster(ProxiedCluster):
     def leader(self, topic: str, partition: int) -> int | None:
         state = self.partition_state(topic, partition)
         return None if state is None or state["leader"] < 0 else int(state["leader"])
+
+    def lists_brokers(self, broker_id: int, expected: set[int]) -> bool:
+        """Whether ``broker_id``'s Metadata, asked through its proxy, lists ``expected``."""
+        return self.broker_metadata(broker_id) >= expected
 
     def broker_metadata(self, broker_id: int) -> set[int]:
         """The broker ids ``broker_id`` lists in its own Metadata, asked through its proxy."""

@@ -133,7 +133,3 @@ class IptablesPartitions(NetworkFaults):
 
 def _container_port(proxy: Proxy) -> int:
     return int(proxy.listen.rpartition(":")[2])
-
-
-def _container_port(proxy: Proxy) -> int:
-    return int(proxy.listen.rpartition(":")[2])

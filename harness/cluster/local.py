@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -229,7 +230,7 @@ class LocalCluster:
             self._run_on_brokers(ReferenceBroker.start, self.spec.broker_ids)
             everyone = set(self.spec.broker_ids)
             for broker_id in self.spec.broker_ids:
-                self.wait_for(lambda b=broker_id: self.broker_metadata(b) >= everyone,
+                self.wait_for(partial(self.lists_brokers, broker_id, everyone),
                               self.spec.startup_timeout,
                               f"broker {broker_id}'s Metadata to list brokers {sorted(everyone)}")
         except BaseException:
@@ -417,6 +418,10 @@ class LocalCluster:
         if state is None or state["leader"] < 0:
             return None
         return int(state["leader"])
+
+    def lists_brokers(self, broker_id: int, expected: set[int]) -> bool:
+        """Whether ``broker_id``'s Metadata lists every broker in ``expected``."""
+        return self.broker_metadata(broker_id) >= expected
 
     def broker_metadata(self, broker_id: int) -> set[int]:
         """The broker ids ``broker_id`` lists in its own Metadata answer."""

@@ -36,7 +36,7 @@ NO_TOXICS = ("toxics (latency, bandwidth, ...) need the proxy network mechanism 
 def _in_namespace(cls: type, net: NetnsNetwork, node: str) -> type:
     """``cls`` (a ManagedProcess) running inside ``node``'s namespace, on its address."""
 
-    class InNamespace(cls):  # type: ignore[valid-type,misc]
+    class InNamespace(cls):
         @property
         def host(self) -> str:
             return net.ip(node)

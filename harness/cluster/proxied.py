@@ -41,6 +41,7 @@ from toxiproxy.api import APIConsumer
 from toxiproxy.proxy import Proxy
 
 from harness.cluster.local import ClusterSpec, LocalCluster, distinct_free_ports
+from harness.cluster.nodes import ClusterNodes
 from harness.cluster.process import PeerStartError
 from harness.net.ports import LOOPBACK, free_port, is_accepting
 
@@ -190,7 +191,7 @@ class ProxiedCluster:
         return [ZOOKEEPER, *(broker_node(b) for b in self.spec.broker_ids), CLIENT]
 
     @property
-    def cluster(self) -> LocalCluster:
+    def cluster(self) -> ClusterNodes:
         if self._cluster is None:
             raise RuntimeError("the cluster has not been started")
         return self._cluster

@@ -64,7 +64,7 @@ class Target:
     brokers: int = 1
     cluster: Any = None        # ProxiedCluster, NetnsCluster or DockerCluster for "reference"
     faults: Any = None         # NetworkFaults, KernelFaults or IptablesPartitions
-    _close: Callable[[], None] | None = field(default=None, repr=False)
+    _close: Callable[[], object] | None = field(default=None, repr=False)
 
     @property
     def nodes(self) -> Any:
@@ -156,8 +156,8 @@ def start_target(kind: str, *, brokers: int = 3, bootstrap: str | None = None,
             from harness.cluster.peers import LibrdkafkaMockCluster
 
             mock = LibrdkafkaMockCluster(brokers).start()
-            caps = frozenset({MULTI_BROKER} if brokers > 1 else set())
-            return Target("librdkafka-mock", mock.bootstrap, caps, brokers, _close=mock.stop)
+            mock_caps = frozenset({MULTI_BROKER} if brokers > 1 else set())
+            return Target("librdkafka-mock", mock.bootstrap, mock_caps, brokers, _close=mock.stop)
         from harness.cluster.local import ClusterSpec
 
         spec = ClusterSpec(brokers=brokers, properties=properties or {})

@@ -176,13 +176,16 @@ class ZooKeeperServer(ManagedProcess):
 
         ``ruok`` is not enough: it answers ``imok`` while the server still refuses requests.
         """
+        port = self.port
+        if port is None:  # start() picks a port before it waits
+            raise RuntimeError(f"{self.name} has no port to wait on")
         deadline = time.monotonic() + self.startup_timeout
         last_error = "nothing listening"
         while time.monotonic() < deadline:
             if not self.is_running():
                 raise PeerStartError(f"process exited before {self.connect_string} answered")
             try:
-                answer = four_letter_word(self.host, self.port, "srvr", timeout=0.5)
+                answer = four_letter_word(self.host, port, "srvr", timeout=0.5)
             except OSError as exc:
                 last_error = str(exc) or type(exc).__name__
             else:

@@ -12,9 +12,10 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from harness.cluster.local import LocalCluster
+from harness.cluster.nodes import ClusterNodes
 from harness.nemesis import process as process_faults
 from harness.nemesis.schedule import NETWORK_FAULTS, Step
 from harness.workload.recorder import Recorder
@@ -31,7 +32,7 @@ class FaultTarget:
     """What the schedule's faults act on: the cluster's processes, its proxies (if it has
     them) and the workload's clients."""
 
-    def __init__(self, cluster: LocalCluster, network: Any | None = None,
+    def __init__(self, cluster: ClusterNodes, network: Any | None = None,
                  crash_client: Callable[[random.Random], str | None] | None = None,
                  seed: int = 0) -> None:
         self.cluster = cluster
@@ -49,27 +50,34 @@ class FaultTarget:
             return "no workload clients to crash"
         return None
 
+    def _network(self, fault: str) -> Any:
+        if self.network is None:
+            raise RuntimeError(f"cannot {fault}: the cluster has no network fault mechanism")
+        return self.network
+
     def apply(self, step: Step) -> str:
         """Do the step's fault; returns a short account of what was done."""
         if step.fault == "partition":
+            network = self._network(step.fault)
             shape, _, node = step.target.partition(" ")
-            cut = self.network.isolate(node) if shape == "isolate" else getattr(
-                self.network, shape)()
+            cut = network.isolate(node) if shape == "isolate" else getattr(network, shape)()
             return f"{len(cut)} directed links cut"
         if step.fault == "latency":
-            self.network.add_toxic(f"client->{step.target}", "latency", LATENCY,
-                                   name=_LATENCY_TOXIC)
+            self._network(step.fault).add_toxic(f"client->{step.target}", "latency", LATENCY,
+                                                name=_LATENCY_TOXIC)
             return f"latency {LATENCY['latency']}±{LATENCY['jitter']} ms"
         if step.fault == "crash-client":
+            if self.crash_client is None:
+                raise RuntimeError("cannot crash-client: no workload clients to crash")
             return f"killed {self.crash_client(self._rng) or 'no client (none running)'}"
         result = process_faults.apply(self.cluster, _PROCESS_FAULT[step.fault], step.target)
         return ", ".join(f"{k}={v}" for k, v in result.items() if k != "partitions")
 
     def heal(self, step: Step) -> str:
         if step.fault == "partition":
-            self.network.heal()
+            self._network(step.fault).heal()
         elif step.fault == "latency":
-            self.network.remove_toxic(f"client->{step.target}", _LATENCY_TOXIC)
+            self._network(step.fault).remove_toxic(f"client->{step.target}", _LATENCY_TOXIC)
         elif step.fault in _PROCESS_HEAL:
             process_faults.apply(self.cluster, _PROCESS_HEAL[step.fault], step.target)
         return "healed"
@@ -127,9 +135,9 @@ class Nemesis(threading.Thread):
         for step in self.steps:
             if not self._wait_until(step.at_s):
                 return
-            self._do(step.description, lambda s=step: self.target.apply(s))
+            self._do(step.description, partial(self.target.apply, step))
             self._wait_until(step.heal_at_s)
-            self._do(step.heal, lambda s=step: self.target.heal(s))
+            self._do(step.heal, partial(self.target.heal, step))
 
     def halt(self) -> None:
         """Stop the schedule (a step in progress completes) and lift nothing: for a run that

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.cluster.local import LocalCluster
+from harness.cluster.nodes import ClusterNodes
 from harness.wire.records import HEADER_SIZE, LOG_OVERHEAD, read_header
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
@@ -194,12 +194,12 @@ def _fsync_directory(directory: Path) -> None:
 # --- process faults on a LocalCluster's nodes --------------------------------------------------
 
 
-def process_nodes(cluster: LocalCluster) -> list[str]:
+def process_nodes(cluster: ClusterNodes) -> list[str]:
     """The nodes that are processes: ``zk`` and ``broker-1`` … ``broker-N``."""
     return ["zk"] + [f"broker-{broker_id}" for broker_id in cluster.spec.broker_ids]
 
 
-def broker_id_of(cluster: LocalCluster, node: str) -> int | None:
+def broker_id_of(cluster: ClusterNodes, node: str) -> int | None:
     """The broker id a node name means, None for ``zk``; :class:`UnknownNode` otherwise."""
     if node == "zk":
         return None
@@ -212,14 +212,14 @@ def broker_id_of(cluster: LocalCluster, node: str) -> int | None:
     raise UnknownNode(f"unknown node {node!r}; nodes are {', '.join(process_nodes(cluster))}")
 
 
-def kill(cluster: LocalCluster, node: str) -> dict[str, Any]:
+def kill(cluster: ClusterNodes, node: str) -> dict[str, Any]:
     """SIGKILL the node (a crash)."""
     broker_id = broker_id_of(cluster, node)
     code = _zookeeper(cluster).kill() if broker_id is None else cluster.kill(broker_id)
     return {"node": node, "exit_code": code}
 
 
-def pause(cluster: LocalCluster, node: str) -> dict[str, Any]:
+def pause(cluster: ClusterNodes, node: str) -> dict[str, Any]:
     """SIGSTOP the node: it hangs with its connections open."""
     broker_id = broker_id_of(cluster, node)
     try:
@@ -232,7 +232,7 @@ def pause(cluster: LocalCluster, node: str) -> dict[str, Any]:
     return {"node": node}
 
 
-def resume(cluster: LocalCluster, node: str) -> dict[str, Any]:
+def resume(cluster: ClusterNodes, node: str) -> dict[str, Any]:
     """SIGCONT after :func:`pause`."""
     broker_id = broker_id_of(cluster, node)
     try:
@@ -245,14 +245,14 @@ def resume(cluster: LocalCluster, node: str) -> dict[str, Any]:
     return {"node": node}
 
 
-def stop(cluster: LocalCluster, node: str) -> dict[str, Any]:
+def stop(cluster: ClusterNodes, node: str) -> dict[str, Any]:
     """SIGTERM: a graceful stop (the broker's controlled shutdown)."""
     broker_id = broker_id_of(cluster, node)
     code = _zookeeper(cluster).stop() if broker_id is None else cluster.stop_broker(broker_id)
     return {"node": node, "exit_code": code}
 
 
-def restart(cluster: LocalCluster, node: str) -> dict[str, Any]:
+def restart(cluster: ClusterNodes, node: str) -> dict[str, Any]:
     """Gracefully stop the node if it runs, then start it again on the same port and data.
 
     A broker restart returns once the broker is registered again and serves Metadata (after
@@ -273,7 +273,7 @@ def restart(cluster: LocalCluster, node: str) -> dict[str, Any]:
     return {"node": node, "pid": cluster.broker(broker_id).pid}
 
 
-def lose_unflushed_node(cluster: LocalCluster, node: str) -> dict[str, Any]:
+def lose_unflushed_node(cluster: ClusterNodes, node: str) -> dict[str, Any]:
     """SIGKILL a broker, cut its logs back to their recovery points, start it again."""
     broker_id = broker_id_of(cluster, node)
     if broker_id is None:
@@ -306,7 +306,7 @@ ACTIONS = {
 }
 
 
-def apply(cluster: LocalCluster, action: str, node: str) -> dict[str, Any]:
+def apply(cluster: ClusterNodes, action: str, node: str) -> dict[str, Any]:
     """Run one of :data:`ACTIONS` by name (what a schedule or a control request names)."""
     try:
         fault = ACTIONS[action]
@@ -316,7 +316,7 @@ def apply(cluster: LocalCluster, action: str, node: str) -> dict[str, Any]:
     return fault(cluster, node)
 
 
-def _zookeeper(cluster: LocalCluster):
+def _zookeeper(cluster: ClusterNodes):
     if cluster.zookeeper is None:
         raise FaultFailed("the cluster has not been started")
     return cluster.zookeeper

@@ -114,10 +114,11 @@ def _merged_attributes(kind: str, current: Mapping[str, int], given: object) -> 
 
 
 def _non_negative_int(key: str, value: object) -> int:
-    integral = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-    if isinstance(value, bool) or not integral or value < 0:  # type: ignore[operator]
-        raise bad_request_body(f"attribute {key!r} must be a non-negative integer, got {value!r}")
-    return int(value)  # type: ignore[arg-type]
+    if not isinstance(value, bool) and isinstance(value, int | float):
+        integral = isinstance(value, int) or value.is_integer()
+        if integral and value >= 0:
+            return int(value)
+    raise bad_request_body(f"attribute {key!r} must be a non-negative integer, got {value!r}")
 
 
 def _check_consistency(kind: str, attributes: Mapping[str, int]) -> None:

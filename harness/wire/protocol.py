@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, fields, is_dataclass
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
@@ -25,6 +25,8 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field, is_optional
 from kio.static.constants import EntityType
+from kio.static.primitive import i16, i32
+from kio.static.protocol import Entity
 
 from . import zk_era
 from .tags import strip_unknown_tags
@@ -57,19 +59,22 @@ def api_name(api_key: int) -> str:
 
 
 @cache
-def request_class(api_key: int, version: int) -> type | None:
+def request_class(api_key: int, version: int) -> type[Entity] | None:
     return _payload_class(api_key, version, EntityType.request)
 
 
 @cache
-def response_class(api_key: int, version: int) -> type | None:
+def response_class(api_key: int, version: int) -> type[Entity] | None:
     return _payload_class(api_key, version, EntityType.response)
 
 
-def _payload_class(api_key: int, version: int, kind: EntityType) -> type | None:
+def _payload_class(api_key: int, version: int, kind: EntityType) -> type[Entity] | None:
     if api_key in zk_era.API_NAMES:
         pair = zk_era.ENTITIES.get((api_key, version))
-        return None if pair is None else pair[kind is EntityType.response]
+        if pair is None:
+            return None
+        # zk_era's decorator sets kio's entity markers (__flexible__, ...) at runtime.
+        return cast("type[Entity]", pair[kind is EntityType.response])
     loader = load_request_schema if kind is EntityType.request else load_response_schema
     try:
         return loader(api_key, version)
@@ -162,8 +167,10 @@ def encode_request(request: Request | None = None, *, api_key: int = -1, api_ver
     out = io.BytesIO()
     out.write(b"\0\0\0\0")
     header_cls = RequestHeaderV2 if cls.__flexible__ else RequestHeaderV1
-    header = header_cls(request_api_key=api_key, request_api_version=api_version,
-                        correlation_id=correlation_id, client_id=client_id)
+    # kio's integer types are phantom types: plain ints at runtime, narrowed here for the checker.
+    header = header_cls(request_api_key=cast(i16, api_key),
+                        request_api_version=cast(i16, api_version),
+                        correlation_id=cast(i32, correlation_id), client_id=client_id)
     entity_writer(header_cls)(out, header)
     entity_writer(cls)(out, body)
     data = out.getbuffer()

@@ -9,9 +9,9 @@ runs on the rare message that made kio fail, so it favours clarity over speed.
 from __future__ import annotations
 
 import io
-from dataclasses import fields
+from dataclasses import Field, fields
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from kio.serial._introspect import (
     EntityField,
@@ -23,6 +23,8 @@ from kio.serial._introspect import (
 from kio.serial._parse import get_field_reader
 from kio.serial.readers import read_int8, read_unsigned_varint
 from kio.serial.writers import write_unsigned_varint
+from kio.static.primitive import uvarint
+from kio.static.protocol import Entity
 
 
 def skip_tagged_fields(buf: bytes, offset: int) -> int:
@@ -38,7 +40,7 @@ def skip_tagged_fields(buf: bytes, offset: int) -> int:
     return offset
 
 
-def strip_unknown_tags(cls: type | None, buf: bytes, offset: int) -> tuple[bytes, int]:
+def strip_unknown_tags(cls: type[Entity] | None, buf: bytes, offset: int) -> tuple[bytes, int]:
     """Return (the entity's bytes without unknown tags, bytes consumed from `offset`)."""
     if cls is None:
         return b"", skip_tagged_fields(buf, offset) - offset
@@ -48,8 +50,9 @@ def strip_unknown_tags(cls: type | None, buf: bytes, offset: int) -> tuple[bytes
 
 
 @cache
-def _layout(cls: type) -> tuple[list[Any], dict[int, Any]]:
-    regular, tagged = [], {}
+def _layout(cls: type) -> tuple[list[Field[Any]], dict[int, Field[Any]]]:
+    regular: list[Field[Any]] = []
+    tagged: dict[int, Field[Any]] = {}
     for f in fields(cls):
         tag = get_field_tag(f)
         if tag is None:
@@ -63,7 +66,7 @@ def _is_header(cls: type) -> bool:
     return cls.__name__ == "RequestHeader"
 
 
-def _copy_entity(cls: type, buf: bytes, offset: int, out: io.BytesIO) -> int:
+def _copy_entity(cls: type[Entity], buf: bytes, offset: int, out: io.BytesIO) -> int:
     regular, tagged = _layout(cls)
     for f in regular:
         offset = _copy_field(cls, f, buf, offset, out)
@@ -71,7 +74,7 @@ def _copy_entity(cls: type, buf: bytes, offset: int, out: io.BytesIO) -> int:
         return offset
     count, size = read_unsigned_varint(buf, offset)
     offset += size
-    kept: list[tuple[int, bytes]] = []
+    kept: list[tuple[uvarint, bytes]] = []
     for _ in range(count):
         tag, size = read_unsigned_varint(buf, offset)
         offset += size
@@ -79,19 +82,20 @@ def _copy_entity(cls: type, buf: bytes, offset: int, out: io.BytesIO) -> int:
         offset += size
         data = buf[offset : offset + length]
         offset += length
-        f = tagged.get(tag)
-        if f is None:
+        known = tagged.get(tag)
+        if known is None:
             continue
-        kind = classify_field(f)
+        kind = classify_field(known)
         if isinstance(kind, EntityField):
             inner = io.BytesIO()
             _copy_entity(kind.type_, data, 0, inner)
             data = inner.getvalue()
         kept.append((tag, data))
-    write_unsigned_varint(out, len(kept))
+    # kio's uvarint is a phantom type: a plain int at runtime, narrowed here for the checker.
+    write_unsigned_varint(out, cast(uvarint, len(kept)))
     for tag, data in kept:
         write_unsigned_varint(out, tag)
-        write_unsigned_varint(out, len(data))
+        write_unsigned_varint(out, cast(uvarint, len(data)))
         out.write(data)
     return offset
 

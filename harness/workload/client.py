@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, fields
 from typing import Any
 
@@ -18,7 +19,11 @@ from harness.workload.context import RunContext
 from harness.workload.producer import ProducerSpec
 from harness.workload.producer import run as run_producer
 
-ROLES = {"producer": (ProducerSpec, run_producer), "consumer": (ConsumerSpec, run_consumer)}
+# role → (its spec class, the function that runs it with a spec of that class)
+ROLES: dict[str, tuple[type, Callable[[Any, RunContext], int]]] = {
+    "producer": (ProducerSpec, run_producer),
+    "consumer": (ConsumerSpec, run_consumer),
+}
 
 
 def command(role: str, spec: ProducerSpec | ConsumerSpec, context: RunContext) -> list[str]:

@@ -221,7 +221,11 @@ class RecordingConsumer:
             return 0
         positions: dict[tuple[str, int], int] = {}
         for message in records:
-            positions[(message.topic(), message.partition())] = message.offset() + 1
+            topic, partition, offset = message.topic(), message.partition(), message.offset()
+            if topic is None or partition is None or offset is None:
+                raise RuntimeError(f"a consumed record without topic, partition or offset: "
+                                   f"{topic}-{partition}@{offset}")
+            positions[(topic, partition)] = offset + 1
         op = self.recorder.next_op()
         manual = self.group is not None and self.spec.commit != "auto"
         if manual and self.spec.commit == "before":

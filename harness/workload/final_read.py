@@ -55,12 +55,15 @@ def read_partition(bootstrap: str, topic: str, partition: int, recorder: Recorde
             op = recorder.next_op()
             recorder.record("invoke", "poll", op, time_ns=started)
             for message in messages:
-                key = message.key()
+                key, value, offset = message.key(), message.value(), message.offset()
+                if value is None or offset is None:
+                    raise ValueError(f"{topic}-{partition} holds a record without a value "
+                                     f"(offset {offset}); the workload writes none")
                 recorder.record("ok", "poll", op, topic=topic, partition=partition,
-                                offset=message.offset(),
+                                offset=offset,
                                 key=None if key is None else key.decode(errors="replace"),
-                                value=message.value().decode(errors="replace"))
-                position = max(position, message.offset() + 1)
+                                value=value.decode(errors="replace"))
+                position = max(position, offset + 1)
             records += len(messages)
     finally:
         consumer.close()

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.wire.records import BatchHeader
-from reference_broker.log.unified_log import UnifiedLog
+from reference_broker.log.unified_log import AppendResult, UnifiedLog
 
 
 class PartitionError(Exception):
@@ -145,7 +145,7 @@ class Partition:
     def append_records_to_leader(
         self, records: bytearray, header: BatchHeader, now_ms: int | None = None,
         required_acks: int = 1, min_insync_replicas: int = 1,
-    ) -> object:
+    ) -> AppendResult:
         if not self.is_leader:
             raise PartitionError(
                 "NOT_LEADER_OR_FOLLOWER",

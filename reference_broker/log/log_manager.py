@@ -251,7 +251,7 @@ class LogManager:
     def checkpoint_high_watermarks(self, hws: Mapping[tuple[str, int], int]) -> None:
         """Write each log dir's `replication-offset-checkpoint` with the given high watermarks
         of the logs that live in it (entries for partitions without a log here are dropped)."""
-        by_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+        by_dir: dict[Path, dict[tuple[str, int], int]] = {d: {} for d in self.log_dirs}
         for key, high_watermark in hws.items():
             topic_partition = TopicPartition(*key)
             log_dir = self._dir_of.get(topic_partition)

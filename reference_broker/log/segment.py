@@ -332,6 +332,7 @@ class LogSegment:
         self._offset_of_max_timestamp = self.base_offset
         self._bytes_since_last_index_entry = 0
         self._first_batch_timestamp = None
+        batches: Iterator[tuple[int, BatchHeader, memoryview | None]]
         if verify_crc:
             batches = iter_file_batches(self.file, 0, self._size)
         else:

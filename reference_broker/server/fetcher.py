@@ -130,14 +130,14 @@ class ReplicaFetcher:
         for topic in response.topics:
             for p in topic.partitions:
                 key = (topic.topic, p.partition)
-                state = self.partitions.get(key)
-                if state is None or key not in asks:
+                current = self.partitions.get(key)
+                if current is None or key not in asks:
                     continue
                 error = error_name(p.error_code)
                 if error != "NONE":
-                    self._back_off(state, f"OffsetsForLeaderEpoch answered {error}")
+                    self._back_off(current, f"OffsetsForLeaderEpoch answered {error}")
                     continue
-                self._truncate_by_epoch(state, asks[key], p.leader_epoch, p.end_offset)
+                self._truncate_by_epoch(current, asks[key], p.leader_epoch, p.end_offset)
 
     def _truncate_by_epoch(self, state: _FetchState, asked: int, leader_epoch: int,
                            end_offset: int) -> None:
@@ -189,10 +189,10 @@ class ReplicaFetcher:
         for topic in response.responses:
             for p in topic.partitions:
                 key = (topic.topic, p.partition_index)
-                state = self.partitions.get(key)
-                if state is None or state is not states.get(key) or state.truncating:
+                current = self.partitions.get(key)
+                if current is None or current is not states.get(key) or current.truncating:
                     continue  # removed or reset while the fetch was in flight
-                self._process(state, p)
+                self._process(current, p)
 
     def _process(self, state: _FetchState, p: Any) -> None:
         partition = state.partition

@@ -74,8 +74,8 @@ class MetadataCache:
     def topic(self, name: str) -> TopicInfo | None:
         return self._topics.get(name)
 
-    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
-        return self._by_id.get(topic_id)
+    def topic_by_id(self, topic_id: uuid.UUID | None) -> TopicInfo | None:
+        return None if topic_id is None else self._by_id.get(topic_id)
 
     def topics(self) -> list[TopicInfo]:
         return list(self._topics.values())

@@ -16,14 +16,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from harness.wire.records import InvalidBatch, validate_batches
 from reference_broker.cluster.partition import Partition, PartitionError, ReadResult
+from reference_broker.log.log_config import LogConfig
 from reference_broker.log.log_manager import LogManager
 from reference_broker.log.unified_log import OffsetOutOfRange
 from reference_broker.network.tasks import cancel_and_wait
+from reference_broker.server.fetcher import ReplicaFetcherManager
 from reference_broker.server.metadata_cache import TopicInfo
 
 log = logging.getLogger("reference_broker.server.replica_manager")
@@ -71,7 +74,7 @@ class ReplicaManager:
         self.log_manager = log_manager
         self.controller_epoch = -1
         self.isr_writer: IsrWriter | None = None
-        self.fetchers = None  # the ReplicaFetcherManager in ZooKeeper mode
+        self.fetchers: ReplicaFetcherManager | None = None  # set in ZooKeeper mode
         self._partitions: dict[TopicPartition, Partition] = {}
         self._waiters: dict[TopicPartition, set[asyncio.Future]] = {}
         self._follower_waiters: dict[TopicPartition, set[asyncio.Future]] = {}
@@ -81,14 +84,14 @@ class ReplicaManager:
 
     # --- partition lifecycle (standalone) ------------------------------------------------------
 
-    def become_leader(self, topic: TopicInfo, log_config: object) -> None:
+    def become_leader(self, topic: TopicInfo, log_config: LogConfig) -> None:
         for info in topic.partitions.values():
             if info.leader != self.broker_id:
                 continue
             partition = self._get_or_create(topic.name, info.partition, log_config)
             partition.make_leader(info.leader_epoch, info.replicas, info.isr)
 
-    def _get_or_create(self, topic: str, index: int, log_config: object) -> Partition:
+    def _get_or_create(self, topic: str, index: int, log_config: LogConfig) -> Partition:
         key = (topic, index)
         partition = self._partitions.get(key)
         if partition is None:
@@ -100,7 +103,7 @@ class ReplicaManager:
             self._partitions[key] = partition
         return partition
 
-    def update_log_config(self, topic: str, log_config: object) -> None:
+    def update_log_config(self, topic: str, log_config: LogConfig) -> None:
         self.log_manager.update_config(topic, log_config)
 
     def delete_topic(self, topic: str) -> None:
@@ -132,7 +135,7 @@ class ReplicaManager:
         return True
 
     def become_leader_or_follower(
-        self, states: list[PartitionState], log_config_of: Callable[[str], object],
+        self, states: list[PartitionState], log_config_of: Callable[[str], LogConfig],
         now_ms: int,
     ) -> LeadershipChange:
         """Apply a LeaderAndIsr request whose controller epoch has been checked."""
@@ -224,8 +227,8 @@ class ReplicaManager:
 
         self._spawn(write())
 
-    def _spawn(self, coro: Awaitable[None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

@@ -115,7 +115,7 @@ def _failure(results: list[Any]) -> Exception | None:
     """The error that aborted a multi-op transaction; the other ops only report the rollback."""
     errors = [r for r in results if isinstance(r, Exception)]
     causes = [e for e in errors if not isinstance(e, _ROLLED_BACK)]
-    return (causes or errors or [None])[0]
+    return next(iter(causes or errors), None)
 
 
 def _now_ms() -> int:

@@ -224,7 +224,7 @@ class GroupMetadataManager:
 
     def store_offsets(self, group: GroupMetadata,
                       offsets: dict[TopicPartition, CommittedOffset]) -> str:
-        records = [
+        records: list[KeyValue] = [
             (encode_offset_key(group.group_id, topic, partition),
              encode_offset_value(OffsetValue(o.offset, o.leader_epoch, o.metadata,
                                              o.commit_timestamp, o.expire_timestamp)))

@@ -103,7 +103,7 @@ def handle_delete_topics(services: BrokerServices, request: Any, conn: Any) -> d
         wanted = [(name, None) for name in body.topic_names]
     else:
         wanted = [(t.name, t.topic_id) for t in body.topics]
-    responses = []
+    responses: list[dict[str, Any]] = []
     for name, topic_id in wanted:
         if name is None:
             topic = services.metadata_cache.topic_by_id(topic_id) \

@@ -8,6 +8,7 @@ reaches the coordinator, which decides the rest.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable
 from typing import Any
 
 from reference_broker.coordinator.group.group_metadata import CommittedOffset, TopicPartition
@@ -40,7 +41,9 @@ def _hosted(services: BrokerServices, name: str | None, partition: int) -> bool:
 
 @api(OFFSET_COMMIT, range(2, 11))
 @in_connection_order
-def handle_offset_commit(services: BrokerServices, request: Any, conn: Any) -> dict[str, Any]:
+def handle_offset_commit(
+    services: BrokerServices, request: Any, conn: Any
+) -> dict[str, Any] | Awaitable[dict[str, Any]]:
     body = request.body
     retention = getattr(body, "retention_time", None)
     wanted: dict[TopicPartition, OffsetToCommit] = {}
@@ -50,7 +53,7 @@ def handle_offset_commit(services: BrokerServices, request: Any, conn: Any) -> d
         name, error = _resolve(services, topic)
         names.append(name)
         for p in topic.partitions:
-            if error != "NONE" or not _hosted(services, name, p.partition_index):
+            if error != "NONE" or name is None or not _hosted(services, name, p.partition_index):
                 refused[(t_index, p.partition_index)] = \
                     error if error != "NONE" else "UNKNOWN_TOPIC_OR_PARTITION"
             else:
@@ -112,7 +115,8 @@ def _fetch_group(services: BrokerServices, group_id: str, topics: Any,
     if topics is not None:
         requested = [(t, *_resolve(services, t), list(t.partition_indexes)) for t in topics]
     wanted = None if requested is None else [
-        (name, p) for _t, name, error, parts in requested if error == "NONE" for p in parts]
+        (name, p) for _t, name, error, parts in requested
+        if error == "NONE" and name is not None for p in parts]
     error, offsets = services.offset_commits.fetch(group_id, wanted)
     if error != "NONE":
         if version >= TOP_LEVEL_FETCH_ERROR_VERSION or requested is None:
@@ -125,17 +129,18 @@ def _fetch_group(services: BrokerServices, group_id: str, topics: Any,
             for _t, name, _e, parts in requested]}
     if requested is None:
         listed: dict[str, list[int]] = {}
-        for name, p in sorted(offsets):
-            listed.setdefault(name, []).append(p)
+        for listed_name, p in sorted(offsets):
+            listed.setdefault(listed_name, []).append(p)
         requested = [(None, name, "NONE", parts) for name, parts in listed.items()
                      if not by_id or services.metadata_cache.topic(name) is not None]
     out = []
     for topic, name, topic_error, parts in requested:
         topic_id = getattr(topic, "topic_id", None)
         if topic_id is None and by_id and name is not None:
-            topic_id = services.metadata_cache.topic(name).topic_id
+            info = services.metadata_cache.topic(name)  # listed above only if it exists
+            topic_id = None if info is None else info.topic_id
         out.append({"name": name, "topic_id": topic_id or ZERO_UUID, "partitions": [
-            _fetched(p, None if topic_error != "NONE" else offsets.get((name, p)),
+            _fetched(p, None if topic_error != "NONE" or name is None else offsets.get((name, p)),
                      topic_error if version >= TOP_LEVEL_FETCH_ERROR_VERSION else "NONE")
             for p in parts]})
     return {"error_code": "NONE", "topics": out}

@@ -49,7 +49,7 @@ def _topic_entries(services: BrokerServices, name: str, keys: Any, synonyms: boo
 
 
 def _broker_entries(services: BrokerServices, keys: Any, docs: bool) -> list[dict]:
-    entries = []
+    entries: list[dict[str, Any]] = []
     for key, value, is_default in services.config.describe():
         if keys is not None and key not in keys:
             continue

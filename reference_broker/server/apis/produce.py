@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable
 from typing import Any
 
 from harness.wire.protocol import ProtocolError
@@ -16,7 +17,9 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 @api(PRODUCE, range(3, 14))
-def handle_produce(services: BrokerServices, request: Any, conn: Any) -> dict[str, Any] | None:
+def handle_produce(
+    services: BrokerServices, request: Any, conn: Any
+) -> dict[str, Any] | None | Awaitable[dict[str, Any]]:
     body = request.body
     acks = body.acks
     cache = services.metadata_cache
@@ -52,9 +55,9 @@ def handle_produce(services: BrokerServices, request: Any, conn: Any) -> dict[st
                                        "batch_index_error_message": outcome.message}]
                     if outcome.error == "INVALID_RECORD" else [],
                 }
-            if acks == -1 and result["error_code"] == "NONE":
-                waiting.append((result, topic.name, data.index, outcome.required_offset,
-                                min_isr))
+                if acks == -1 and outcome.error == "NONE":
+                    waiting.append((result, topic.name, data.index, outcome.required_offset,
+                                    min_isr))
             if result["error_code"] != "NONE":
                 failed.append(f"{name or topic_id}-{data.index}: {result['error_code']}")
             result.setdefault("base_offset", -1)

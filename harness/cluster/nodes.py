@@ -1,0 +1,80 @@
+"""The node-control surface process faults, runs and tests use, whatever runs the nodes.
+
+A :class:`~harness.cluster.local.LocalCluster` (behind the proxies or in namespaces) and a
+:class:`~harness.cluster.docker_backend.DockerCluster` both offer it, with processes or containers
+as nodes; code that only kills, pauses, restarts or inspects nodes takes a :class:`ClusterNodes`
+instead of either class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from harness.cluster.local import ClusterSpec
+
+
+class ProcessNode(Protocol):
+    """One node: a process on this machine or a container."""
+
+    @property
+    def pid(self) -> int | None: ...
+
+    def is_running(self) -> bool: ...
+
+    def start(self) -> object: ...
+
+    def stop(self) -> int | None: ...
+
+    def kill(self) -> int | None: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+
+class BrokerNode(ProcessNode, Protocol):
+    @property
+    def data_dir(self) -> Path: ...
+
+
+class ClusterNodes(Protocol):
+    """ZooKeeper and the brokers of a reference cluster, by broker id."""
+
+    @property
+    def spec(self) -> ClusterSpec: ...
+
+    @property
+    def bootstrap(self) -> str: ...
+
+    @property
+    def zookeeper(self) -> ProcessNode | None: ...
+
+    @property
+    def brokers(self) -> Mapping[int, BrokerNode]: ...
+
+    @property
+    def paused(self) -> frozenset[int]: ...
+
+    def broker(self, broker_id: int) -> BrokerNode: ...
+
+    def kill(self, broker_id: int) -> int | None: ...
+
+    def stop_broker(self, broker_id: int) -> int | None: ...
+
+    def start_broker(self, broker_id: int, *, wait_for_deregistration: bool = True) -> None: ...
+
+    def pause(self, broker_id: int) -> None: ...
+
+    def resume(self, broker_id: int) -> None: ...
+
+    def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None: ...
+
+    def leader(self, topic: str, partition: int) -> int | None: ...
+
+    def wait_for(self, predicate: Callable[[], Any], timeout: float, what: str, *,
+                 interval: float = ...) -> Any: ...
+
+    def log_paths(self) -> list[Path]: ...
