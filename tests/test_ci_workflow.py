@@ -1,0 +1,49 @@
+"""The pull-request workflow runs the project's own commands; GitHub reads the canonical copy."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CANONICAL = ROOT / "ci" / "workflows" / "pull-request.yml"
+GITHUB_COPY = ROOT / ".github" / "workflows" / "pull-request.yml"
+
+
+def _workflow() -> dict:
+    return yaml.safe_load(CANONICAL.read_text())
+
+
+def _commands() -> list[str]:
+    return [step["run"] for job in _workflow()["jobs"].values() for step in job["steps"]
+            if "run" in step]
+
+
+def test_github_reads_an_identical_copy():
+    assert GITHUB_COPY.read_bytes() == CANONICAL.read_bytes()
+
+
+def test_it_gates_pull_requests_with_every_job_the_issue_names():
+    workflow = _workflow()
+    assert "pull_request" in workflow[True]  # YAML 1.1 reads the key `on` as True
+    assert set(workflow["jobs"]) == {"lint", "tests", "docker", "chaos"}
+    uploads = [step for job in workflow["jobs"].values() for step in job["steps"]
+               if step.get("uses", "").startswith("actions/upload-artifact")]
+    assert all(step["if"] == "always()" for step in uploads) and len(uploads) == 3
+
+
+def test_every_script_and_tool_it_calls_exists():
+    for command in _commands():
+        for word in shlex.split(command):
+            if re.fullmatch(r"ci/[\w./-]+\.(sh|py)", word):
+                assert (ROOT / word).is_file(), f"{word} in {command!r}"
+            if word.startswith(".venv/bin/"):
+                assert (ROOT / word).exists(), f"{word} in {command!r}"
+
+
+def test_lint_is_the_same_as_the_test_command():
+    ruff = next(c for c in _commands() if "ruff check" in c)
+    assert ruff in (ROOT / "ci" / "test.sh").read_text()
