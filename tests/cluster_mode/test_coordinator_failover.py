@@ -128,8 +128,11 @@ def _group_coordinated_by(local: LocalCluster, admin: AdminClient, *, controller
     raise AssertionError(f"no group id maps to a partition led by {controller_id}")
 
 
-@pytest.mark.parametrize("coordinator_is_controller", [False, True],
-                         ids=["coordinator-alone", "coordinator-and-controller"])
+# The coordinator-alone case is also suites/offsets' coordinator-crash test, which CI runs; it
+# stays here (marked slow) for runs of the whole cluster-mode set.
+@pytest.mark.parametrize("coordinator_is_controller", [
+    pytest.param(False, id="coordinator-alone", marks=pytest.mark.slow),
+    pytest.param(True, id="coordinator-and-controller")])
 def test_committed_offsets_and_the_group_survive_a_coordinator_crash(
         cluster: MakeCluster, coordinator_is_controller: bool) -> None:
     """SIGKILL of the group coordinator: the new leader of the group's ``__consumer_offsets``

@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
@@ -177,6 +178,7 @@ def _controller_log(local: LocalCluster) -> str:
     return local.broker(controller).log_path.read_text(errors="replace")
 
 
+@pytest.mark.slow  # the same scenario is suites/unclean's "disabled" test, which CI runs
 def test_unclean_disabled_keeps_the_partition_offline_and_loses_nothing(
         cluster: MakeCluster) -> None:
     """Unclean election disabled (the default): with every ISR member dead, the live
