@@ -17,7 +17,7 @@ need the proxies and are refused with that reason.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from harness.cluster.peers import ReferenceBroker
 from harness.cluster.zookeeper import ZooKeeperServer
 from harness.net import grudge as shapes
 from harness.net.netns import NetnsNetwork
+from harness.net.partition_shapes import PartitionShapes
 
 ZOOKEEPER = "zk"
 CLIENT = "client"
@@ -115,7 +116,7 @@ class NetnsCluster(LocalCluster):
                    stop_timeout=self.spec.broker_stop_timeout)
 
 
-class KernelFaults:
+class KernelFaults(PartitionShapes):
     """Partitions by iptables DROP rules in the nodes' namespaces (NetworkFaults' shape)."""
 
     mechanism = "kernel"
@@ -147,28 +148,6 @@ class KernelFaults:
                 for receiver, senders in checked.items()}
         self._cut = self._net().partition(kept, host=CLIENT)
         return list(self._cut)
-
-    def isolate(self, node: str) -> list[tuple[str, str]]:
-        """Cut ``node`` off from every other node (the client included), both ways."""
-        if node not in self.nodes:
-            raise ValueError(f"unknown node {node!r}; nodes are {self.nodes}")
-        return self.partition(shapes.isolate(self.nodes, node))
-
-    def halves(self, nodes: Sequence[str] | None = None) -> list[tuple[str, str]]:
-        return self.partition(shapes.halves(self._shape_nodes(nodes)))
-
-    def ring(self, nodes: Sequence[str] | None = None) -> list[tuple[str, str]]:
-        return self.partition(shapes.majorities_ring(self._shape_nodes(nodes)))
-
-    def bridge(self, nodes: Sequence[str] | None = None) -> list[tuple[str, str]]:
-        return self.partition(shapes.bridge(self._shape_nodes(nodes)))
-
-    def _shape_nodes(self, nodes: Sequence[str] | None) -> list[str]:
-        chosen = list(nodes) if nodes is not None else self.brokers
-        unknown = [node for node in chosen if node not in self.nodes]
-        if unknown:
-            raise ValueError(f"unknown node(s) {unknown}; nodes are {self.nodes}")
-        return chosen
 
     def heal(self) -> None:
         self._net().heal()

@@ -26,6 +26,7 @@ from toxiproxy.proxy import Proxy
 
 from harness.cluster.proxied import CLIENT, ZOOKEEPER, ProxiedCluster, link_name
 from harness.net import grudge as shapes
+from harness.net.partition_shapes import PartitionShapes
 
 PARTITION = "partition"
 STREAMS = ("upstream", "downstream")
@@ -77,7 +78,7 @@ def pairs_from_toxics(toxics: Mapping[str, Iterable[str]]) -> list[tuple[str, st
     return sorted(pairs)
 
 
-class NetworkFaults:
+class NetworkFaults(PartitionShapes):
     """Partitions and toxics on every link of one :class:`ProxiedCluster`.
 
     Partition shapes other than :meth:`isolate` and :meth:`partition` are computed over the
@@ -115,31 +116,6 @@ class NetworkFaults:
                        stream=stream, **_CUT)
                for link, stream in cut_streams(pairs, self.cluster.links)])
         return pairs
-
-    def isolate(self, node: str) -> list[tuple[str, str]]:
-        """Cut ``node`` off from every other node (ZooKeeper and the client included), both ways."""
-        if node not in self.nodes:
-            raise ValueError(f"unknown node {node!r}; nodes are {self.nodes}")
-        return self.partition(shapes.isolate(self.nodes, node))
-
-    def halves(self, nodes: Sequence[str] | None = None) -> list[tuple[str, str]]:
-        """Two halves that cannot hear each other, the first (larger) keeping the majority."""
-        return self.partition(shapes.halves(self._shape_nodes(nodes)))
-
-    def ring(self, nodes: Sequence[str] | None = None) -> list[tuple[str, str]]:
-        """Jepsen's majorities ring: each node hears a majority no other node shares."""
-        return self.partition(shapes.majorities_ring(self._shape_nodes(nodes)))
-
-    def bridge(self, nodes: Sequence[str] | None = None) -> list[tuple[str, str]]:
-        """Two halves joined only through one node that hears, and is heard by, both."""
-        return self.partition(shapes.bridge(self._shape_nodes(nodes)))
-
-    def _shape_nodes(self, nodes: Sequence[str] | None) -> list[str]:
-        chosen = list(nodes) if nodes is not None else self.brokers
-        unknown = [node for node in chosen if node not in self.nodes]
-        if unknown:
-            raise ValueError(f"unknown node(s) {unknown}; nodes are {self.nodes}")
-        return chosen
 
     def heal(self) -> None:
         """Remove every partition cut; other toxics stay."""
