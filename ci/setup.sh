@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a fresh Debian 12 machine (run as root): Java, ZooKeeper,
-# Chromium (report screenshots), and a virtualenv at .venv with the project and its dev extras.
-# Idempotent: a second run only checks.
+# Chromium (report screenshots), kcat (a native Kafka client for benchmarks), a virtualenv at
+# .venv with the project and its dev extras, then Apache Kafka's jars and the real Toxiproxy
+# server (ci/fetch_vendor.sh, into .harness/vendor/). Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(openjdk-17-jre-headless zookeeper chromium iproute2 iptables)
+APT_PACKAGES=(openjdk-17-jre-headless zookeeper chromium iproute2 iptables kcat)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
@@ -30,3 +31,5 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
+
+bash ci/fetch_vendor.sh
