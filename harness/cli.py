@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.checker.result import DEFAULT_GUARANTEE, GUARANTEES
+from harness.cluster.factory import Backend, Network, TargetName
 from harness.matrix_cli import register as register_matrix
 from harness.runner_cli import register as register_run
 
@@ -33,16 +34,6 @@ app = typer.Typer(
 # Built from GUARANTEES so the CLI's choices cannot drift from the checker's; mypy cannot see
 # the members of an Enum made at runtime.
 Guarantee = Enum("Guarantee", {name: name for name in GUARANTEES}, type=str)  # type: ignore[misc]
-
-
-class Network(StrEnum):
-    proxy = "proxy"
-    kernel = "kernel"
-
-
-class Backend(StrEnum):
-    local = "local"
-    docker = "docker"
 
 
 _DEFAULT_GUARANTEE = Guarantee(DEFAULT_GUARANTEE)
@@ -157,9 +148,10 @@ def up(
         int, typer.Option(help="zookeeper.session.timeout.ms of the brokers.")
     ] = 6000,
     target: Annotated[
-        str, typer.Option(help="reference (ZooKeeper + brokers behind proxies), tansu, "
-                               "librdkafka-mock or external (no faults: see `status`).")
-    ] = "reference",
+        TargetName, typer.Option(help="reference or apache-kafka (ZooKeeper + brokers with "
+                                      "every fault), apache-kafka-kraft, tansu, librdkafka-mock "
+                                      "or external (no faults: see `status`).")
+    ] = TargetName.REFERENCE,
     bootstrap: Annotated[
         str | None, typer.Option(help="Bootstrap servers of an external target.")
     ] = None,
@@ -167,23 +159,23 @@ def up(
         Network, typer.Option(help="How network faults are made: proxy (Toxiproxy on every "
                                    "link) or kernel (root: namespaces + iptables drops, no "
                                    "toxics).")
-    ] = Network.proxy,
+    ] = Network.PROXY,
     backend: Annotated[
         Backend, typer.Option(help="Where the nodes run: local processes, or docker containers "
                                    "(links through a Toxiproxy container, partitions by "
                                    "iptables inside the containers).")
-    ] = Backend.local,
+    ] = Backend.LOCAL,
 ) -> None:
     """Start ZooKeeper + brokers with every link behind Toxiproxy (or in network namespaces,
     in containers, or a peer target); return when ready and print the bootstrap address. Exit
     3 if it could not start."""
     from harness.cluster.control import NoCluster, send_request
+    from harness.cluster.factory import check_options
     from harness.cluster.local import ClusterSpec
-    from harness.cluster.targets import check_options
 
     try:
         spec = ClusterSpec(brokers=brokers, zookeeper_session_timeout_ms=session_timeout_ms)
-        check_options(target, bootstrap, brokers, network.value, backend.value)
+        check_options(target, bootstrap, brokers, network, backend)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     _require_kernel(network)
@@ -196,7 +188,7 @@ def up(
         _stderr().print(f"[red]a cluster is already running in {run_dir}[/red] "
                         "(`kafka-harness down` first)")
         raise typer.Exit(1)
-    launch = {"target": target, "bootstrap": bootstrap, "network": network.value,
+    launch = {"target": target.value, "bootstrap": bootstrap, "network": network.value,
               "backend": backend.value}
     if foreground:
         raise typer.Exit(_up_foreground(run_dir, spec, launch))
@@ -205,7 +197,7 @@ def up(
 
 def _require_kernel(network: Network) -> None:
     """Exit 3 (infrastructure) naming what is missing when the kernel mechanism cannot work."""
-    if network is not Network.kernel:
+    if network is not Network.KERNEL:
         return
     from harness.net.netns import unavailable
 
@@ -335,18 +327,26 @@ def status(run_dir: RunDir = DEFAULT_RUN_DIR, json_output: JsonFlag = False) -> 
                       facts.get("client_address", ""),
                       "" if node == "zk" else {True: "yes", False: "no", None: "?"}[registered])
     console.print(table)
+    if state.get("partitions"):
+        console.print(_partition_table(state))
+    version = f" {state['version']}" if state.get("version") else ""
+    epoch = state.get("controller_epoch")
+    controller = (f"; controller broker-{state['controller']} (epoch {epoch})"
+                  if state.get("controller") is not None else "")
+    console.print(f"brokers: {state.get('target')}{version}{controller}")
     console.print(f"bootstrap: [bold]{state['bootstrap']}[/bold]")
     if in_docker:
         console.print(f"network: docker {state['docker_network']} ({state['subnet']}); "
                       f"partitions by iptables in the containers, toxics in toxiproxy "
-                      f"{state['toxiproxy_url']} ({len(state['proxies'])} proxies); "
+                      f"{state['toxiproxy_url']} ({_toxiproxy_server(state)}"
+                      f"{len(state['proxies'])} proxies); "
                       f"everything labelled {state['run_label']}")
     elif state.get("network") == "kernel":
         console.print(f"network: kernel (iptables drops in {len(state['namespaces'])} network "
                       f"namespaces bridged in {state['hub']}, {state['subnet']}; no toxics)")
     elif state.get("toxiproxy_url"):
         console.print(f"network: proxy (toxiproxy {state['toxiproxy_url']}, "
-                      f"{len(state['proxies'])} proxies)")
+                      f"{_toxiproxy_server(state)}{len(state['proxies'])} proxies)")
     else:
         console.print(f"target: {state.get('target')} (no proxies: faults are not offered)")
     faults = state["faults"]
@@ -359,6 +359,23 @@ def status(run_dir: RunDir = DEFAULT_RUN_DIR, json_output: JsonFlag = False) -> 
         console.print("[yellow]degraded:[/yellow] " + "; ".join(state["degraded"]))
     else:
         console.print("[green]healthy[/green]: every node up, no faults")
+
+
+def _partition_table(state: dict[str, Any]) -> Table:
+    """Leader, ISR and leader epoch of every topic partition, as the controller recorded them."""
+    table = Table(title="partitions (ZooKeeper)")
+    for column in ("partition", "leader", "isr", "leader epoch"):
+        table.add_column(column)
+    for name, facts in state["partitions"].items():
+        leader = "[red]none[/red]" if facts["leader"] < 0 else f"broker-{facts['leader']}"
+        table.add_row(name, leader, ",".join(map(str, facts["isr"])), str(facts["leader_epoch"]))
+    return table
+
+
+def _toxiproxy_server(state: dict[str, Any]) -> str:
+    """``real v2.12.0 server, `` — which Toxiproxy server runs, if the supervisor said."""
+    server = state.get("toxiproxy_server")
+    return f"{server} server, " if server else ""
 
 
 @app.command()

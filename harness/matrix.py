@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.cluster.factory import DOCKER_KINDS
+
 SUITES = ("protocol", "offsets", "groups", "failover", "unclean", "chaos")
 DEFAULT_TARGETS = ("reference", "tansu", "librdkafka-mock")
 OUTCOMES = ("passed", "failed", "error", "skipped")
@@ -258,7 +260,7 @@ def run_matrix(targets: tuple[str, ...], suites: tuple[str, ...], out_dir: Path,
         say(f"running {', '.join(suites)} against {target} …")
         run = run_target(target, suites, out_dir, keyword=keyword, root=root,
                          bootstrap=bootstrap if target == "external" else None,
-                         backend=backend if target == "reference" else "local")
+                         backend=backend if target in DOCKER_KINDS else "local")
         runs.append(run)
         outcome = _summary(run.counts()) if run.ran else f"no results (see {run.log})"
         say(f"  {target}: {outcome} in {run.wall_s:.0f} s")

@@ -10,13 +10,14 @@ import typer
 from rich.console import Console
 
 from harness import matrix
+from harness.cluster.factory import TargetName
 
 
 def register(app: typer.Typer) -> None:
     @app.command("matrix")
     def matrix_command(
         targets: Annotated[str, typer.Option(
-            help=f"Comma-separated targets from {', '.join(matrix.DEFAULT_TARGETS)}.")
+            help=f"Comma-separated targets from {', '.join(TargetName)}.")
         ] = ",".join(matrix.DEFAULT_TARGETS),
         bootstrap: Annotated[str | None, typer.Option(
             help="Also run against an external broker at this bootstrap address.")] = None,
@@ -41,7 +42,7 @@ def register(app: typer.Typer) -> None:
         """
         console = Console(stderr=True)
         try:
-            chosen = matrix.parse_list(targets, (*matrix.DEFAULT_TARGETS, "external"), "target")
+            chosen = matrix.parse_list(targets, tuple(TargetName), "target")
             chosen_suites = matrix.parse_list(suites, matrix.SUITES, "suite")
             matrix.parse_list(backend, ("local", "docker"), "backend")
             runs, paths = matrix.run_matrix(

@@ -33,13 +33,13 @@ from typing import Any
 
 import pytest
 
+from harness.cluster.kinds import Capability
 from harness.cluster.targets import (
-    BACKENDS,
-    CAPABILITY_REASONS,
-    KINDS,
-    NETWORKS,
+    Backend,
+    Network,
     Target,
     TargetError,
+    TargetName,
     check_options,
     start_target,
 )
@@ -53,16 +53,16 @@ SUITE_BROKER_PROPERTIES = {"group.initial.rebalance.delay.ms": 0}
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kafka-harness", "kafka-harness targets")
-    group.addoption("--target", choices=KINDS, default="reference",
+    group.addoption("--target", choices=[t.value for t in TargetName], default="reference",
                     help="what the suites run against (default: reference)")
     group.addoption("--bootstrap", default=None,
                     help="bootstrap servers of an external target (host:port,...)")
     group.addoption("--brokers", type=int, default=3,
                     help="brokers of the reference target (default: 3)")
-    group.addoption("--network", choices=NETWORKS, default="proxy",
+    group.addoption("--network", choices=[n.value for n in Network], default="proxy",
                     help="network faults of the reference target: proxy (Toxiproxy, default) "
                          "or kernel (root: namespaces + iptables drops, no toxics)")
-    group.addoption("--backend", choices=BACKENDS, default="local",
+    group.addoption("--backend", choices=[b.value for b in Backend], default="local",
                     help="where the reference target runs: local processes (default) or "
                          "docker containers")
     group.addoption("--harness-dir", default=None,
@@ -70,9 +70,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for capability, what in CAPABILITY_REASONS.items():
+    for capability in Capability:
         config.addinivalue_line(
-            "markers", f"requires_{capability}: skip unless the target {what}")
+            "markers", f"requires_{capability.value}: skip unless the target {capability.reason}")
     config.stash[_STATE] = {"target": None, "failed": False, "run_dir": None}
     try:
         check_options(config.getoption("--target"), config.getoption("--bootstrap"),
@@ -82,10 +82,35 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    """Which target the session runs against, and its brokers' version where the harness
+    knows it before starting them (a failing run's log then says what it tested)."""
+    target = config.getoption("--target")
+    where = (f"bootstrap {config.getoption('--bootstrap')}" if target == TargetName.EXTERNAL
+             else f"network {config.getoption('--network')}, "
+                  f"backend {config.getoption('--backend')}")
+    return f"kafka-harness target: {target}{_version_note(target)} ({where})"
+
+
+def _version_note(target: str) -> str:
+    from harness.cluster.factory import BROKER_KINDS
+
+    try:
+        if target in BROKER_KINDS:
+            return f" {BROKER_KINDS[target]().version()}"
+        if target == TargetName.APACHE_KAFKA_KRAFT:
+            from harness.cluster.apache_kafka import KafkaDistribution
+
+            return f" {KafkaDistribution.find('4').version}"
+    except RuntimeError as exc:  # no jars yet: starting the target will say so again
+        return f" (version unknown: {exc})"
+    return ""
+
+
 def _needs(item: pytest.Item) -> list[str]:
     return [mark.name.removeprefix("requires_") for mark in item.iter_markers()
             if mark.name.startswith("requires_")
-            and mark.name.removeprefix("requires_") in CAPABILITY_REASONS]
+            and mark.name.removeprefix("requires_") in set(Capability)]
 
 
 def _interrupt_on_sigterm() -> None:

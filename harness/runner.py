@@ -49,6 +49,15 @@ from harness.checker.result import (
     ReportData,
     fault_windows,
 )
+from harness.cluster.factory import (
+    BROKER_KINDS,
+    Backend,
+    ClusterOptions,
+    Network,
+    TargetName,
+    build,
+    check_options,
+)
 from harness.cluster.local import ClusterSpec, ClusterWaitTimeout
 from harness.cluster.nodes import ClusterNodes
 from harness.cluster.process import PeerStartError
@@ -60,8 +69,6 @@ from harness.workload.generator import Generator, WorkloadSpec
 from harness.workload.recorder import Recorder
 
 VALID, INVALID, USAGE, INFRASTRUCTURE, INTERRUPTED = 0, 1, 2, 3, 130
-NETWORKS = ("proxy", "kernel")
-BACKENDS = ("local", "docker")
 NEMESIS_PROCESS = 0
 ENGINES = ("spark", "python")
 SUITES = tuple(s for s in matrix.SUITES if s != "chaos")  # the run is the chaos part itself
@@ -96,9 +103,10 @@ class RunOptions:
     idempotence: bool = True
     engine: str = "spark"
     master: str | None = None
-    network: str = "proxy"  # proxy: Toxiproxy on every link; kernel: namespaces + iptables
-    backend: str = "local"  # local processes, or docker containers (iptables partitions)
-    suites: tuple[str, ...] = ()  # suites/ directories run against a reference cluster first
+    network: str = Network.PROXY  # Toxiproxy on every link, or namespaces + iptables
+    backend: str = Backend.LOCAL  # local processes, or docker containers
+    suites: tuple[str, ...] = ()  # suites/ directories run against a cluster of the target first
+    target: str = TargetName.REFERENCE  # the broker kind: reference or apache-kafka
 
     def validate(self) -> None:
         """Raise RunError(USAGE) naming the bad option and what is allowed."""
@@ -109,13 +117,14 @@ class RunOptions:
             problems.append(f"--brokers must be >= 1, got {self.brokers}")
         if self.guarantee not in GUARANTEES:
             problems.append(f"--guarantee must be one of {', '.join(GUARANTEES)}")
-        if self.network not in NETWORKS:
-            problems.append(f"--network must be one of {', '.join(NETWORKS)}")
-        if self.backend not in BACKENDS:
-            problems.append(f"--backend must be one of {', '.join(BACKENDS)}")
-        elif self.backend == "docker" and self.network == "kernel":
-            problems.append("--network kernel is for the local backend (the docker backend "
-                            "cuts partitions with iptables inside its containers already)")
+        try:
+            check_options(self.target, None, max(self.brokers, 1), self.network, self.backend)
+        except ValueError as exc:
+            problems.append(str(exc))
+        else:
+            if TargetName(self.target) not in BROKER_KINDS:
+                problems.append(f"a run needs a target the harness can fault "
+                                f"({', '.join(BROKER_KINDS)}), not {self.target!r}")
         if self.engine not in ENGINES:
             problems.append(f"--engine must be one of {', '.join(ENGINES)}")
         unknown = [n for n in self.nemesis if n not in FAULTS]
@@ -162,35 +171,26 @@ def default_run_dir(seed: int) -> Path:
 
 def _start_cluster(options: RunOptions, run_dir: Path) -> tuple[Any, ClusterNodes, Any, str]:
     """(what to stop, its nodes — the LocalCluster, or the DockerCluster itself —, its
-    network faults, the cluster's kind for the report)."""
+    network faults, the network mechanism for the report)."""
+    cluster_options = ClusterOptions(TargetName(options.target), options.brokers,
+                                     Network(options.network), Backend(options.backend))
     spec = ClusterSpec(
         brokers=options.brokers,
         min_insync_replicas=min(2, options.brokers),
         properties={"group.initial.rebalance.delay.ms": 0},
     )
+    if cluster_options.network == Network.KERNEL:
+        from harness.net.netns import unavailable
+
+        reason = unavailable()
+        if reason is not None:
+            raise RunError(INFRASTRUCTURE, f"the cluster could not start: {reason}")
+    built = build(cluster_options, run_dir / "cluster", spec=spec)
     try:
-        if options.backend == "docker":
-            from harness.cluster.docker_backend import DockerCluster
-            from harness.cluster.docker_faults import IptablesPartitions
-
-            docker = DockerCluster(spec, run_dir / "cluster").start()
-            return docker, docker, IptablesPartitions(docker), "docker"
-        if options.network == "kernel":
-            from harness.cluster.netns_cluster import KernelFaults, NetnsCluster
-            from harness.net.netns import unavailable
-
-            reason = unavailable()
-            if reason is not None:
-                raise RunError(INFRASTRUCTURE, f"the cluster could not start: {reason}")
-            kernel = NetnsCluster(spec, run_dir / "cluster").start()
-            return kernel, kernel, KernelFaults(kernel), "kernel"
-        from harness.cluster.proxied import ProxiedCluster
-        from harness.nemesis.network import NetworkFaults
-
-        proxied = ProxiedCluster(spec, run_dir / "cluster").start()
-        return proxied, proxied.cluster, NetworkFaults(proxied), "proxy"
+        built.cluster.start()
     except (PeerStartError, ClusterWaitTimeout, OSError, RuntimeError) as exc:
         raise RunError(INFRASTRUCTURE, f"the cluster could not start: {exc}") from exc
+    return built.cluster, built.cluster.cluster, built.faults, built.mechanism
 
 
 def _client_bootstrap(handle: Any) -> str:
@@ -360,10 +360,10 @@ class Run:
         return self.result
 
     def _suites(self) -> int:
-        """The suites against a reference cluster of their own (one pytest session, as
+        """The suites against a cluster of the run's target of their own (one pytest session, as
         ``kafka-harness matrix`` runs it); their table is ``suites/matrix.html``. Returns the
         exit code they give: 0 all passed, 1 a test failed, 3 they could not be run."""
-        runs, files = matrix.run_matrix(("reference",), self.options.suites,
+        runs, files = matrix.run_matrix((self.options.target,), self.options.suites,
                                         self.dir / "suites", say=self._say,
                                         backend=self.options.backend)
         suites = runs[0]

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from harness.checker.result import DEFAULT_GUARANTEE, GUARANTEES
+from harness.cluster.factory import Backend, ClusterTarget, Network
 from harness.matrix import parse_list
 from harness.nemesis.schedule import FAULTS
 
@@ -72,13 +73,17 @@ def register(app: typer.Typer) -> None:
                                    "(comma-separated, 'default' = all but chaos, or none).")
         ] = "default",
         network: Annotated[
-            str, typer.Option(help="Network faults by proxy (Toxiproxy) or kernel (root: "
-                                   "namespaces + iptables drops; no latency toxics).")
-        ] = "proxy",
+            Network, typer.Option(help="Network faults by proxy (Toxiproxy) or kernel (root: "
+                                       "namespaces + iptables drops; no latency toxics).")
+        ] = Network.PROXY,
         backend: Annotated[
-            str, typer.Option(help="Where the workload's cluster runs: local processes or "
-                                   "docker containers (the suites stay on local).")
-        ] = "local",
+            Backend, typer.Option(help="Where the clusters run: local processes or docker "
+                                       "containers.")
+        ] = Backend.LOCAL,
+        target: Annotated[
+            ClusterTarget, typer.Option(help="The brokers: the reference broker or Apache Kafka "
+                                         "3.9 (ZooKeeper mode).")
+        ] = ClusterTarget.REFERENCE,
     ) -> None:
         """The main job: the suites against a reference cluster (--suites), then a workload
         under a seeded nemesis, everything read back and checked. Exit 0 valid and every suite
@@ -95,10 +100,6 @@ def register(app: typer.Typer) -> None:
                 raise ValueError(f"--consumer-mode must be one of {', '.join(MODES)}")
             if commit not in COMMITS:
                 raise ValueError(f"--commit must be one of {', '.join(COMMITS)}")
-            if network not in runner.NETWORKS:
-                raise ValueError(f"--network must be one of {', '.join(runner.NETWORKS)}")
-            if backend not in runner.BACKENDS:
-                raise ValueError(f"--backend must be one of {', '.join(runner.BACKENDS)}")
             chosen_suites = _parse_suites(suites, runner.SUITES, runner.DEFAULT_SUITES)
             if acks not in ("0", "1", "all", "-1"):
                 raise ValueError("--acks must be one of 0, 1, all")
@@ -111,8 +112,8 @@ def register(app: typer.Typer) -> None:
             duration_s=duration, brokers=brokers, nemesis=faults, seed=seed,
             guarantee=guarantee, run_dir=run_dir, partitions=partitions, producers=producers,
             consumers=consumers, rate=rate, consumer_mode=consumer_mode, commit=commit,
-            acks=acks, idempotence=idempotence, engine=engine, master=master, network=network,
-            backend=backend,
+            acks=acks, idempotence=idempotence, engine=engine, master=master,
+            network=network.value, backend=backend.value, target=target.value,
             suites=chosen_suites,
         )
         raise typer.Exit(runner.run(options, as_json=json_output))

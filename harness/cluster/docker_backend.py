@@ -1,4 +1,4 @@
-"""The docker backend: ZooKeeper, N reference brokers and Toxiproxy, each in its own container.
+"""The docker backend: ZooKeeper, N brokers of one kind and Toxiproxy, each in its own container.
 
 The same cluster as :class:`~harness.cluster.proxied.ProxiedCluster`, with the same link names
 and the same Toxiproxy API, so :class:`~harness.nemesis.network.NetworkFaults` drives it
@@ -9,8 +9,13 @@ unchanged; only where the nodes run differs:
 * only the Toxiproxy container publishes ports, on 127.0.0.1: its API, ``client->broker-I``
   (advertised by broker I, so a host client always goes through it) and ``harness->zk``, an
   observer link no fault touches, for reading ZooKeeper as the local backend does;
-* brokers reach each other (``broker.peer.addresses``) and ZooKeeper only through proxies in
-  that container, so a link can be cut one way or both;
+* brokers reach each other and ZooKeeper only through proxies in that container, so a link
+  can be cut one way or both: the broker kind (:mod:`harness.cluster.kinds`) turns the wiring
+  into its own keys (``broker.peer.addresses`` for the reference broker; for Apache Kafka a
+  listener per source broker, on port ``9092 + source``, each advertised at that pair's proxy);
+* what a broker container runs is the kind's too (:meth:`BrokerKind.container_launch`): the
+  reference broker from the image, Apache Kafka's JVM on the image's JRE with its jars
+  mounted read-only from the host;
 * :class:`~harness.cluster.docker_faults.IptablesPartitions` cuts the same links a second way,
   in the kernel: DROP rules in the network namespace of the node that owns the link's end;
 * process faults are the engine's: kill, stop (SIGTERM, then SIGKILL), pause and unpause (the
@@ -30,8 +35,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ipaddress
-import json
 import os
+import shlex
 import shutil
 import signal
 import tempfile
@@ -46,13 +51,23 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
 
 from harness.cluster.docker_images import build_project_image, ensure_base_image, ensure_engine
 from harness.cluster.docker_nodes import DATA_DIR, LOG_DIR, DockerNode
-from harness.cluster.local import ClusterSpec, distinct_free_ports, metadata_broker_ids, wait_for
+from harness.cluster.kinds import (
+    BrokerKind,
+    BrokerPorts,
+    BrokerWiring,
+    ContainerLaunch,
+    distinct_free_ports,
+    fixed_ports,
+    properties_text,
+)
+from harness.cluster.local import ClusterSpec, metadata_broker_ids, wait_for
 from harness.cluster.process import PeerStartError
 from harness.cluster.proxied import CLIENT, ZOOKEEPER, ProxiedCluster, broker_node, link_name
+from harness.cluster.reference_kind import REFERENCE
+from harness.cluster.state import ZooKeeperState
 from harness.cluster.zookeeper import four_letter_word
 from harness.net.ports import LOOPBACK
 
@@ -62,7 +77,7 @@ TOXIPROXY_IMAGE_ENV = "KAFKA_HARNESS_TOXIPROXY_IMAGE"
 TOXIPROXY_NODE = "toxiproxy"
 OBSERVER_LINK = "harness->zk"
 API_PORT = 8474
-BROKER_PORT = 9092
+BROKER_PORT = 9092  # a broker's client listener; its per-source ones follow (kinds.fixed_ports)
 ZOOKEEPER_PORT = 2181
 CLIENT_PROXY_PORT = 20000  # + broker id, inside the Toxiproxy container
 BROKER_PROXY_PORT = 21000  # + an index over the broker links
@@ -97,13 +112,18 @@ class DockerCluster(ProxiedCluster):
     :mod:`harness.cluster.docker_images`); ``toxiproxy_image`` (or
     ``$KAFKA_HARNESS_TOXIPROXY_IMAGE``) names the real Toxiproxy image on machines that have
     one, instead of the built-in server. Without ``run_dir`` the logs go to a temporary one,
-    removed by :meth:`stop`; a given one keeps every node's log.
+    removed by :meth:`stop`; a given one keeps every node's log. ``kind`` is the brokers'
+    kind (the reference broker unless told).
     """
 
     def __init__(self, spec: ClusterSpec | None = None, run_dir: Path | str | None = None, *,
                  image: str | None = None, toxiproxy_image: str | None = None,
-                 client: docker.DockerClient | None = None) -> None:
-        super().__init__(spec, run_dir)
+                 client: docker.DockerClient | None = None,
+                 kind: BrokerKind = REFERENCE) -> None:
+        super().__init__(spec, run_dir, kind=kind)
+        # Every container has an address of its own, so every broker has the same ports.
+        self.ports: dict[int, BrokerPorts] = fixed_ports(kind, self.spec.broker_ids,
+                                                         BROKER_PORT)
         self.image = image
         self.toxiproxy_image = toxiproxy_image or os.environ.get(TOXIPROXY_IMAGE_ENV)
         self.client = client
@@ -116,7 +136,7 @@ class DockerCluster(ProxiedCluster):
         self._paused: set[int] = set()
         self.zookeeper: DockerNode | None = None
         self.brokers: dict[int, DockerNode] = {}
-        self._reader: KazooClient | None = None
+        self._state: ZooKeeperState | None = None
         self._started = False
         self._previous_sigterm: Any = None
 
@@ -183,10 +203,9 @@ class DockerCluster(ProxiedCluster):
                 self.brokers[broker_id] = DockerNode(
                     self, node, BROKER_PORT, partial(self.lists_brokers, broker_id, {broker_id}),
                     stop_timeout=self.spec.broker_stop_timeout)
-                self._run_configured(node, "server.properties",
-                                     self._broker_properties(broker_id),
-                                     f"reference-broker {DATA_DIR}/server.properties",
-                                     volume=self._create_volume(node))
+                launch = self.kind.container_launch(self._broker_properties(broker_id),
+                                                    DATA_DIR)
+                self._run_configured(node, launch, volume=self._create_volume(node))
             everyone = set(self.spec.broker_ids)
             for broker_id in self.spec.broker_ids:
                 self.wait_for(partial(self.lists_brokers, broker_id, everyone),
@@ -228,12 +247,17 @@ class DockerCluster(ProxiedCluster):
     def _run_node(self, node: str, command: list[str], *, image: str | None = None,
                   environment: Mapping[str, str] | None = None,
                   ports: Mapping[int, int] | None = None,
-                  volume: str | None = None) -> Container:
+                  volume: str | None = None,
+                  read_only_mounts: Mapping[str, str] | None = None) -> Container:
         assert self.client is not None
         api = self.client.api
+        binds = {host: {"bind": inside, "mode": "ro"}
+                 for host, inside in (read_only_mounts or {}).items()}
+        if volume:
+            binds[volume] = {"bind": LOG_DIR, "mode": "rw"}
         host_config = api.create_host_config(
             cap_add=["NET_ADMIN"],
-            binds={volume: {"bind": LOG_DIR, "mode": "rw"}} if volume else None,
+            binds=binds or None,
             port_bindings={port: (LOOPBACK, host_port)
                            for port, host_port in (ports or {}).items()})
         networking = api.create_networking_config({
@@ -272,16 +296,19 @@ class DockerCluster(ProxiedCluster):
         here = self.addresses[TOXIPROXY_NODE]
         wanted: dict[str, tuple[int, str]] = {}
         for broker_id in self.spec.broker_ids:
-            upstream = f"{self.addresses[broker_node(broker_id)]}:{BROKER_PORT}"
+            upstream = f"{self.addresses[broker_node(broker_id)]}:{self.ports[broker_id].client}"
             wanted[link_name(CLIENT, broker_node(broker_id))] = (
                 CLIENT_PROXY_PORT + broker_id, upstream)
         index = 0
         for source in self.spec.broker_ids:
             for destination in self.spec.broker_ids:
                 if source != destination:
+                    # The destination's listener for this source: one per source for a kind
+                    # that has them, so the pair's proxy is the only way in.
+                    inbound = self.ports[destination].inbound[source]
                     wanted[link_name(broker_node(source), broker_node(destination))] = (
                         BROKER_PROXY_PORT + index,
-                        f"{self.addresses[broker_node(destination)]}:{BROKER_PORT}")
+                        f"{self.addresses[broker_node(destination)]}:{inbound}")
                     index += 1
         zookeeper = f"{self.addresses[ZOOKEEPER]}:{ZOOKEEPER_PORT}"
         for broker_id in self.spec.broker_ids:
@@ -305,42 +332,55 @@ class DockerCluster(ProxiedCluster):
             "maxSessionTimeout": 60_000, "maxClientCnxns": 0, "admin.enableServer": "false",
             "4lw.commands.whitelist": "ruok,srvr,stat,mntr,cons",
         }
-        java = ("java -Xms64m -Xmx256m -XX:+UseSerialGC -Dzookeeper.jmx.log4j.disable=true "
-                f"-cp {_ZOOKEEPER_JARS} org.apache.zookeeper.server.quorum.QuorumPeerMain "
-                f"{DATA_DIR}/zoo.cfg")
+        java = ("java", "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC",
+                "-Dzookeeper.jmx.log4j.disable=true", "-cp", _ZOOKEEPER_JARS,
+                "org.apache.zookeeper.server.quorum.QuorumPeerMain", f"{DATA_DIR}/zoo.cfg")
         port = self._published[OBSERVER_PORT]
         self.zookeeper = DockerNode(
             self, ZOOKEEPER, ZOOKEEPER_PORT,
             lambda: "Mode: " in four_letter_word(LOOPBACK, port, "srvr"))
-        self._run_configured(ZOOKEEPER, "zoo.cfg", config, java)
+        self._run_configured(ZOOKEEPER, ContainerLaunch(java, {"zoo.cfg": properties_text(config)}))
         self.wait_for(self.zookeeper.ready, self.spec.startup_timeout, "ZooKeeper to serve")
 
     def _broker_properties(self, broker_id: int) -> dict[str, str | int]:
         """The local backend's properties, pointed at the proxies, listening on the
-        container's own address.
+        container's own address, the kind's wiring keys made from :class:`BrokerWiring`.
 
-        A controller also sends requests to itself, by default to its advertised listener:
-        that is a port on the host's loopback here, so its own id is mapped to its listener.
+        A controller also sends requests to itself (the reference broker to the address it
+        dials itself at, Kafka to its own advertised listener for its inter-broker listener
+        name): a proxy's address on the host's loopback would not reach it from inside, so it
+        dials itself at its own listener.
         """
-        listener = f"{self.addresses[broker_node(broker_id)]}:{BROKER_PORT}"
-        properties = {**self.spec.server_properties(broker_id, ""),
-                      **self._proxied_spec().broker_properties[broker_id]}
-        peers = str(properties.get("broker.peer.addresses", ""))
-        return {
-            **properties,
-            "listeners": f"PLAINTEXT://{listener}",
-            "broker.peer.addresses": ",".join(filter(None, [f"{broker_id}={listener}", peers])),
-            "log.dirs": LOG_DIR,
-        }
+        me = broker_node(broker_id)
+        ids = self.spec.broker_ids
+        itself = f"{self.addresses[me]}:{self.ports[broker_id].inbound[broker_id]}"
 
-    def _run_configured(self, node: str, config_name: str, config: Mapping[str, str | int],
-                        command: str, volume: str | None = None) -> Container:
-        """Run ``command`` in a node container after writing ``config`` (passed in the
-        environment, so no file needs copying in) to ``DATA_DIR/config_name``."""
-        path = f"{DATA_DIR}/{config_name}"
-        script = f'printf "%s\\n" "$CONFIG" > {path} && exec {command}'
-        return self._run_node(node, ["sh", "-c", script], environment={"CONFIG": _lines(config)},
-                              volume=volume)
+        def via(source: int, destination: int) -> str:
+            if source == destination:
+                return itself
+            return self._listen(link_name(broker_node(source), broker_node(destination)))
+
+        wiring = BrokerWiring(
+            broker_id=broker_id, host=self.addresses[me], ports=self.ports[broker_id],
+            advertised_client=self._listen(link_name(CLIENT, me)),
+            dial={j: via(broker_id, j) for j in ids},
+            dialled_at={i: via(i, broker_id) for i in ids},
+            zookeeper_connect=self._listen(link_name(me, ZOOKEEPER)))
+        return {**self.spec.server_properties(broker_id, wiring.zookeeper_connect,
+                                              self.kind.wiring_properties(wiring)),
+                "log.dirs": LOG_DIR}
+
+    def _run_configured(self, node: str, launch: ContainerLaunch,
+                        volume: str | None = None) -> Container:
+        """Run ``launch.command`` in a node container after writing ``launch.files`` to
+        ``DATA_DIR`` (their text passed in the environment, so nothing needs copying in, and a
+        restarted container writes them again before it execs the node)."""
+        environment = {f"FILE_{n}": text for n, text in enumerate(launch.files.values())}
+        writes = [f'printf "%s" "$FILE_{n}" > {shlex.quote(f"{DATA_DIR}/{name}")}'
+                  for n, name in enumerate(launch.files)]
+        script = " && ".join([*writes, f"exec {shlex.join(launch.command)}"])
+        return self._run_node(node, ["sh", "-c", script], environment=environment,
+                              volume=volume, read_only_mounts=launch.read_only_mounts)
 
     def stop(self) -> None:
         """Save every node's log, then remove everything labelled with this run. Safe to call
@@ -442,71 +482,42 @@ class DockerCluster(ProxiedCluster):
 
     # --- reading the cluster ---------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def zk(self, timeout: float = 10.0) -> Any:
+    @property
+    def state(self) -> ZooKeeperState:
+        """The cluster's state in ZooKeeper, read through the observer link (never faulted)."""
+        if self._state is None:
+            self._state = ZooKeeperState(self.zookeeper_connect)
+        return self._state
+
+    def zk(self, timeout: float = 10.0) -> contextlib.AbstractContextManager[KazooClient]:
         """A fresh kazoo client on ZooKeeper (through the observer link), closed on exit."""
-        client = KazooClient(hosts=self.zookeeper_connect, timeout=timeout)
-        client.start(timeout=timeout)
-        try:
-            yield client
-        finally:
-            client.stop()
-            client.close()
-
-    def _zk_reader(self) -> KazooClient:
-        """One client kept for the cluster's lifetime, for the many small reads."""
-        if self._reader is None:
-            self._reader = KazooClient(hosts=self.zookeeper_connect)
-            self._reader.start(timeout=10)
-        return self._reader
-
-    def _zk_get(self, path: str) -> bytes | None:
-        try:
-            data, _ = self._zk_reader().get(path)
-        except NoNodeError:
-            return None
-        return data
-
-    def _zk_json(self, path: str) -> dict[str, Any] | None:
-        data = self._zk_get(path)
-        return None if data is None else json.loads(data)
-
-    def registered_broker_ids(self) -> list[int]:
-        try:
-            return sorted(int(child) for child in self._zk_reader().get_children("/brokers/ids"))
-        except NoNodeError:
-            return []
-
-    def controller_epoch(self) -> int | None:
-        """``/controller_epoch`` (plain text), None before the first election."""
-        data = self._zk_get("/controller_epoch")
-        return None if data is None else int(data)
-
-    def cluster_id(self) -> str | None:
-        document = self._zk_json("/cluster/id")
-        return None if document is None else document["id"]
+        return self.state.session(timeout)
 
     def _close_reader(self) -> None:
-        if self._reader is not None:
-            reader, self._reader = self._reader, None
-            with contextlib.suppress(Exception):
-                reader.stop()
-                reader.close()
+        if self._state is not None:
+            state, self._state = self._state, None
+            state.close()
+
+    def registered_broker_ids(self) -> list[int]:
+        return self.state.registered_broker_ids()
+
+    def controller_epoch(self) -> int | None:
+        return self.state.controller_epoch()
+
+    def cluster_id(self) -> str | None:
+        return self.state.cluster_id()
 
     def broker_registration(self, broker_id: int) -> dict[str, Any] | None:
-        return self._zk_json(f"/brokers/ids/{broker_id}")
+        return self.state.broker_registration(broker_id)
 
     def controller_id(self) -> int | None:
-        document = self._zk_json("/controller")
-        return None if document is None else int(document["brokerid"])
+        return self.state.controller_id()
 
     def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
-        """``/brokers/topics/[topic]/partitions/[partition]/state`` as JSON, None if absent."""
-        return self._zk_json(f"/brokers/topics/{topic}/partitions/{partition}/state")
+        return self.state.partition_state(topic, partition)
 
     def leader(self, topic: str, partition: int) -> int | None:
-        state = self.partition_state(topic, partition)
-        return None if state is None or state["leader"] < 0 else int(state["leader"])
+        return self.state.leader(topic, partition)
 
     def lists_brokers(self, broker_id: int, expected: set[int]) -> bool:
         """Whether ``broker_id``'s Metadata, asked through its proxy, lists ``expected``."""
@@ -521,10 +532,6 @@ class DockerCluster(ProxiedCluster):
                  interval: float = 0.1) -> Any:
         context = f"logs: docker logs kafka-harness-{self.run_id}-<node>"
         return wait_for(predicate, timeout, what, interval=interval, context=context)
-
-
-def _lines(properties: Mapping[str, str | int]) -> str:
-    return "\n".join(f"{key}={value}" for key, value in properties.items())
 
 
 def _http_ok(url: str) -> bool:

@@ -19,11 +19,10 @@ assert on, and asking a broker would test the broker with itself.
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -32,11 +31,19 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
 
-from harness.cluster.peers import ReferenceBroker
+from harness.cluster.kinds import (
+    BrokerKind,
+    BrokerNodeProcess,
+    BrokerPorts,
+    BrokerWiring,
+    allocate_ports,
+    direct_wiring,
+)
+from harness.cluster.reference_kind import REFERENCE
+from harness.cluster.state import ZooKeeperState
 from harness.cluster.zookeeper import ZooKeeperServer
-from harness.net.ports import LOOPBACK, free_port
+from harness.net.ports import LOOPBACK
 from harness.raw_client import RawClient
 
 T = TypeVar("T")
@@ -142,8 +149,11 @@ class ClusterSpec:
     def broker_ids(self) -> list[int]:
         return list(range(1, self.brokers + 1))
 
-    def server_properties(self, broker_id: int, zookeeper_connect: str) -> dict[str, str | int]:
-        """The properties one broker gets on top of :class:`ReferenceBroker`'s own defaults."""
+    def server_properties(self, broker_id: int, zookeeper_connect: str,
+                          wiring: Mapping[str, str | int] | None = None) -> dict[str, str | int]:
+        """The properties one broker gets on top of its process's own defaults: this spec's
+        keys, then ``properties``, then the kind's ``wiring`` keys (listeners, peers,
+        ZooKeeper), then ``broker_properties[broker_id]``."""
         replication = min(3, self.brokers)
         merged: dict[str, str | int] = {
             **TEST_FRIENDLY_DEFAULTS,
@@ -155,13 +165,17 @@ class ClusterSpec:
             "min.insync.replicas": self.min_insync_replicas,
             "unclean.leader.election.enable": str(self.unclean_leader_election_enable).lower(),
             **self.properties,
+            **(wiring or {}),
             **self.broker_properties.get(broker_id, {}),
         }
         return merged
 
 
 class LocalCluster:
-    """ZooKeeper + ``spec.brokers`` reference brokers (ids 1..N) on loopback, in ``run_dir``.
+    """ZooKeeper + ``spec.brokers`` brokers of one ``kind`` (ids 1..N) on loopback, in ``run_dir``.
+
+    ``ports`` and ``wiring`` (both per broker id) let a network mechanism put proxies in front
+    of the nodes before they run; without them every broker dials its peers directly.
 
     Without a ``run_dir`` a temporary one is created and removed by :meth:`stop`; a given one
     is kept so the logs can be read after a failure. :meth:`stop` always stops everything it
@@ -173,22 +187,26 @@ class LocalCluster:
         spec: ClusterSpec | None = None,
         run_dir: Path | str | None = None,
         *,
+        kind: BrokerKind = REFERENCE,
         zookeeper_port: int | None = None,
-        broker_ports: Mapping[int, int] | None = None,
+        ports: Mapping[int, BrokerPorts] | None = None,
+        wiring: Mapping[int, BrokerWiring] | None = None,
     ) -> None:
         self.spec = spec or ClusterSpec()
-        if broker_ports is not None and sorted(broker_ports) != self.spec.broker_ids:
-            raise ValueError(f"broker_ports must name brokers {self.spec.broker_ids}, "
-                             f"got {sorted(broker_ports)}")
-        # Ports fixed in advance let a caller put proxies in front of the nodes before they run.
+        self.kind = kind
+        for what, given in (("ports", ports), ("wiring", wiring)):
+            if given is not None and sorted(given) != self.spec.broker_ids:
+                raise ValueError(f"{what} must name brokers {self.spec.broker_ids}, "
+                                 f"got {sorted(given)}")
         self._zookeeper_port = zookeeper_port
-        self._broker_ports = dict(broker_ports) if broker_ports is not None else None
+        self._ports = dict(ports) if ports is not None else None
+        self._wiring = dict(wiring) if wiring is not None else None
         self._given_run_dir = Path(run_dir) if run_dir is not None else None
         self._run_dir: Path | None = None
         self.zookeeper: ZooKeeperServer | None = None
-        self.brokers: dict[int, ReferenceBroker] = {}
+        self.brokers: dict[int, BrokerNodeProcess] = {}
         self._paused: set[int] = set()
-        self._reader: KazooClient | None = None
+        self._state: ZooKeeperState | None = None
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -220,14 +238,14 @@ class LocalCluster:
             self.zookeeper = self._new_zookeeper(self._run_dir / "zookeeper",
                                                  self._zookeeper_port)
             self.zookeeper.start()
-            ports = (self._broker_ports if self._broker_ports is not None else
-                     dict(zip(self.spec.broker_ids,
-                              distinct_free_ports(len(self.spec.broker_ids)), strict=True)))
+            wiring = self._wiring if self._wiring is not None else self._direct_wiring()
             for broker_id in self.spec.broker_ids:
+                mine = wiring[broker_id]
                 self.brokers[broker_id] = self._new_broker(
-                    broker_id, self._run_dir / f"broker-{broker_id}", ports[broker_id],
-                    self.spec.server_properties(broker_id, self.zookeeper.connect_string))
-            self._run_on_brokers(ReferenceBroker.start, self.spec.broker_ids)
+                    broker_id, self._run_dir / f"broker-{broker_id}", mine.ports.client,
+                    self.spec.server_properties(broker_id, mine.zookeeper_connect,
+                                                self.kind.wiring_properties(mine)))
+            self._run_on_brokers(lambda broker: broker.start(), self.spec.broker_ids)
             everyone = set(self.spec.broker_ids)
             for broker_id in self.spec.broker_ids:
                 self.wait_for(partial(self.lists_brokers, broker_id, everyone),
@@ -238,21 +256,33 @@ class LocalCluster:
             raise
         return self
 
+    def _direct_wiring(self) -> dict[int, BrokerWiring]:
+        """Every broker dialling its peers at their own addresses."""
+        assert self.zookeeper is not None
+        hosts = {b: self._broker_host(b) for b in self.spec.broker_ids}
+        ports = (self._ports if self._ports is not None
+                 else allocate_ports(self.kind, self.spec.broker_ids))
+        return direct_wiring(ports, hosts, self.zookeeper.connect_string)
+
+    def _broker_host(self, broker_id: int) -> str:
+        """The address a broker listens on; a backend with addresses per node overrides it."""
+        return LOOPBACK
+
     def _new_zookeeper(self, run_dir: Path, port: int | None) -> ZooKeeperServer:
         """The ZooKeeper node; a backend that runs nodes elsewhere (a namespace) overrides it."""
         return ZooKeeperServer(run_dir, port=port, startup_timeout=self.spec.startup_timeout)
 
     def _new_broker(self, broker_id: int, run_dir: Path, port: int,
-                    properties: Mapping[str, str | int]) -> ReferenceBroker:
-        return ReferenceBroker(run_dir, port=port, properties=properties,
-                               startup_timeout=self.spec.startup_timeout,
-                               stop_timeout=self.spec.broker_stop_timeout)
+                    properties: Mapping[str, str | int]) -> BrokerNodeProcess:
+        return self.kind.new_broker(run_dir, port=port, properties=properties,
+                                    startup_timeout=self.spec.startup_timeout,
+                                    stop_timeout=self.spec.broker_stop_timeout)
 
     def stop(self) -> None:
         """Stop every broker (in parallel, SIGTERM then SIGKILL), then ZooKeeper. Never raises
         for a process that already died; safe to call twice."""
         try:
-            self._run_on_brokers(ReferenceBroker.stop, list(self.brokers))
+            self._run_on_brokers(lambda broker: broker.stop(), list(self.brokers))
         finally:
             self._paused.clear()
             self._close_reader()
@@ -274,7 +304,7 @@ class LocalCluster:
     ) -> None:
         self.stop()
 
-    def _run_on_brokers(self, action: Callable[[ReferenceBroker], object],
+    def _run_on_brokers(self, action: Callable[[BrokerNodeProcess], object],
                         broker_ids: list[int]) -> None:
         """Apply ``action`` to the brokers concurrently; every one finishes, the first error
         is raised after all have."""
@@ -287,7 +317,7 @@ class LocalCluster:
 
     # --- process faults --------------------------------------------------------------------
 
-    def broker(self, broker_id: int) -> ReferenceBroker:
+    def broker(self, broker_id: int) -> BrokerNodeProcess:
         try:
             return self.brokers[broker_id]
         except KeyError:
@@ -344,80 +374,44 @@ class LocalCluster:
 
     # --- reading the cluster ---------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def zk(self, timeout: float = 10.0) -> Iterator[KazooClient]:
-        """A fresh, started kazoo client on this cluster's ZooKeeper, closed on exit."""
-        client = self._new_client(timeout)
-        try:
-            yield client
-        finally:
-            client.stop()
-            client.close()
-
-    def _new_client(self, timeout: float) -> KazooClient:
+    @property
+    def state(self) -> ZooKeeperState:
+        """The cluster's state as its ZooKeeper records it (controller, ISR, registrations)."""
         if self.zookeeper is None:
             raise RuntimeError("the cluster has not been started")
-        client = KazooClient(hosts=self.zookeeper.connect_string, timeout=timeout)
-        client.start(timeout=timeout)
-        return client
+        if self._state is None or self._state.hosts != self.zookeeper.connect_string:
+            self._state = ZooKeeperState(self.zookeeper.connect_string)
+        return self._state
+
+    def zk(self, timeout: float = 10.0) -> contextlib.AbstractContextManager[KazooClient]:
+        """A fresh, started kazoo client on this cluster's ZooKeeper, closed on exit."""
+        return self.state.session(timeout)
 
     def _close_reader(self) -> None:
-        if self._reader is not None:
-            reader, self._reader = self._reader, None
-            with contextlib.suppress(Exception):  # a client of a dead server may complain
-                reader.stop()
-                reader.close()
-
-    def _zk_get(self, path: str) -> bytes | None:
-        """The data at ``path`` or None, through one client kept for the cluster's lifetime."""
-        if self._reader is None:
-            self._reader = self._new_client(10.0)
-        try:
-            data, _ = self._reader.get(path)
-        except NoNodeError:
-            return None
-        return data
-
-    def _zk_json(self, path: str) -> dict[str, Any] | None:
-        data = self._zk_get(path)
-        return None if data is None else json.loads(data)
+        if self._state is not None:
+            state, self._state = self._state, None
+            state.close()
 
     def broker_registration(self, broker_id: int) -> dict[str, Any] | None:
-        """``/brokers/ids/[id]`` as JSON, None while the broker is not registered."""
-        return self._zk_json(f"/brokers/ids/{broker_id}")
+        return self.state.broker_registration(broker_id)
 
     def registered_broker_ids(self) -> list[int]:
-        if self._reader is None:
-            self._reader = self._new_client(10.0)
-        try:
-            return sorted(int(child) for child in self._reader.get_children("/brokers/ids"))
-        except NoNodeError:
-            return []
+        return self.state.registered_broker_ids()
 
     def controller_id(self) -> int | None:
-        """``brokerid`` of ``/controller``, None while no broker is controller."""
-        document = self._zk_json("/controller")
-        return None if document is None else int(document["brokerid"])
+        return self.state.controller_id()
 
     def controller_epoch(self) -> int | None:
-        """``/controller_epoch`` (plain text), None before the first election."""
-        data = self._zk_get("/controller_epoch")
-        return None if data is None else int(data)
+        return self.state.controller_epoch()
 
     def cluster_id(self) -> str | None:
-        document = self._zk_json("/cluster/id")
-        return None if document is None else document["id"]
+        return self.state.cluster_id()
 
     def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
-        """``/brokers/topics/[topic]/partitions/[partition]/state`` as JSON, None if absent."""
-        return self._zk_json(f"/brokers/topics/{topic}/partitions/{partition}/state")
+        return self.state.partition_state(topic, partition)
 
     def leader(self, topic: str, partition: int) -> int | None:
-        """The partition's leader per ZooKeeper; None if no state yet or no leader (-1)."""
-        state = self.partition_state(topic, partition)
-        if state is None or state["leader"] < 0:
-            return None
-        return int(state["leader"])
+        return self.state.leader(topic, partition)
 
     def lists_brokers(self, broker_id: int, expected: set[int]) -> bool:
         """Whether ``broker_id``'s Metadata lists every broker in ``expected``."""
@@ -438,17 +432,7 @@ class LocalCluster:
     def log_paths(self) -> list[Path]:
         """Every node's log, ZooKeeper first — what to read when a test fails."""
         return [self.run_dir / "zookeeper" / f"{ZooKeeperServer.name}.log"] + [
-            self.run_dir / f"broker-{broker_id}" / f"{ReferenceBroker.name}.log"
+            self.run_dir / f"broker-{broker_id}" / f"{self.kind.log_name}.log"
             for broker_id in self.spec.broker_ids
         ]
-
-
-def distinct_free_ports(count: int) -> list[int]:
-    """``count`` different free loopback ports (the kernel may hand one out twice in a row)."""
-    ports: list[int] = []
-    while len(ports) < count:
-        port = free_port(LOOPBACK)
-        if port not in ports:
-            ports.append(port)
-    return ports
 

@@ -21,8 +21,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.cluster.kinds import BrokerKind, BrokerNodeProcess
 from harness.cluster.local import ClusterSpec, LocalCluster
-from harness.cluster.peers import ReferenceBroker
+from harness.cluster.reference_kind import REFERENCE
 from harness.cluster.zookeeper import ZooKeeperServer
 from harness.net import grudge as shapes
 from harness.net.netns import NetnsNetwork
@@ -53,8 +54,8 @@ class NetnsCluster(LocalCluster):
     """ZooKeeper and N brokers, each in a network namespace on one private bridge."""
 
     def __init__(self, spec: ClusterSpec | None = None, run_dir: Path | str | None = None,
-                 *, prefix: str = "kh") -> None:
-        super().__init__(spec, run_dir)
+                 *, prefix: str = "kh", kind: BrokerKind = REFERENCE) -> None:
+        super().__init__(spec, run_dir, kind=kind)
         self._prefix = prefix
         self.net: NetnsNetwork | None = None
 
@@ -107,13 +108,18 @@ class NetnsCluster(LocalCluster):
         cls = _in_namespace(ZooKeeperServer, self.net, ZOOKEEPER)
         return cls(run_dir, port=port or 2181, startup_timeout=self.spec.startup_timeout)
 
-    def _new_broker(self, broker_id: int, run_dir: Path, port: int,
-                    properties: Mapping[str, str | int]) -> ReferenceBroker:
+    def _broker_host(self, broker_id: int) -> str:
         assert self.net is not None
-        cls = _in_namespace(ReferenceBroker, self.net, f"broker-{broker_id}")
-        return cls(run_dir, port=port, properties=properties,
-                   startup_timeout=self.spec.startup_timeout,
-                   stop_timeout=self.spec.broker_stop_timeout)
+        return self.net.ip(f"broker-{broker_id}")
+
+    def _new_broker(self, broker_id: int, run_dir: Path, port: int,
+                    properties: Mapping[str, str | int]) -> BrokerNodeProcess:
+        net = self.net
+        assert net is not None
+        return self.kind.new_broker(
+            run_dir, port=port, properties=properties,
+            startup_timeout=self.spec.startup_timeout, stop_timeout=self.spec.broker_stop_timeout,
+            wrap=lambda cls: _in_namespace(cls, net, f"broker-{broker_id}"))
 
 
 class KernelFaults(PartitionShapes):

@@ -13,16 +13,18 @@ The brokers' own listeners stay on their own ports (``direct_bootstrap``), and t
 ZooKeeper directly, so an observer never sits behind a fault it is observing.
 
 The Toxiproxy server is, in order of preference: the one ``toxiproxy_url`` or
-``$TOXIPROXY_URL`` points at, a real ``toxiproxy-server`` found on PATH, or the project's own
-API-compatible server (``python -m harness.net.toxiproxy_server``); the last two run as child
-processes in the run directory and stop with the cluster. Proxies are created through the
+``$TOXIPROXY_URL`` points at, else one this cluster starts as a child process in the run
+directory (stopped with the cluster): the real ``toxiproxy-server`` — ``$TOXIPROXY_SERVER``, the
+one ``ci/setup.sh`` builds into ``.harness/vendor/bin``, or one on PATH — and only without any
+of those the project's own API-compatible server (``python -m harness.net.toxiproxy_server``);
+:func:`harness.net.toxiproxy_process.find_toxiproxy_server` decides, and
+:attr:`ProxiedCluster.toxiproxy_server` says which one runs. Proxies are created through the
 toxiproxy-python client, so a real Toxiproxy and ours are driven by exactly the same calls.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import shutil
 import tempfile
@@ -35,13 +37,24 @@ from toxiproxy import Toxiproxy
 from toxiproxy.api import APIConsumer
 from toxiproxy.proxy import Proxy
 
-from harness.cluster.local import ClusterSpec, LocalCluster, distinct_free_ports
+from harness.cluster.kinds import (
+    BrokerKind,
+    BrokerPorts,
+    BrokerWiring,
+    allocate_ports,
+    distinct_free_ports,
+)
+from harness.cluster.local import ClusterSpec, LocalCluster
 from harness.cluster.nodes import ClusterNodes
+from harness.cluster.reference_kind import REFERENCE
 from harness.net.ports import LOOPBACK
 from harness.net.toxiproxy_process import (
-    TOXIPROXY_BINARY,
     TOXIPROXY_URL_ENV,
     ToxiproxyProcess,
+    ToxiproxyServerInfo,
+    ToxiproxyServerKind,
+    fetch_version,
+    find_toxiproxy_server,
     split_address,
 )
 
@@ -71,8 +84,9 @@ class ProxiedCluster:
     """
 
     def __init__(self, spec: ClusterSpec | None = None, run_dir: Path | str | None = None,
-                 toxiproxy_url: str | None = None) -> None:
+                 toxiproxy_url: str | None = None, *, kind: BrokerKind = REFERENCE) -> None:
         self.spec = spec or ClusterSpec()
+        self.kind = kind
         self._given_run_dir = Path(run_dir) if run_dir is not None else None
         self._given_url = toxiproxy_url
         self._run_dir: Path | None = None
@@ -129,6 +143,22 @@ class ProxiedCluster:
         states = self.api().get("/proxies").json()
         return {name: state for name, state in states.items() if name in self.links}
 
+    _external_server: ToxiproxyServerInfo | None = None  # set by _start_toxiproxy
+
+    @property
+    def toxiproxy_server(self) -> ToxiproxyServerInfo:
+        """Which Toxiproxy server carries the proxies — real, built-in or external — and the
+        version it answered at start (``.describe()`` gives ``real v2.12.0``)."""
+        if self._url is None:
+            raise RuntimeError("the cluster has not been started")
+        if self._server is not None:
+            return self._server.info
+        if self._external_server is not None and self._external_server.url == self._url:
+            return self._external_server
+        # A subclass started a server of its own that is not our child (a container).
+        return ToxiproxyServerInfo(ToxiproxyServerKind.EXTERNAL, self._url,
+                                   fetch_version(self._url))
+
     @property
     def server_pid(self) -> int | None:
         """The pid of the Toxiproxy server this cluster started, None if it uses another's."""
@@ -171,12 +201,12 @@ class ProxiedCluster:
             self._run_dir = Path(tempfile.mkdtemp(prefix="proxied-cluster-"))
         try:
             self._url = self._start_toxiproxy()
-            zookeeper_port, *ports = distinct_free_ports(1 + self.spec.brokers)
-            broker_ports = dict(zip(self.spec.broker_ids, ports, strict=True))
+            zookeeper_port = distinct_free_ports(1)[0]
+            broker_ports = allocate_ports(self.kind, self.spec.broker_ids)
             self._create_proxies(zookeeper_port, broker_ports)
-            self._cluster = LocalCluster(self._proxied_spec(), run_dir=self._run_dir,
-                                         zookeeper_port=zookeeper_port,
-                                         broker_ports=broker_ports)
+            self._cluster = LocalCluster(self.spec, run_dir=self._run_dir, kind=self.kind,
+                                         zookeeper_port=zookeeper_port, ports=broker_ports,
+                                         wiring=self._proxied_wiring(broker_ports))
             self._cluster.start()
         except BaseException:
             self.stop()
@@ -184,23 +214,28 @@ class ProxiedCluster:
         return self
 
     def _start_toxiproxy(self) -> str:
+        """The URL of the server given (``toxiproxy_url``, ``$TOXIPROXY_URL``), else of the one
+        :func:`find_toxiproxy_server` picks, started here."""
         url = self._given_url or os.environ.get(TOXIPROXY_URL_ENV)
         if url:
-            return url.rstrip("/")
-        self._server = ToxiproxyProcess(self.run_dir / "toxiproxy", shutil.which(TOXIPROXY_BINARY))
+            url = url.rstrip("/")
+            self._external_server = ToxiproxyServerInfo(ToxiproxyServerKind.EXTERNAL, url,
+                                                        fetch_version(url))
+            return url
+        self._server = ToxiproxyProcess(self.run_dir / "toxiproxy", find_toxiproxy_server())
         return self._server.start()
 
-    def _create_proxies(self, zookeeper_port: int, broker_ports: dict[int, int]) -> None:
+    def _create_proxies(self, zookeeper_port: int, broker_ports: dict[int, BrokerPorts]) -> None:
         """One proxy per link; a proxy of the same name left on a shared server by a crashed
         run is replaced, as Toxiproxy's own ``populate`` does."""
         upstreams: dict[str, int] = {}
         for broker_id in self.spec.broker_ids:
-            upstreams[link_name(CLIENT, broker_node(broker_id))] = broker_ports[broker_id]
+            upstreams[link_name(CLIENT, broker_node(broker_id))] = broker_ports[broker_id].client
         for source in self.spec.broker_ids:
             for destination in self.spec.broker_ids:
                 if source != destination:
                     upstreams[link_name(broker_node(source), broker_node(destination))] = (
-                        broker_ports[destination])
+                        broker_ports[destination].inbound[source])
         for broker_id in self.spec.broker_ids:
             upstreams[link_name(broker_node(broker_id), ZOOKEEPER)] = zookeeper_port
         client = self.toxiproxy
@@ -214,24 +249,25 @@ class ProxiedCluster:
             host, listen_port = split_address(proxy.listen)
             self.links[name] = (host, listen_port, proxy.upstream)
 
-    def _proxied_spec(self) -> ClusterSpec:
-        """The spec with each broker pointed at its proxies; the caller's own per-broker
-        properties still apply last."""
-        overrides: dict[int, dict[str, str | int]] = {}
-        for broker_id in self.spec.broker_ids:
-            me = broker_node(broker_id)
-            peers = ",".join(f"{peer}={self._listen(link_name(me, broker_node(peer)))}"
-                             for peer in self.spec.broker_ids if peer != broker_id)
-            properties: dict[str, str | int] = {
-                "advertised.listeners":
-                    f"PLAINTEXT://{self._listen(link_name(CLIENT, me))}",
-                "zookeeper.connect": self._listen(link_name(me, ZOOKEEPER)),
-            }
-            if peers:
-                properties["broker.peer.addresses"] = peers
-            overrides[broker_id] = {**properties,
-                                    **self.spec.broker_properties.get(broker_id, {})}
-        return dataclasses.replace(self.spec, broker_properties=overrides)
+    def _proxied_wiring(self, ports: dict[int, BrokerPorts]) -> dict[int, BrokerWiring]:
+        """Each broker advertised at its client proxy, dialling each peer through the pair's
+        proxy and ZooKeeper through its own; a broker reaches itself directly."""
+        def via(source: int, destination: int) -> str:
+            if source == destination:
+                return f"{LOOPBACK}:{ports[destination].inbound[source]}"
+            return self._listen(link_name(broker_node(source), broker_node(destination)))
+
+        wiring: dict[int, BrokerWiring] = {}
+        ids = self.spec.broker_ids
+        for me in ids:
+            node = broker_node(me)
+            wiring[me] = BrokerWiring(
+                broker_id=me, host=LOOPBACK, ports=ports[me],
+                advertised_client=self._listen(link_name(CLIENT, node)),
+                dial={j: via(me, j) for j in ids},
+                dialled_at={i: via(i, me) for i in ids},
+                zookeeper_connect=self._listen(link_name(node, ZOOKEEPER)))
+        return wiring
 
     def lift_all_faults(self) -> None:
         """Remove every toxic and enable every proxy of this cluster (others' are untouched)."""

@@ -43,20 +43,21 @@ from pathlib import Path
 from typing import Any
 
 from harness.cluster.control import ControlServer, socket_path
-from harness.cluster.local import ClusterSpec
-from harness.cluster.netns_cluster import KernelFaults, NetnsCluster
-from harness.cluster.proxied import ProxiedCluster
-from harness.cluster.targets import (
-    BACKENDS,
-    FAULTS,
-    KINDS,
-    PROCESS_FAULTS,
-    Target,
-    check_options,
-    start_target,
+from harness.cluster.factory import (
+    Backend,
+    ClusterOptions,
+    Faults,
+    Network,
+    RunnableCluster,
+    TargetName,
+    build,
 )
+from harness.cluster.kinds import Capability
+from harness.cluster.local import ClusterSpec
+from harness.cluster.netns_cluster import NetnsCluster
+from harness.cluster.proxied import ProxiedCluster
+from harness.cluster.targets import Target, start
 from harness.nemesis import process as process_faults
-from harness.nemesis.network import NetworkFaults
 
 logger = logging.getLogger("harness.supervisor")
 
@@ -67,7 +68,6 @@ _ZOOKEEPER_QUERY_TIMEOUT_S = 2.0
 
 PROCESS_COMMANDS = tuple(process_faults.ACTIONS)
 SHAPES = ("isolate", "halves", "ring", "bridge", "grudge")
-NETWORKS = ("proxy", "kernel")
 
 
 class UsageError(ValueError):
@@ -111,33 +111,34 @@ class Supervisor:
     """One cluster, its faults, and the state file describing them."""
 
     def __init__(self, run_dir: Path, spec: ClusterSpec, toxiproxy_url: str | None = None,
-                 *, target: str = "reference", bootstrap: str | None = None,
-                 network: str = "proxy", backend: str = "local") -> None:
-        check_options(target, bootstrap, spec.brokers, network, backend)
+                 *, target: str = TargetName.REFERENCE, bootstrap: str | None = None,
+                 network: str = Network.PROXY, backend: str = Backend.LOCAL) -> None:
+        self.options = ClusterOptions(TargetName(target), spec.brokers, Network(network),
+                                      Backend(backend), bootstrap, spec.properties, toxiproxy_url)
+        self.options.check()
         self.run_dir = run_dir
         self.spec = spec
-        self.target_kind = target
-        self.network = network
-        self.backend_kind = backend
-        self._bootstrap = bootstrap
+        self.target_kind = self.options.target.value
+        self.network = self.options.network.value
+        self.backend_kind = self.options.backend.value
         # A peer target (tansu, librdkafka-mock, external) has a bootstrap and nothing to fault.
         self.peer: Target | None = None
         self.proxied: ProxiedCluster | None = None
         self.kernel: NetnsCluster | None = None
         self.docker: Any = None  # a DockerCluster; imported only when asked for
-        self.faults: Any = None  # NetworkFaults, KernelFaults or IptablesPartitions
-        if target == "reference" and backend == "docker":
-            from harness.cluster.docker_backend import DockerCluster
-            from harness.cluster.docker_faults import IptablesPartitions
-
-            self.docker = DockerCluster(spec, run_dir=run_dir)
-            self.faults = IptablesPartitions(self.docker)
-        elif target == "reference" and network == "kernel":
-            self.kernel = NetnsCluster(spec, run_dir=run_dir)
-            self.faults = KernelFaults(self.kernel)
-        elif target == "reference":
-            self.proxied = ProxiedCluster(spec, run_dir=run_dir, toxiproxy_url=toxiproxy_url)
-            self.faults = NetworkFaults(self.proxied)
+        self.faults: Faults | None = None
+        self._cluster: RunnableCluster | None = None
+        self.version = ""  # of the brokers, once started
+        if self.options.faultable:
+            built = build(self.options, run_dir, spec=spec)
+            self._cluster, self.faults = built.cluster, built.faults
+            self._kind = built.kind
+            if isinstance(built.cluster, ProxiedCluster) and built.mechanism == "proxy":
+                self.proxied = built.cluster
+            elif isinstance(built.cluster, NetnsCluster):
+                self.kernel = built.cluster
+            else:
+                self.docker = built.cluster
         self.stopping = threading.Event()
         self._lock = threading.Lock()  # one fault at a time; status does not wait for it
         self._state_lock = threading.Lock()
@@ -153,10 +154,10 @@ class Supervisor:
         return self._phase
 
     @property
-    def backend(self) -> Any:
-        """The reference cluster (ProxiedCluster, NetnsCluster or DockerCluster); None for a
-        peer target."""
-        return self.proxied or self.kernel or self.docker
+    def backend(self) -> RunnableCluster | None:
+        """The cluster the harness runs (ProxiedCluster, NetnsCluster or DockerCluster); None
+        for a peer target."""
+        return self._cluster
 
     @property
     def local(self) -> Any:
@@ -181,11 +182,11 @@ class Supervisor:
                                         "brokers behind proxies")
         try:
             if self.backend is None:
-                self.peer = start_target(self.target_kind, brokers=self.spec.brokers,
-                                         bootstrap=self._bootstrap,
-                                         run_dir=self.run_dir / "target")
+                self.peer = start(self.options, self.run_dir / "target")
+                self.version = self.peer.version
             else:
                 self.backend.start()
+                self.version = self._kind.version()
         except BaseException as exc:
             self._error = f"{type(exc).__name__}: {exc}"
             self._set_phase("failed", "the cluster did not start")
@@ -217,6 +218,7 @@ class Supervisor:
             "phase": self._phase,
             "run_dir": str(self.run_dir),
             "target": self.target_kind,
+            "version": self.version,
             "network": self.network if self.backend is not None else None,
             "backend": self.backend_kind,
             "supervisor_pid": os.getpid(),
@@ -255,12 +257,14 @@ class Supervisor:
         nodes = (self._container_nodes(zk_facts) if self.docker is not None
                  else self._process_nodes(zk_facts))
         try:
-            faults = self.faults.active()
+            faults = self._faults.active()
         except Exception as exc:  # noqa: BLE001 - a dead Toxiproxy is itself what status shows
             faults = {"error": f"cannot read the faults: {exc}"}
         document.update({
             "nodes": nodes,
             "controller": zk_facts.get("controller"),
+            "controller_epoch": zk_facts.get("controller_epoch"),
+            "partitions": zk_facts.get("partitions", {}),
             "faults": faults,
             "logs": [str(self.run_dir / LOG_NAME), *map(str, self.backend.log_paths())],
             **self._network_facts(),
@@ -324,7 +328,8 @@ class Supervisor:
         if self.kernel is not None:
             net = self.kernel.net
             return {"bootstrap": self.kernel.bootstrap, "direct_bootstrap": self.kernel.bootstrap,
-                    "toxiproxy_url": None, "toxiproxy_pid": None, "proxies": {},
+                    "toxiproxy_url": None, "toxiproxy_pid": None, "toxiproxy_server": None,
+                    "proxies": {},
                     "namespaces": self.kernel.namespaces(), "addresses": self.kernel.addresses(),
                     "hub": net.hub if net else None, "bridge": net.bridge if net else None,
                     "host_link": net.host_link if net else None,
@@ -333,6 +338,8 @@ class Supervisor:
             docker = self.docker
             return {"bootstrap": docker.bootstrap, "direct_bootstrap": docker.direct_bootstrap,
                     "toxiproxy_url": docker.toxiproxy_url, "toxiproxy_pid": None,
+                    "toxiproxy_server": (f"real ({docker.toxiproxy_image})"
+                                         if docker.toxiproxy_image else "built-in"),
                     "proxies": {name: {"listen": f"{host}:{port}", "upstream": upstream}
                                 for name, (host, port, upstream) in docker.links.items()},
                     "run_label": docker.label_selector, "docker_network": docker.network_name,
@@ -344,6 +351,7 @@ class Supervisor:
             "direct_bootstrap": self.proxied.direct_bootstrap,
             "toxiproxy_url": self.proxied.toxiproxy_url,
             "toxiproxy_pid": self.proxied.server_pid,
+            "toxiproxy_server": self.proxied.toxiproxy_server.describe(),
             "proxies": {name: {"listen": f"{host}:{port}", "upstream": upstream}
                         for name, (host, port, upstream) in self.proxied.links.items()},
         }
@@ -364,6 +372,11 @@ class Supervisor:
 
         def ask() -> None:
             facts["registered"] = local.registered_broker_ids()
+            facts["partitions"] = {
+                name: {"leader": state["leader"], "isr": state["isr"],
+                       "leader_epoch": state["leader_epoch"]}
+                for name, state in local.state.partition_states().items()}
+            facts["controller_epoch"] = local.controller_epoch()
             facts["controller"] = local.controller_id()
 
         worker = threading.Thread(target=ask, name="status-zk", daemon=True)
@@ -387,7 +400,8 @@ class Supervisor:
             if self._phase != "ready":
                 return {"ok": False, "kind": "failed", "error": f"the cluster is {self._phase}"}
             if self.peer is not None:
-                needed = PROCESS_FAULTS if command in PROCESS_COMMANDS else FAULTS
+                needed = (Capability.PROCESS_FAULTS if command in PROCESS_COMMANDS
+                          else Capability.FAULTS)
                 return {"ok": False, "kind": "usage",
                         "error": self.peer.missing(needed) or f"{command} is not offered"}
             with self._lock:
@@ -400,14 +414,20 @@ class Supervisor:
             logger.exception("%s failed", command)
             return {"ok": False, "kind": "failed", "error": f"{type(exc).__name__}: {exc}"}
 
+    @property
+    def _faults(self) -> Faults:
+        """The faults of the cluster the harness runs (peer targets are answered earlier)."""
+        assert self.faults is not None, "a peer target has no faults"
+        return self.faults
+
     def _apply(self, command: Any, request: dict[str, Any]) -> dict[str, Any]:
         if command == "partition":
             return {"cut": [list(pair) for pair in self._partition(request)]}
         if command == "heal":
-            self.faults.heal()
+            self._faults.heal()
             return {}
         if command == "toxic_add":
-            name = self.faults.add_toxic(
+            name = self._faults.add_toxic(
                 _string(request, "link"), _string(request, "type"),
                 dict(request.get("attributes") or {}),
                 stream=request.get("stream", "downstream"),
@@ -415,7 +435,7 @@ class Supervisor:
                 name=request.get("name"))
             return {"name": name}
         if command == "toxic_remove":
-            self.faults.remove_toxic(_string(request, "link"), _string(request, "name"))
+            self._faults.remove_toxic(_string(request, "link"), _string(request, "name"))
             return {}
         if command in PROCESS_COMMANDS:
             return process_faults.apply(self.local, command, _string(request, "node"))
@@ -424,20 +444,20 @@ class Supervisor:
     def _partition(self, request: dict[str, Any]) -> list[tuple[str, str]]:
         shape = request.get("shape")
         if shape == "isolate":
-            return self.faults.isolate(_string(request, "node"))
+            return self._faults.isolate(_string(request, "node"))
         if shape == "halves":
-            return self.faults.halves()
+            return self._faults.halves()
         if shape == "ring":
-            return self.faults.ring()
+            return self._faults.ring()
         if shape == "bridge":
-            return self.faults.bridge()
+            return self._faults.bridge()
         if shape == "grudge":
             grudge = request.get("grudge")
             if not isinstance(grudge, dict) or not all(
                     isinstance(v, list) and all(isinstance(n, str) for n in v)
                     for v in grudge.values()):
                 raise UsageError("a grudge is a JSON object {node: [nodes it cannot hear]}")
-            return self.faults.partition(grudge)
+            return self._faults.partition(grudge)
         raise UsageError(f"unknown partition shape {shape!r}; shapes are {', '.join(SHAPES)}")
 
 
@@ -565,17 +585,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--brokers", type=int, default=3)
     parser.add_argument("--session-timeout-ms", type=int, default=6000)
     parser.add_argument("--toxiproxy-url", default=None)
-    parser.add_argument("--target", choices=KINDS, default="reference")
+    parser.add_argument("--target", choices=[t.value for t in TargetName], default="reference")
     parser.add_argument("--bootstrap", default=None)
-    parser.add_argument("--network", choices=NETWORKS, default="proxy")
-    parser.add_argument("--backend", choices=BACKENDS, default="local")
+    parser.add_argument("--network", choices=[n.value for n in Network], default="proxy")
+    parser.add_argument("--backend", choices=[b.value for b in Backend], default="local")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         spec = ClusterSpec(brokers=args.brokers,
                            zookeeper_session_timeout_ms=args.session_timeout_ms)
-        check_options(args.target, args.bootstrap, args.brokers, args.network, args.backend)
+        ClusterOptions(TargetName(args.target), args.brokers, Network(args.network),
+                       Backend(args.backend), args.bootstrap).check()
     except ValueError as exc:
         logger.error("%s", exc)
         return 2

@@ -68,12 +68,16 @@ def read_recovery_points(path: Path) -> dict[tuple[str, int], int]:
     """Kafka's offset checkpoint text: version line, count line, ``topic partition offset``.
 
     A missing file means the broker never recorded a recovery point: nothing was known to be
-    flushed. A damaged one is an error here (the broker would silently recover everything,
-    but a fault that cannot say what it cut is no use to a test).
+    flushed. So does an empty one: Apache Kafka creates the file empty at start-up and writes
+    the first checkpoint only after ``log.flush.offset.checkpoint.interval.ms`` (a minute), and
+    reads an empty file as no entries. A damaged one is an error here (the broker would
+    silently recover everything, but a fault that cannot say what it cut is no use to a test).
     """
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
+        return {}
+    if not lines:
         return {}
     if len(lines) < 2 or lines[0].strip() != str(_CHECKPOINT_VERSION):
         raise ValueError(f"{path}: not a version {_CHECKPOINT_VERSION} offset checkpoint")

@@ -106,6 +106,17 @@ def test_a_second_cut_changes_nothing(tmp_path):
     assert again["t-0"]["offsets_lost"] == 0 and again["t-0"]["bytes_cut"] == 0
 
 
+def test_an_empty_checkpoint_records_no_recovery_point(tmp_path):
+    """Apache Kafka creates the checkpoint file empty at start-up and reads it as no entries;
+    a damaged one is still refused, since the fault could not say what it cut."""
+    checkpoint = tmp_path / "recovery-point-offset-checkpoint"
+    checkpoint.write_text("")
+    assert read_recovery_points(checkpoint) == {}
+    checkpoint.write_text("7\n1\nt 0 5\n")
+    with pytest.raises(ValueError, match="not a version 0 offset checkpoint"):
+        read_recovery_points(checkpoint)
+
+
 def test_refuses_something_that_is_not_a_log_dir(tmp_path):
     with pytest.raises(FileNotFoundError):
         lose_unflushed(tmp_path / "missing")

@@ -155,4 +155,24 @@ def test_network_option_is_checked(pytester: pytest.Pytester):
     pytester.makepyfile(NEEDS)
     result = pytester.runpytest_subprocess("--target", "tansu", "--network", "kernel")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--network kernel is for the reference target*"])
+    result.stderr.fnmatch_lines(["*--network kernel is for the targets the harness runs as a "
+                                 "cluster (reference, apache-kafka), not *tansu*"])
+
+
+def test_apache_kafka_target_through_the_plugin(pytester: pytest.Pytester):
+    """``--target apache-kafka``: the header names Kafka's version, every capability marker
+    runs (none skips), and a partition cut through the ``faults`` fixture reaches Kafka."""
+    pytester.makepyfile(NEEDS + '''
+@pytest.mark.requires_process_faults
+@pytest.mark.requires_controller
+@pytest.mark.requires_multi_broker
+def test_isolate_a_broker(cluster, faults):
+    assert cluster.kind == "apache-kafka" and cluster.version.startswith("3.9.")
+    cut = faults.isolate("broker-2")
+    assert ("broker-2", "zk") in cut and ("broker-1", "broker-2") in cut
+    assert cluster.nodes.controller_id() in (1, 2, 3)
+''')
+    result = pytester.runpytest_subprocess("--target", "apache-kafka", "-rs")
+    result.stdout.fnmatch_lines(["kafka-harness target: apache-kafka 3.9.* (network proxy, "
+                                 "backend local)"])
+    result.assert_outcomes(passed=4)

@@ -1,0 +1,331 @@
+"""Apache Kafka as a broker kind: its own jars, started as Kafka's start script starts them.
+
+``kafka-server-start.sh`` amounts to ``java <heap opts> <jvm opts> -Dlog4j... -cp 'libs/*'
+kafka.Kafka server.properties``; this module does the same with the jars ``ci/setup.sh`` fetched
+from the Maven registry (``.harness/vendor/kafka-3.9/libs``, ``.../kafka-4/libs``) or with a
+distribution the user already has (``$KAFKA_HOME`` with ``libs/``: it serves the kind whose line
+its ``kafka_2.13-<version>.jar`` belongs to). ``$KAFKA_HEAP_OPTS`` and
+``$KAFKA_JVM_PERFORMANCE_OPTS`` are honoured as the script honours them; the defaults here are
+small heaps (three brokers and ZooKeeper share two cores in CI).
+
+Two kinds:
+
+* ``apache-kafka`` — 3.9 in ZooKeeper mode, the last line that has it, so the harness's
+  ZooKeeper-mode cluster (controller and ISR in znodes, every fault) runs on the real thing.
+  Pair-exact inter-broker links: a Kafka broker dials the address its peer advertises for the
+  listener named by its *own* ``inter.broker.listener.name``, so broker ``j`` gets one listener
+  ``BROKER<i>`` per source broker ``i``, advertised at the address ``i`` must use to reach it
+  (through the ``broker-i->broker-j`` proxy), and broker ``i`` sets
+  ``inter.broker.listener.name=BROKER<i>``. Follower fetches, controller requests and
+  AlterPartition all follow that rule, so a cut of one directed pair cuts exactly that pair.
+* ``apache-kafka-kraft`` — 4.x in combined KRaft mode (broker and controller in one process),
+  for the protocol, group and offset suites; its storage is formatted on first start.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import shlex
+import subprocess
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.cluster.kinds import (
+    BrokerWiring,
+    Capability,
+    ContainerLaunch,
+    Wrap,
+    properties_text,
+)
+from harness.cluster.peers import BrokerProcess
+from harness.cluster.process import PeerStartError
+from harness.cluster.zookeeper import find_java
+from harness.net.ports import free_port
+from harness.vendor import FETCH_HINT, vendor_dir
+
+KAFKA_HOME_ENV = "KAFKA_HOME"
+HEAP_OPTS_ENV = "KAFKA_HEAP_OPTS"
+JVM_OPTS_ENV = "KAFKA_JVM_PERFORMANCE_OPTS"
+DEFAULT_HEAP_OPTS = "-Xms256m -Xmx512m"
+# Kafka's own start script's performance options.
+DEFAULT_JVM_OPTS = ("-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 "
+                    "-XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent "
+                    "-Djava.awt.headless=true")
+CLIENT_LISTENER = "CLIENT"
+CONTROLLER_LISTENER = "CONTROLLER"
+CONTAINER_LIBS = "/opt/kafka/libs"  # where a container finds the jars (mounted read-only)
+_CORE_JAR = re.compile(r"^kafka_2\.1[23]-(\d+)\.(\d+)\.(\d+)\.jar$")
+_FORMAT_TIMEOUT_S = 60.0
+
+
+def broker_listener(source: int) -> str:
+    """The listener on which broker ``source``'s connections arrive."""
+    return f"BROKER{source}"
+
+
+@dataclass(frozen=True)
+class KafkaDistribution:
+    """A directory of Kafka's runtime jars and the version of its core jar."""
+
+    libs: Path
+    version: str
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+    @property
+    def classpath(self) -> str:
+        return f"{self.libs}/*"
+
+    @classmethod
+    def at(cls, libs: Path) -> KafkaDistribution | None:
+        """The distribution in ``libs``, None when no Kafka core jar is there."""
+        if not libs.is_dir():
+            return None
+        for jar in sorted(libs.iterdir()):
+            match = _CORE_JAR.match(jar.name)
+            if match:
+                return cls(libs, ".".join(match.groups()))
+        return None
+
+    @classmethod
+    def find(cls, line: str) -> KafkaDistribution:
+        """The distribution of Kafka ``line`` (``"3.9"`` or ``"4"``): ``$KAFKA_HOME/libs`` when
+        it holds that line, else the one set-up fetched; PeerStartError naming both if neither.
+        """
+        home = os.environ.get(KAFKA_HOME_ENV)
+        if home:
+            found = cls.at(Path(home) / "libs")
+            if found is not None and _in_line(found.version, line):
+                return found
+        vendored = vendor_dir() / f"kafka-{line}" / "libs"
+        found = cls.at(vendored)
+        if found is not None and _in_line(found.version, line):
+            return found
+        raise PeerStartError(
+            f"no Apache Kafka {line} jars: {vendored} has none"
+            + (f" and ${KAFKA_HOME_ENV}={home} holds no Kafka {line}" if home else "")
+            + f"; {FETCH_HINT}, or set ${KAFKA_HOME_ENV} to a Kafka {line} distribution")
+
+
+def _in_line(version: str, line: str) -> bool:
+    return version == line or version.startswith(f"{line}.")
+
+
+class ApacheKafkaBroker(BrokerProcess):
+    """One Apache Kafka broker process (ZooKeeper mode) configured by ``server.properties``."""
+
+    name = "kafka"
+
+    def __init__(self, run_dir: Path | str | None = None, *,
+                 properties: Mapping[str, str | int] | None = None,
+                 distribution: KafkaDistribution, **kwargs) -> None:
+        super().__init__(run_dir, **kwargs)
+        self.properties = dict(properties or {})
+        self.distribution = distribution
+
+    @property
+    def properties_path(self) -> Path:
+        return self.run_dir / "server.properties"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.run_dir / "data"
+
+    def server_properties(self) -> dict[str, str]:
+        listener = f"PLAINTEXT://{self.host}:{self.port}"
+        merged: dict[str, str | int] = {
+            "broker.id": 0,
+            "listeners": listener,
+            "advertised.listeners": listener,
+            "log.dirs": str(self.data_dir),
+            "num.partitions": 1,
+            **self.properties,
+        }
+        return {key: str(value) for key, value in merged.items()}
+
+    def _prepare(self) -> None:
+        _write_atomically(self.properties_path, "".join(
+            f"{key}={value}\n" for key, value in self.server_properties().items()))
+        _write_atomically(self._logging_config_path, logging_config(self.distribution.major))
+
+    @property
+    def _logging_config_path(self) -> Path:
+        return self.run_dir / logging_config_name(self.distribution.major)
+
+    def jvm_command(self, main_class: str, *args: str) -> list[str]:
+        """``java`` with Kafka's options and classpath, running ``main_class``."""
+        return kafka_jvm_command(find_java(), self.distribution, str(self.run_dir),
+                                 main_class, *args)
+
+    def _command(self) -> list[str]:
+        return self.jvm_command("kafka.Kafka", str(self.properties_path))
+
+
+def logging_config_name(major: int) -> str:
+    """Kafka 3 logs with log4j 1 (its reload4j), Kafka 4 with log4j 2."""
+    return "log4j.properties" if major < 4 else "log4j2.properties"
+
+
+def logging_config(major: int) -> str:
+    """Everything to stdout, which is the node's log file: one file to read on failure."""
+    if major < 4:
+        return ("log4j.rootLogger=INFO, stdout\n"
+                "log4j.appender.stdout=org.apache.log4j.ConsoleAppender\n"
+                "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout\n"
+                "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+                "log4j.logger.kafka.request.logger=WARN\n"
+                "log4j.logger.org.apache.zookeeper=WARN\n")
+    return ("appender.out.type=Console\n"
+            "appender.out.name=out\n"
+            "appender.out.layout.type=PatternLayout\n"
+            "appender.out.layout.pattern=[%d] %p %m (%c)%n\n"
+            "rootLogger.level=INFO\n"
+            "rootLogger.appenderRef.out.ref=out\n")
+
+
+def kafka_jvm_command(java: str, distribution: KafkaDistribution, run_dir: str,
+                      main_class: str, *args: str) -> list[str]:
+    """What ``kafka-run-class.sh`` runs: ``java`` with Kafka's heap and performance options,
+    the logging config in ``run_dir`` and the classpath of ``distribution``. Paths are taken
+    as given, so the same command serves a local process and a container (where the jars and
+    ``run_dir`` are somewhere else)."""
+    heap = os.environ.get(HEAP_OPTS_ENV, DEFAULT_HEAP_OPTS)
+    jvm = os.environ.get(JVM_OPTS_ENV, DEFAULT_JVM_OPTS)
+    config = f"{run_dir}/{logging_config_name(distribution.major)}"
+    logging = (f"-Dlog4j.configuration=file:{config}" if distribution.major < 4
+               else f"-Dlog4j2.configurationFile={config}")
+    return [java, *shlex.split(heap), *shlex.split(jvm), logging,
+            f"-Dkafka.logs.dir={run_dir}", "-cp", distribution.classpath, main_class, *args]
+
+
+class KraftBroker(ApacheKafkaBroker):
+    """Apache Kafka 4.x in combined KRaft mode: broker and its own single-voter controller.
+
+    The controller listener needs a port of its own, chosen on first start and kept, so a
+    restarted node finds its quorum where it left it. The log dir is formatted (Kafka's
+    ``StorageTool format``) once, with a fresh cluster id.
+    """
+
+    name = "kafka-kraft"
+
+    def __init__(self, run_dir: Path | str | None = None, **kwargs) -> None:
+        super().__init__(run_dir, **kwargs)
+        self.controller_port: int | None = None
+
+    def server_properties(self) -> dict[str, str]:
+        if self.controller_port is None:
+            self.controller_port = free_port(self.host)
+        node_id = self.properties.get("node.id", 1)
+        client = f"{CLIENT_LISTENER}://{self.host}:{self.port}"
+        merged: dict[str, str | int] = {
+            "process.roles": "broker,controller",
+            "node.id": node_id,
+            "controller.quorum.voters": f"{node_id}@{self.host}:{self.controller_port}",
+            "listeners": f"{client},{CONTROLLER_LISTENER}://{self.host}:{self.controller_port}",
+            "advertised.listeners": client,
+            "listener.security.protocol.map":
+                f"{CLIENT_LISTENER}:PLAINTEXT,{CONTROLLER_LISTENER}:PLAINTEXT",
+            "controller.listener.names": CONTROLLER_LISTENER,
+            "inter.broker.listener.name": CLIENT_LISTENER,
+            "log.dirs": str(self.data_dir),
+            "num.partitions": 1,
+            "offsets.topic.replication.factor": 1,
+            "transaction.state.log.replication.factor": 1,
+            "transaction.state.log.min.isr": 1,
+            **self.properties,
+        }
+        return {key: str(value) for key, value in merged.items()}
+
+    def _prepare(self) -> None:
+        super()._prepare()
+        if (self.data_dir / "meta.properties").exists():
+            return
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        command = self.jvm_command("kafka.tools.StorageTool", "format", "-t", cluster_id,
+                                   "-c", str(self.properties_path))
+        result = subprocess.run(command, cwd=self.run_dir, capture_output=True, text=True,
+                                timeout=_FORMAT_TIMEOUT_S, check=False)
+        if result.returncode != 0:
+            raise PeerStartError(f"formatting the KRaft log dir failed (exit code "
+                                 f"{result.returncode}): {(result.stderr or result.stdout)[-800:]}")
+
+
+class ApacheKafkaKind:
+    """``apache-kafka``: Apache Kafka 3.9 brokers in ZooKeeper mode (see the module doc)."""
+
+    name = "apache-kafka"
+    capabilities = frozenset(Capability)
+    listener_per_peer = True
+    log_name = ApacheKafkaBroker.name
+
+    def __init__(self, distribution: KafkaDistribution | None = None) -> None:
+        self._distribution = distribution
+
+    @property
+    def distribution(self) -> KafkaDistribution:
+        if self._distribution is None:
+            self._distribution = KafkaDistribution.find("3.9")
+        return self._distribution
+
+    def version(self) -> str:
+        return self.distribution.version
+
+    def wiring_properties(self, wiring: BrokerWiring) -> dict[str, str | int]:
+        me = wiring.broker_id
+        sources = sorted(wiring.ports.inbound)
+        listeners = [f"{CLIENT_LISTENER}://{wiring.host}:{wiring.ports.client}"] + [
+            f"{broker_listener(i)}://{wiring.host}:{wiring.ports.inbound[i]}" for i in sources]
+        advertised = [f"{CLIENT_LISTENER}://{wiring.advertised_client}"] + [
+            f"{broker_listener(i)}://{wiring.dialled_at[i]}" for i in sources]
+        protocols = [f"{name.split('://')[0]}:PLAINTEXT" for name in listeners]
+        brokers = len(sources)
+        return {
+            "listeners": ",".join(listeners),
+            "advertised.listeners": ",".join(advertised),
+            "listener.security.protocol.map": ",".join(protocols),
+            "inter.broker.listener.name": broker_listener(me),
+            "zookeeper.connect": wiring.zookeeper_connect,
+            "transaction.state.log.replication.factor": min(3, brokers),
+            "transaction.state.log.min.isr": min(2, brokers),
+        }
+
+    def container_launch(self, properties: Mapping[str, str | int],
+                         config_dir: str) -> ContainerLaunch:
+        """``kafka.Kafka`` as :meth:`ApacheKafkaBroker.jvm_command` runs it, on the image's
+        JRE (the one ZooKeeper runs on), with this kind's jars bind-mounted read-only.
+
+        Mounted rather than copied into the image: the image stays one for every kind and is
+        keyed by the sources that run in it (56 MB of jars would be rehashed on every start and
+        rebuilt into it on every version change), and the container runs exactly the
+        distribution the local backend would — the vendored one or ``$KAFKA_HOME`` — with the
+        version :meth:`version` reports. The cost is an engine that sees this host's files,
+        which the docker backend assumes anyway (lose-unflushed edits its volumes from here).
+        """
+        distribution = self.distribution
+        inside = KafkaDistribution(Path(CONTAINER_LIBS), distribution.version)
+        server = f"{config_dir}/server.properties"
+        return ContainerLaunch(
+            command=tuple(kafka_jvm_command("java", inside, config_dir, "kafka.Kafka", server)),
+            files={"server.properties": properties_text({"num.partitions": 1, **properties}),
+                   logging_config_name(inside.major): logging_config(inside.major)},
+            read_only_mounts={str(distribution.libs.resolve()): CONTAINER_LIBS})
+
+    def new_broker(self, run_dir: Path, *, port: int, properties: Mapping[str, str | int],
+                   startup_timeout: float, stop_timeout: float,
+                   wrap: Wrap | None = None) -> ApacheKafkaBroker:
+        cls: type[ApacheKafkaBroker] = wrap(ApacheKafkaBroker) if wrap else ApacheKafkaBroker
+        return cls(run_dir, port=port, properties=properties, distribution=self.distribution,
+                   startup_timeout=startup_timeout, stop_timeout=stop_timeout)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+

@@ -1,0 +1,238 @@
+"""The one place a cluster is chosen: target × network mechanism × backend.
+
+Every caller — the pytest plugin, ``kafka-harness up`` (its supervisor), ``kafka-harness run``
+and the matrix — describes what it wants as :class:`ClusterOptions` and asks :func:`build` for
+an unstarted cluster and its faults, so no caller branches on the combination itself and a new
+broker kind is one entry in :data:`BROKER_KINDS`.
+
+The combinations that exist:
+
+=====================  ===========================  ==========================================
+target                 network / backend            what runs
+=====================  ===========================  ==========================================
+reference,             proxy / local                ZooKeeper + N brokers, every link through
+apache-kafka                                        Toxiproxy (:class:`ProxiedCluster`)
+reference,             kernel / local (root)        each node in a network namespace, iptables
+apache-kafka                                        drops (:class:`NetnsCluster`)
+reference              proxy / docker               containers behind a Toxiproxy container
+                                                    (:class:`DockerCluster`)
+apache-kafka-kraft,    (none)                       one node, no faults (peers, see
+tansu,                                              :func:`harness.cluster.targets.start_target`)
+librdkafka-mock,
+external
+=====================  ===========================  ==========================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from harness.cluster.docker_backend import DockerCluster
+    from harness.cluster.kinds import BrokerKind
+    from harness.cluster.local import ClusterSpec
+    from harness.cluster.nodes import ClusterNodes
+
+_E = TypeVar("_E", bound=StrEnum)
+
+
+class TargetName(StrEnum):
+    """What the suites or a run talk to (``--target``)."""
+
+    REFERENCE = "reference"
+    APACHE_KAFKA = "apache-kafka"
+    APACHE_KAFKA_KRAFT = "apache-kafka-kraft"
+    TANSU = "tansu"
+    LIBRDKAFKA_MOCK = "librdkafka-mock"
+    EXTERNAL = "external"
+
+
+class Network(StrEnum):
+    """How network faults are made (``--network``)."""
+
+    PROXY = "proxy"    # Toxiproxy on every link: partitions and toxics
+    KERNEL = "kernel"  # root: network namespaces and iptables drops, no toxics
+
+
+class Backend(StrEnum):
+    """Where the nodes run (``--backend``)."""
+
+    LOCAL = "local"
+    DOCKER = "docker"
+
+
+class ClusterTarget(StrEnum):
+    """The targets the harness runs as a ZooKeeper-mode cluster of its own, with every fault
+    (the choices of ``kafka-harness run --target``)."""
+
+    REFERENCE = TargetName.REFERENCE.value
+    APACHE_KAFKA = TargetName.APACHE_KAFKA.value
+
+
+def _reference() -> BrokerKind:
+    from harness.cluster.reference_kind import REFERENCE
+
+    return REFERENCE
+
+
+def _apache_kafka() -> BrokerKind:
+    from harness.cluster.apache_kafka import ApacheKafkaKind
+
+    return ApacheKafkaKind()
+
+
+BROKER_KINDS: Mapping[str, Callable[[], BrokerKind]] = {
+    ClusterTarget.REFERENCE: _reference,
+    ClusterTarget.APACHE_KAFKA: _apache_kafka,
+}
+"""How each :class:`ClusterTarget` makes its broker kind (imported on use: the CLI starts
+without loading any client library)."""
+
+DOCKER_KINDS = frozenset({TargetName.REFERENCE, TargetName.APACHE_KAFKA})
+"""Kinds the docker backend has an image for."""
+
+
+class RunnableCluster(Protocol):
+    """A cluster a backend built: started, stopped, and reached through its nodes."""
+
+    @property
+    def bootstrap(self) -> str: ...
+
+    @property
+    def cluster(self) -> ClusterNodes: ...
+
+    def start(self) -> object: ...
+
+    def stop(self) -> None: ...
+
+    def log_paths(self) -> list[Path]: ...
+
+
+class Faults(Protocol):
+    """A network mechanism's faults: partitions (by shape or grudge) and, where it can, toxics."""
+
+    @property
+    def nodes(self) -> list[str]: ...
+
+    def partition(self, grudge: Mapping[str, Iterable[str]]) -> list[tuple[str, str]]: ...
+
+    def isolate(self, node: str) -> list[tuple[str, str]]: ...
+
+    def halves(self, nodes: Sequence[str] | None = None) -> list[tuple[str, str]]: ...
+
+    def ring(self, nodes: Sequence[str] | None = None) -> list[tuple[str, str]]: ...
+
+    def bridge(self, nodes: Sequence[str] | None = None) -> list[tuple[str, str]]: ...
+
+    def heal(self) -> None: ...
+
+    def clear(self) -> None: ...
+
+    def add_toxic(self, link: str, type: str, attributes: dict[str, Any], *,  # noqa: A002
+                  stream: str = ..., toxicity: float = ..., name: str | None = ...) -> str: ...
+
+    def remove_toxic(self, link: str, name: str) -> None: ...
+
+    def active(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """What cluster to run: plain data, from CLI flags or plugin options."""
+
+    target: TargetName = TargetName.REFERENCE
+    brokers: int = 3
+    network: Network = Network.PROXY
+    backend: Backend = Backend.LOCAL
+    bootstrap: str | None = None
+    properties: Mapping[str, str | int] = field(default_factory=dict)
+    toxiproxy_url: str | None = None
+
+    def check(self) -> None:
+        """ValueError naming the problem with these options (a usage error)."""
+        check_options(self.target, self.bootstrap, self.brokers, self.network, self.backend)
+
+    @property
+    def faultable(self) -> bool:
+        """Whether the harness runs this target as a cluster of its own, with faults."""
+        return TargetName(self.target) in BROKER_KINDS
+
+    def spec(self, **overrides: Any) -> ClusterSpec:
+        from harness.cluster.local import ClusterSpec
+
+        return ClusterSpec(brokers=self.brokers, properties=dict(self.properties), **overrides)
+
+
+def check_options(target: str, bootstrap: str | None, brokers: int,
+                  network: str = Network.PROXY, backend: str = Backend.LOCAL) -> None:
+    """ValueError naming the problem with a target's options (a usage error)."""
+    name = _member(TargetName, target, "target")
+    _member(Network, network, "network mechanism")
+    _member(Backend, backend, "backend")
+    if backend == Backend.DOCKER and name not in DOCKER_KINDS:
+        raise ValueError(f"--backend docker runs the {', '.join(sorted(DOCKER_KINDS))} target, "
+                         f"not {target!r} (its image has no {target} build)")
+    if backend == Backend.DOCKER and network == Network.KERNEL:
+        raise ValueError("--network kernel is for the local backend: the docker backend cuts "
+                         "partitions with iptables inside its containers already")
+    if network == Network.KERNEL and name not in BROKER_KINDS:
+        raise ValueError(f"--network kernel is for the targets the harness runs as a cluster "
+                         f"({', '.join(BROKER_KINDS)}), not {target!r}")
+    if name == TargetName.EXTERNAL and not bootstrap:
+        raise ValueError("the external target needs a bootstrap address (--bootstrap)")
+    if name != TargetName.EXTERNAL and bootstrap:
+        raise ValueError(f"--bootstrap is only for the external target, not {target!r}")
+    if brokers < 1:
+        raise ValueError(f"--brokers must be at least 1, got {brokers}")
+
+
+def _member(enum: type[_E], value: str, what: str) -> _E:
+    try:
+        return enum(value)
+    except ValueError:
+        raise ValueError(f"unknown {what} {value!r}; one of "
+                         f"{', '.join(member.value for member in enum)}") from None
+
+
+@dataclass
+class BuiltCluster:
+    """An unstarted cluster, its faults, and the name of the network mechanism for reports."""
+
+    cluster: RunnableCluster
+    faults: Faults
+    mechanism: str
+    kind: BrokerKind
+
+
+def build(options: ClusterOptions, run_dir: Path | None, *,
+          spec: ClusterSpec | None = None) -> BuiltCluster:
+    """The cluster ``options`` describe, not yet started (``spec`` overrides the one the
+    options make). Only for faultable targets (:attr:`ClusterOptions.faultable`)."""
+    options.check()
+    kind = BROKER_KINDS[TargetName(options.target)]()
+    spec = spec or options.spec()
+    if options.backend == Backend.DOCKER:
+        return _docker(spec, run_dir, kind)
+    if options.network == Network.KERNEL:
+        from harness.cluster.netns_cluster import KernelFaults, NetnsCluster
+
+        kernel = NetnsCluster(spec, run_dir=run_dir, kind=kind)
+        return BuiltCluster(kernel, KernelFaults(kernel), "kernel", kind)
+    from harness.cluster.proxied import ProxiedCluster
+    from harness.nemesis.network import NetworkFaults
+
+    proxied = ProxiedCluster(spec, run_dir=run_dir, toxiproxy_url=options.toxiproxy_url,
+                             kind=kind)
+    return BuiltCluster(proxied, NetworkFaults(proxied), "proxy", kind)
+
+
+def _docker(spec: ClusterSpec, run_dir: Path | None, kind: BrokerKind) -> BuiltCluster:
+    from harness.cluster.docker_backend import DockerCluster
+    from harness.cluster.docker_faults import IptablesPartitions
+
+    docker: DockerCluster = DockerCluster(spec, run_dir=run_dir, kind=kind)
+    return BuiltCluster(docker, IptablesPartitions(docker), "docker", kind)

@@ -1,0 +1,234 @@
+"""Broker kinds: what differs between the brokers a cluster can be made of, and nothing else.
+
+A cluster is ZooKeeper + N broker nodes of one kind, on one backend, behind one network
+mechanism (see ``docs/cluster-model.md``). The kind (Jepsen's "db") is the only axis that knows
+a broker's configuration keys and command line: the backends (local processes, network
+namespaces, containers) and the network mechanisms (Toxiproxy proxies, iptables) hand a node a
+:class:`BrokerWiring` — where it listens, which address each peer is to be dialled at, where
+ZooKeeper is — and the kind turns that into its own configuration.
+
+The wiring is pair-exact on purpose. A Toxiproxy proxy sees connections, not senders, so to cut
+``broker-1 -> broker-3`` without also cutting ``broker-2 -> broker-3`` every (source,
+destination) pair needs a proxy of its own, and the source must be made to dial it. The
+reference broker is told per destination (``broker.peer.addresses``); Apache Kafka dials the
+address a peer *advertises* for the listener named by its own ``inter.broker.listener.name``,
+so each Kafka broker gets one listener per source broker, each advertised at that pair's proxy
+(see :mod:`harness.cluster.apache_kafka`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Protocol
+
+from harness.net.ports import LOOPBACK, free_port
+
+Wrap = Callable[[type], type]
+"""What a backend does to a broker class before it is built: e.g. run it inside a network
+namespace, on that namespace's address (see :mod:`harness.cluster.netns_cluster`)."""
+
+
+class Capability(StrEnum):
+    """What a target can do; the suites' ``requires_<capability>`` markers name these."""
+
+    FAULTS = "faults"                  # network faults on every link (proxies or iptables)
+    PROCESS_FAULTS = "process_faults"  # kill / pause / restart / lose-unflushed of brokers
+    ZOOKEEPER = "zookeeper"            # a ZooKeeper the harness can read (znodes, controller)
+    CONTROLLER = "controller"          # controller failover can be provoked
+    MULTI_BROKER = "multi_broker"      # more than one broker (replication, ISR, failover)
+    CREATE_TOPICS = "create_topics"    # CreateTopics is implemented
+
+    @property
+    def reason(self) -> str:
+        """What a target with this capability does, for markers and skip reasons."""
+        return _CAPABILITY_REASONS[self]
+
+
+_CAPABILITY_REASONS = {
+    Capability.FAULTS: "injects network faults through proxies on every link",
+    Capability.PROCESS_FAULTS: "kills, pauses and restarts broker processes",
+    Capability.ZOOKEEPER: "exposes a ZooKeeper the harness can read",
+    Capability.CONTROLLER: "has a controller the harness can fail over",
+    Capability.MULTI_BROKER: "runs more than one broker",
+    Capability.CREATE_TOPICS: "implements CreateTopics",
+}
+
+
+@dataclass(frozen=True)
+class BrokerPorts:
+    """The ports one broker listens on: ``client`` for clients (and the harness), ``inbound[i]``
+    where broker ``i``'s connections arrive (itself included: a controller talks to itself).
+
+    A kind with one listener for everything has ``inbound[i] == client`` for every ``i``.
+    """
+
+    client: int
+    inbound: Mapping[int, int]
+
+
+@dataclass(frozen=True)
+class BrokerWiring:
+    """Everything about the network around one broker that its configuration must say.
+
+    ``dial[j]`` is the address this broker must use to reach broker ``j``; ``dialled_at[i]`` the
+    address broker ``i`` uses to reach this one (the same pairs seen from the other end; a kind
+    that can only advertise, like Apache Kafka, needs this side).
+    """
+
+    broker_id: int
+    host: str
+    ports: BrokerPorts
+    advertised_client: str
+    dial: Mapping[int, str]
+    dialled_at: Mapping[int, str]
+    zookeeper_connect: str
+
+
+@dataclass(frozen=True)
+class ContainerLaunch:
+    """What a container backend runs for one broker: the same program a local process would
+    be, with paths inside the container.
+
+    ``files`` (name -> text) are written into the config dir before every start, so a restart
+    reads its configuration as a first start does; ``command`` then runs in their place; each
+    host directory of ``read_only_mounts`` (host path -> container path) is mounted read-only,
+    for what the kind needs from the host and the image does not carry (Kafka's jars).
+    """
+
+    command: tuple[str, ...]
+    files: Mapping[str, str]
+    read_only_mounts: Mapping[str, str] = field(default_factory=dict)
+
+
+class BrokerKind(Protocol):
+    """One kind of broker the harness can run as a cluster node."""
+
+    @property
+    def name(self) -> str:
+        """The target name users type (``--target``)."""
+        ...
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """What a cluster of this kind offers when the harness runs it on a backend."""
+        ...
+
+    @property
+    def listener_per_peer(self) -> bool:
+        """Whether each peer broker must arrive on a port of its own (see the module doc)."""
+        ...
+
+    @property
+    def log_name(self) -> str:
+        """The node's log file name in its run directory, without ``.log``."""
+        ...
+
+    def version(self) -> str:
+        """The broker's version, for reports and ``pytest_report_header``."""
+        ...
+
+    def wiring_properties(self, wiring: BrokerWiring) -> dict[str, str | int]:
+        """This kind's configuration keys for ``wiring`` (listeners, peers, ZooKeeper)."""
+        ...
+
+    def new_broker(self, run_dir: Path, *, port: int, properties: Mapping[str, str | int],
+                   startup_timeout: float, stop_timeout: float,
+                   wrap: Wrap | None = None) -> BrokerNodeProcess:
+        """An unstarted broker process, its class passed through ``wrap`` first if given."""
+        ...
+
+    def container_launch(self, properties: Mapping[str, str | int],
+                         config_dir: str) -> ContainerLaunch:
+        """How a broker configured by ``properties`` runs in a container of the project image
+        (see :class:`ContainerLaunch`), its files written under ``config_dir`` there."""
+        ...
+
+
+class BrokerNodeProcess(Protocol):
+    """What a cluster needs of a broker process beyond :class:`ManagedProcess`'s lifecycle."""
+
+    name: str
+    port: int | None
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def pid(self) -> int | None: ...
+
+    @property
+    def bootstrap(self) -> str: ...
+
+    @property
+    def data_dir(self) -> Path: ...
+
+    @property
+    def log_path(self) -> Path: ...
+
+    def is_running(self) -> bool: ...
+
+    def start(self) -> object: ...
+
+    def stop(self) -> int | None: ...
+
+    def kill(self) -> int | None: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+
+def allocate_ports(kind: BrokerKind, broker_ids: list[int],
+                   host: str = LOOPBACK) -> dict[int, BrokerPorts]:
+    """Distinct free ports for every broker: one each, or ``1 + len(broker_ids)`` each for a
+    kind that takes every peer on a listener of its own."""
+    per_broker = 1 + len(broker_ids) if kind.listener_per_peer else 1
+    ports = distinct_free_ports(per_broker * len(broker_ids), host)
+    allocated: dict[int, BrokerPorts] = {}
+    for index, broker_id in enumerate(broker_ids):
+        mine = ports[index * per_broker:(index + 1) * per_broker]
+        inbound = ({source: mine[1 + n] for n, source in enumerate(broker_ids)}
+                   if kind.listener_per_peer else dict.fromkeys(broker_ids, mine[0]))
+        allocated[broker_id] = BrokerPorts(mine[0], inbound)
+    return allocated
+
+
+def fixed_ports(kind: BrokerKind, broker_ids: list[int], client: int) -> dict[int, BrokerPorts]:
+    """The same ports for every broker, for backends that give each broker an address of its
+    own (containers): ``client`` for clients, and for a kind that takes every peer on a
+    listener of its own, ``client + i`` for broker ``i``'s connections (ids start at 1)."""
+    inbound = ({source: client + source for source in broker_ids} if kind.listener_per_peer
+               else dict.fromkeys(broker_ids, client))
+    return {broker_id: BrokerPorts(client, dict(inbound)) for broker_id in broker_ids}
+
+
+def properties_text(properties: Mapping[str, str | int]) -> str:
+    """``key=value`` lines, the format of ``server.properties`` (and of ``zoo.cfg``)."""
+    return "".join(f"{key}={value}\n" for key, value in properties.items())
+
+
+def direct_wiring(ports: Mapping[int, BrokerPorts], hosts: Mapping[int, str],
+                  zookeeper_connect: str) -> dict[int, BrokerWiring]:
+    """Every broker dialling every other at its own address: no proxy in between."""
+    wiring: dict[int, BrokerWiring] = {}
+    for me, mine in ports.items():
+        wiring[me] = BrokerWiring(
+            broker_id=me, host=hosts[me], ports=mine,
+            advertised_client=f"{hosts[me]}:{mine.client}",
+            dial={j: f"{hosts[j]}:{ports[j].inbound[me]}" for j in ports},
+            dialled_at={i: f"{hosts[me]}:{mine.inbound[i]}" for i in ports},
+            zookeeper_connect=zookeeper_connect)
+    return wiring
+
+
+def distinct_free_ports(count: int, host: str = LOOPBACK) -> list[int]:
+    """``count`` different free ports (the kernel may hand one out twice in a row)."""
+    ports: list[int] = []
+    while len(ports) < count:
+        port = free_port(host)
+        if port not in ports:
+            ports.append(port)
+    return ports

@@ -1,0 +1,203 @@
+"""Cluster state — controller, its epoch, registrations, each partition's leader and ISR — read
+through one interface, whoever stores it.
+
+The suites assert on these facts, so they are read from where the cluster itself keeps them,
+never from the broker under test's own opinion: in ZooKeeper mode the znodes Kafka's controller
+writes (``/controller``, ``/controller_epoch``, ``/brokers/ids/[id]``,
+``/brokers/topics/[t]/partitions/[p]/state``), read with kazoo as an operator's tooling would;
+without ZooKeeper (KRaft), the Admin API (DescribeCluster and Metadata), which is the only
+public view a KRaft cluster offers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+_DEFAULT_TIMEOUT_S = 10.0
+
+
+class ClusterState(Protocol):
+    """The facts about a cluster the failover and unclean suites assert on."""
+
+    def controller_id(self) -> int | None: ...
+
+    def controller_epoch(self) -> int | None: ...
+
+    def cluster_id(self) -> str | None: ...
+
+    def registered_broker_ids(self) -> list[int]: ...
+
+    def broker_registration(self, broker_id: int) -> dict[str, Any] | None: ...
+
+    def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None: ...
+
+    def leader(self, topic: str, partition: int) -> int | None: ...
+
+    def close(self) -> None: ...
+
+
+class ZooKeeperState:
+    """The state a ZooKeeper-mode cluster keeps in its znodes, through one kazoo client kept
+    for the cluster's lifetime (opened on the first read, reopened after :meth:`close`)."""
+
+    def __init__(self, hosts: str, timeout: float = _DEFAULT_TIMEOUT_S) -> None:
+        self.hosts = hosts
+        self.timeout = timeout
+        self._client: KazooClient | None = None
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def session(self, timeout: float = _DEFAULT_TIMEOUT_S) -> Iterator[KazooClient]:
+        """A fresh, started kazoo client of its own, closed on exit (for watches and writes)."""
+        client = KazooClient(hosts=self.hosts, timeout=timeout)
+        client.start(timeout=timeout)
+        try:
+            yield client
+        finally:
+            client.stop()
+            client.close()
+
+    def _reader(self) -> KazooClient:
+        with self._lock:
+            if self._client is None:
+                client = KazooClient(hosts=self.hosts, timeout=self.timeout)
+                client.start(timeout=self.timeout)
+                self._client = client
+            return self._client
+
+    def close(self) -> None:
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):  # a client of a dead server may complain
+                client.stop()
+                client.close()
+
+    def get(self, path: str) -> bytes | None:
+        """The data at ``path``, None if there is no such znode."""
+        try:
+            data, _ = self._reader().get(path)
+        except NoNodeError:
+            return None
+        return data
+
+    def get_json(self, path: str) -> dict[str, Any] | None:
+        data = self.get(path)
+        return None if data is None else json.loads(data)
+
+    def controller_id(self) -> int | None:
+        """``brokerid`` of ``/controller``, None while no broker is controller."""
+        document = self.get_json("/controller")
+        return None if document is None else int(document["brokerid"])
+
+    def controller_epoch(self) -> int | None:
+        """``/controller_epoch`` (plain text), None before the first election."""
+        data = self.get("/controller_epoch")
+        return None if data is None else int(data)
+
+    def cluster_id(self) -> str | None:
+        document = self.get_json("/cluster/id")
+        return None if document is None else document["id"]
+
+    def registered_broker_ids(self) -> list[int]:
+        try:
+            return sorted(int(child) for child in self._reader().get_children("/brokers/ids"))
+        except NoNodeError:
+            return []
+
+    def broker_registration(self, broker_id: int) -> dict[str, Any] | None:
+        """``/brokers/ids/[id]`` as JSON, None while the broker is not registered."""
+        return self.get_json(f"/brokers/ids/{broker_id}")
+
+    def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
+        """``/brokers/topics/[topic]/partitions/[partition]/state`` as JSON, None if absent."""
+        return self.get_json(f"/brokers/topics/{topic}/partitions/{partition}/state")
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        """The partition's leader; None if no state yet or no leader (-1)."""
+        return leader_of(self.partition_state(topic, partition))
+
+    def partition_states(self, *, internal: bool = False) -> dict[str, dict[str, Any]]:
+        """``topic/partition`` -> its state, for every topic (``__``-prefixed internal ones only
+        when asked: ``__consumer_offsets`` alone has 50 partitions)."""
+        reader = self._reader()
+        states: dict[str, dict[str, Any]] = {}
+        try:
+            topics = sorted(reader.get_children("/brokers/topics"))
+        except NoNodeError:
+            return states
+        for topic in topics:
+            if topic.startswith("__") and not internal:
+                continue
+            try:
+                partitions = reader.get_children(f"/brokers/topics/{topic}/partitions")
+            except NoNodeError:
+                continue  # created, not yet assigned by the controller
+            for partition in sorted(int(p) for p in partitions):
+                state = self.partition_state(topic, partition)
+                if state is not None:
+                    states[f"{topic}/{partition}"] = state
+        return states
+
+
+class AdminState:
+    """The state a cluster without ZooKeeper shows through the Admin API.
+
+    ``partition_state`` has ZooKeeper's shape (``leader``, ``isr``) so the same assertions read
+    both; what the Admin API does not show (the controller epoch, the leader epoch) is None.
+    """
+
+    def __init__(self, bootstrap: str, timeout: float = _DEFAULT_TIMEOUT_S) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        self.timeout = timeout
+        self._admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+
+    def close(self) -> None:
+        """Nothing to release: the client's threads end with it."""
+
+    def controller_id(self) -> int | None:
+        described = self._admin.describe_cluster(request_timeout=self.timeout).result()
+        controller = described.controller
+        return None if controller is None or controller.id < 0 else int(controller.id)
+
+    def controller_epoch(self) -> int | None:
+        return None
+
+    def cluster_id(self) -> str | None:
+        return self._admin.describe_cluster(request_timeout=self.timeout).result().cluster_id
+
+    def registered_broker_ids(self) -> list[int]:
+        return sorted(self._admin.list_topics(timeout=self.timeout).brokers)
+
+    def broker_registration(self, broker_id: int) -> dict[str, Any] | None:
+        brokers = self._admin.list_topics(timeout=self.timeout).brokers
+        broker = brokers.get(broker_id)
+        return None if broker is None else {"host": broker.host, "port": broker.port}
+
+    def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
+        metadata = self._admin.list_topics(topic, timeout=self.timeout).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            return None
+        found = metadata.partitions.get(partition)
+        if found is None:
+            return None
+        return {"leader": found.leader, "isr": list(found.isrs),
+                "replicas": list(found.replicas), "leader_epoch": None}
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        return leader_of(self.partition_state(topic, partition))
+
+
+def leader_of(state: dict[str, Any] | None) -> int | None:
+    """A partition state's leader, None when it has none (``-1``) or there is no state."""
+    if state is None or state["leader"] < 0:
+        return None
+    return int(state["leader"])

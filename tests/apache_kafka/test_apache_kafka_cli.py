@@ -1,0 +1,136 @@
+"""``kafka-harness up --target apache-kafka`` driven from separate shell processes, as a user
+would: status shows Kafka's controller, leaders and ISR; every fault command works; ``down``,
+Ctrl-C and SIGTERM leave no JVM, proxy, port or namespace behind."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+
+import pytest
+
+from harness.cluster.supervisor import socket_path
+from harness.net.netns import unavailable
+from tests.cli.test_cli_end_to_end import (
+    COMMAND_TIMEOUT_S,
+    KAFKA_HARNESS,
+    Footprint,
+    _produce,
+    cli,
+    ok,
+    status,
+)
+
+
+def _wait_for(predicate, what: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+def test_the_cli_drives_an_apache_kafka_cluster(tmp_path):
+    run_dir = tmp_path / "run"
+    footprint = Footprint()
+    try:
+        up = ok(run_dir, "up", "--target", "apache-kafka", "--brokers", "3",
+                "--session-timeout-ms", "6000")
+        state = status(run_dir)
+        footprint.record(state)
+        assert up.stdout.strip() == state["bootstrap"]
+        assert state["target"] == "apache-kafka" and state["version"].startswith("3.9.")
+        assert state["phase"] == "ready" and state["degraded"] == []
+        assert state["controller"] in (1, 2, 3) and state["controller_epoch"] >= 1
+        assert len(state["proxies"]) == 3 + 6 + 3
+
+        _produce(state["bootstrap"], "cli", [b"a", b"b", b"c"])  # auto-created, RF 3
+        partition = _wait_for(lambda: (p := status(run_dir)["partitions"].get("cli/0"))
+                              and len(p["isr"]) == 3 and p, "cli/0 with 3 in-sync replicas")
+        shown = " ".join(ok(run_dir, "status").stdout.split())
+        assert "cli/0" in shown and f"apache-kafka {state['version']}" in shown
+
+        leader = partition["leader"]
+        ok(run_dir, "partition", "isolate", f"broker-{leader}")
+        moved = _wait_for(lambda: (p := status(run_dir)["partitions"]["cli/0"])["leader"]
+                          not in (leader, -1) and p, "a new leader in status")
+        assert moved["leader_epoch"] > partition["leader_epoch"] and leader not in moved["isr"]
+        ok(run_dir, "heal")
+        _wait_for(lambda: status(run_dir)["degraded"] == [], "a healthy cluster after heal")
+
+        added = ok(run_dir, "toxic", "add", "broker-1->broker-2", "latency",
+                   "--attr", "latency=50")
+        name = added.stdout.strip()
+        assert status(run_dir)["faults"]["toxics"] == {"broker-1->broker-2": [name]}
+        ok(run_dir, "toxic", "remove", "broker-1->broker-2", name)
+
+        ok(run_dir, "pause", "broker-3")
+        assert status(run_dir)["nodes"]["broker-3"]["status"] == "paused"
+        ok(run_dir, "resume", "broker-3")
+        ok(run_dir, "kill", "broker-2")
+        assert status(run_dir)["nodes"]["broker-2"]["status"] == "down"
+        ok(run_dir, "restart", "broker-2")
+        state = status(run_dir)
+        footprint.record(state)
+        assert state["nodes"]["broker-2"]["registered"] is True
+
+        lost = ok(run_dir, "lose-unflushed", "broker-1", "--json")
+        assert '"cli-0"' in lost.stdout
+        state = status(run_dir)
+        footprint.record(state)
+        assert state["nodes"]["broker-1"]["status"] == "running"
+
+        ok(run_dir, "down")
+        assert footprint.wait_gone(60) == []
+        assert not socket_path(run_dir).exists()
+        assert cli(run_dir, "status").returncode == 3
+    finally:
+        footprint.kill_leftovers()
+
+
+@pytest.mark.parametrize(("network", "signum"), [
+    ("proxy", signal.SIGINT),
+    ("proxy", signal.SIGTERM),
+    pytest.param("kernel", signal.SIGINT,
+                 marks=pytest.mark.skipif(unavailable() is not None, reason=unavailable() or "")),
+])
+def test_up_foreground_on_apache_kafka_leaves_nothing(tmp_path, network, signum):
+    """Ctrl-C (SIGINT) or SIGTERM to ``up --foreground``: every JVM, proxy, port and namespace
+    it started is gone, with a fault still in place when the signal comes."""
+    run_dir = tmp_path / "run"
+    footprint = Footprint()
+    with open(tmp_path / "foreground.out", "w") as out:
+        process = subprocess.Popen(
+            [KAFKA_HARNESS, "up", "--foreground", "--target", "apache-kafka", "--brokers", "2",
+             "--network", network, "--dir", str(run_dir)],
+            stdout=out, stderr=out, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + COMMAND_TIMEOUT_S
+        while not socket_path(run_dir).exists():
+            assert process.poll() is None, (tmp_path / "foreground.out").read_text()
+            assert time.monotonic() < deadline, "up --foreground never became ready"
+            time.sleep(0.1)
+        state = _wait_for(lambda: (s := status(run_dir))["phase"] == "ready" and s, "ready")
+        footprint.record(state)
+        namespaces = list(state.get("namespaces", {}).values())
+        if network == "kernel":
+            footprint.ports.clear()  # they listen inside the namespaces, which must vanish
+            assert len(namespaces) == 3
+        assert state["target"] == "apache-kafka"
+        ok(run_dir, "partition", "isolate", "broker-1")
+
+        process.send_signal(signum)
+        assert process.wait(timeout=COMMAND_TIMEOUT_S) == 0
+        assert footprint.wait_gone(60) == []
+        if namespaces:
+            listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                                    check=True).stdout
+            assert [namespace for namespace in namespaces if namespace in listed] == []
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        footprint.kill_leftovers()

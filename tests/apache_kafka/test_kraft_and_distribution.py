@@ -1,0 +1,67 @@
+"""Apache Kafka 4.x in KRaft mode as a target, and where the harness finds Kafka's jars."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from harness.cluster.apache_kafka import KAFKA_HOME_ENV, KafkaDistribution
+from harness.cluster.process import PeerStartError
+from harness.cluster.state import AdminState
+from harness.cluster.targets import start_target
+from harness.vendor import VENDOR_ENV, vendor_dir
+
+
+def test_kraft_target_serves_clients_and_shows_its_state_through_the_admin_api(tmp_path):
+    """One combined broker+controller node formatted on first start: CreateTopics, acks=all
+    produce and a read back; the Admin API names it controller and leader."""
+    target = start_target("apache-kafka-kraft", run_dir=tmp_path / "kraft")
+    try:
+        assert target.kind == "apache-kafka-kraft" and target.version.startswith("4.")
+        assert target.faults is None and target.nodes is None
+        assert target.missing("faults") is not None
+        admin = AdminClient({"bootstrap.servers": target.bootstrap})
+        admin.create_topics([NewTopic("kraft", 1, 1)])["kraft"].result(30)
+        producer = Producer({"bootstrap.servers": target.bootstrap, "acks": "all"})
+        for i in range(20):
+            producer.produce("kraft", f"v{i}".encode())
+        assert producer.flush(30) == 0
+        consumer = Consumer({"bootstrap.servers": target.bootstrap, "group.id": "kraft"})
+        consumer.assign([TopicPartition("kraft", 0, 0)])
+        values = [m.value() for m in consumer.consume(20, timeout=20)]
+        consumer.close()
+        assert values == [f"v{i}".encode() for i in range(20)]
+
+        state = AdminState(target.bootstrap)
+        assert state.controller_id() == 1  # node.id of the only node, which is the controller
+        assert state.registered_broker_ids() == [1]
+        assert state.partition_state("kraft", 0) == {
+            "leader": 1, "isr": [1], "replicas": [1], "leader_epoch": None}
+        assert state.leader("kraft", 0) == 1
+        assert state.partition_state("no-such-topic", 0) is None
+        assert (tmp_path / "kraft" / "data" / "meta.properties").is_file()
+    finally:
+        target.close()
+
+
+def test_kafka_home_points_at_a_distribution_of_the_right_line(tmp_path, monkeypatch):
+    """``$KAFKA_HOME`` with ``libs/`` serves the kind of its own line; another line's
+    distribution is ignored for this one, and with neither the error says how to get one."""
+    vendored = KafkaDistribution.find("3.9")
+    home = tmp_path / "kafka"
+    (home / "libs").mkdir(parents=True)
+    core = next(vendored.libs.glob("kafka_2.13-*.jar"))
+    shutil.copy(core, home / "libs" / core.name)
+    monkeypatch.setenv(KAFKA_HOME_ENV, str(home))
+    assert KafkaDistribution.find("3.9") == KafkaDistribution(home / "libs", vendored.version)
+    assert KafkaDistribution.find("4").libs == vendor_dir() / "kafka-4" / "libs"
+
+    monkeypatch.setenv(VENDOR_ENV, str(tmp_path / "empty-vendor"))
+    with pytest.raises(PeerStartError) as refused:
+        KafkaDistribution.find("4")
+    message = str(refused.value)
+    assert "no Apache Kafka 4 jars" in message and "ci/fetch_vendor.sh" in message
+    assert f"${KAFKA_HOME_ENV}={home} holds no Kafka 4" in message
