@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from harness.cluster.targets import CREATE_TOPICS, Target
+from harness.cluster.kinds import Capability
+from harness.cluster.targets import Target
 from suites.support import unique_name, wait_for_topic
 
 
@@ -55,7 +56,7 @@ def make_topic(request: pytest.FixtureRequest, cluster: Target,
     def make(partitions: int = 1, replication_factor: int | None = None,
              config: dict[str, str] | None = None, exact: bool = True) -> str:
         topic = unique_name(request)
-        if cluster.missing(CREATE_TOPICS) is None:
+        if cluster.missing(Capability.CREATE_TOPICS) is None:
             replicas = replication_factor or min(3, cluster.brokers)
             futures = admin.create_topics(
                 [NewTopic(topic, partitions, replicas, config=config or {})],
@@ -65,7 +66,7 @@ def make_topic(request: pytest.FixtureRequest, cluster: Target,
             return topic
         if config:
             pytest.skip(f"needs topic configs {sorted(config)}: "
-                        f"{cluster.missing(CREATE_TOPICS)}")
+                        f"{cluster.missing(Capability.CREATE_TOPICS)}")
         from confluent_kafka import Producer
 
         auto = Producer({"bootstrap.servers": cluster.bootstrap})
@@ -76,7 +77,7 @@ def make_topic(request: pytest.FixtureRequest, cluster: Target,
         got = wait_for_topic(admin, topic, None)
         if exact and got != partitions:
             pytest.skip(f"needs a topic with exactly {partitions} partition(s); "
-                        f"{cluster.missing(CREATE_TOPICS)} and auto-creation gave {got}")
+                        f"{cluster.missing(Capability.CREATE_TOPICS)} and auto-creation gave {got}")
         return topic
 
     return make
