@@ -12,8 +12,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENDOR=${KAFKA_HARNESS_VENDOR:-.harness/vendor}
+case "$VENDOR" in /*) ;; *) VENDOR="$PWD/$VENDOR" ;; esac
 TOXIPROXY_MODULE=github.com/Shopify/toxiproxy/v2/cmd/server
 TOXIPROXY_VERSION=v2.12.0
+# Toxiproxy's releases set its version at link time; without this `GET /version` answers "git".
+TOXIPROXY_LDFLAGS="-X github.com/Shopify/toxiproxy/v2.Version=${TOXIPROXY_VERSION#v}"
 mkdir -p "$VENDOR"
 
 fail() {
@@ -39,7 +42,7 @@ fetch_kafka() {
   local tmp="$VENDOR/.kafka-$line.partial"
   rm -rf "$tmp" && mkdir -p "$tmp"
   if ! mvn -B -q -f "$POM" -P"$profile" dependency:copy-dependencies \
-      -DincludeScope=runtime -DoutputDirectory="$PWD/$tmp/libs" >"$tmp/mvn.log" 2>&1; then
+      -DincludeScope=runtime -DoutputDirectory="$tmp/libs" >"$tmp/mvn.log" 2>&1; then
     cp "$tmp/mvn.log" "$VENDOR/kafka-$line.failed.log"
     rm -rf "$tmp"
     fail "Apache Kafka $version (org.apache.kafka:kafka_2.13:$version and its dependencies)" \
@@ -55,14 +58,15 @@ fetch_kafka() {
 fetch_toxiproxy() {
   local dest="$VENDOR/bin/toxiproxy-server"
   local stamp="$VENDOR/bin/.toxiproxy-$TOXIPROXY_VERSION.complete"
-  if [ -f "$stamp" ] && [ -x "$dest" ]; then
+  if [ "$(cat "$stamp" 2>/dev/null)" = "$TOXIPROXY_LDFLAGS" ] && [ -x "$dest" ]; then
     return
   fi
   command -v go >/dev/null || fail "Toxiproxy $TOXIPROXY_VERSION" "go is not installed"
   echo "setup: building the Toxiproxy server $TOXIPROXY_VERSION from its Go module"
   local tmp="$VENDOR/.toxiproxy.partial"
   rm -rf "$tmp" && mkdir -p "$tmp"
-  if ! GOBIN="$PWD/$tmp" GOFLAGS=-mod=mod go install "$TOXIPROXY_MODULE@$TOXIPROXY_VERSION" \
+  if ! GOBIN="$tmp" GOFLAGS=-mod=mod go install -ldflags="$TOXIPROXY_LDFLAGS" \
+      "$TOXIPROXY_MODULE@$TOXIPROXY_VERSION" \
       >"$tmp/go.log" 2>&1; then
     cp "$tmp/go.log" "$VENDOR/toxiproxy.failed.log"
     rm -rf "$tmp"
@@ -72,7 +76,7 @@ fetch_toxiproxy() {
   rm -f "$VENDOR"/bin/.toxiproxy-*.complete
   mv "$tmp/server" "$dest"
   rm -rf "$tmp"
-  touch "$stamp"
+  echo "$TOXIPROXY_LDFLAGS" >"$stamp"
 }
 
 fetch_kafka 3.9
