@@ -1,31 +1,142 @@
 """The Toxiproxy server a cluster runs its proxies on, when it starts one itself.
 
-Which server: a real ``toxiproxy-server`` (the one ``ci/setup.sh`` builds from Toxiproxy's Go
-module into ``.harness/vendor/bin``, or one on PATH), else the project's own API-compatible
-server (``python -m harness.net.toxiproxy_server``). Both are driven by exactly the same
-toxiproxy-python calls, so a test cannot tell them apart except by the faults' fidelity.
+Which server (:func:`find_toxiproxy_server`, the one place that decides): ``$TOXIPROXY_SERVER``
+if set, else the real ``toxiproxy-server`` that ``ci/setup.sh`` builds from Toxiproxy's Go module
+into ``.harness/vendor/bin`` (see :mod:`harness.vendor`), else one on PATH, else the project's own
+API-compatible server (``python -m harness.net.toxiproxy_server``). The real one is preferred
+because it is what users' own Toxiproxy tests run on, so a fault's fidelity is the real
+server's, not our imitation's. Both are driven by exactly the same toxiproxy-python calls.
+A server someone else runs (``$TOXIPROXY_URL``) is neither started nor stopped here; it is
+reported as :attr:`ToxiproxyServerKind.EXTERNAL`.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import IO
 
+from harness import vendor
 from harness.net.ports import LOOPBACK, free_port, is_accepting
 
 TOXIPROXY_URL_ENV = "TOXIPROXY_URL"
+TOXIPROXY_SERVER_ENV = "TOXIPROXY_SERVER"
 TOXIPROXY_BINARY = "toxiproxy-server"
 _SERVER_START_TIMEOUT_S = 15.0
 _SERVER_STOP_TIMEOUT_S = 10.0
+_VERSION_TIMEOUT_S = 5.0
 
 
 class ToxiproxyStartError(RuntimeError):
     """The Toxiproxy server did not start; the message says why and where its log is."""
+
+
+class ToxiproxyServerKind(StrEnum):
+    """Which Toxiproxy server carries a cluster's proxies."""
+
+    REAL = "real"
+    """Shopify's ``toxiproxy-server``, started by the harness."""
+    BUILTIN = "built-in"
+    """``python -m harness.net.toxiproxy_server``, started by the harness (the fallback)."""
+    EXTERNAL = "external"
+    """A server at ``$TOXIPROXY_URL`` (or a given URL) that someone else runs."""
+
+
+@dataclass(frozen=True)
+class ToxiproxyServerInfo:
+    """What a cluster's Toxiproxy server is, for status output, logs and benchmark results."""
+
+    kind: ToxiproxyServerKind
+    url: str
+    version: str | None = None
+    """What ``GET /version`` answered; None if it could not be asked."""
+    binary: Path | None = None
+    """The executable, for a real server the harness started."""
+
+    def describe(self) -> str:
+        """``real v2.12.0``, ``built-in`` or ``external v2.12.0 at http://…``."""
+        if self.kind is ToxiproxyServerKind.BUILTIN:
+            return "built-in"
+        version = self.version or "(version unknown)"
+        if version[:1].isdigit():
+            version = f"v{version}"
+        if self.kind is ToxiproxyServerKind.REAL:
+            return f"real {version}"
+        return f"external {version} at {self.url}"
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"kind": str(self.kind), "version": self.version, "url": self.url,
+                "binary": str(self.binary) if self.binary is not None else None}
+
+
+def vendored_toxiproxy_paths() -> list[Path]:
+    """Where ``ci/fetch_vendor.sh`` puts the real server: ``$KAFKA_HARNESS_VENDOR/bin`` if set,
+    and ``<project root>/.harness/vendor/bin`` (the checkout's, else the working directory's)."""
+    candidates = [vendor.vendor_dir() / "bin" / TOXIPROXY_BINARY,
+                  vendor.project_root() / ".harness" / "vendor" / "bin" / TOXIPROXY_BINARY]
+    return list(dict.fromkeys(candidates))
+
+
+def _is_executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def find_toxiproxy_server() -> Path | None:
+    """The real ``toxiproxy-server`` to start, or None for the built-in server.
+
+    In order: ``$TOXIPROXY_SERVER`` (a path; set but not an executable file is an error, since
+    silently falling back would run every fault on another server than the one asked for), the
+    vendored build (:func:`vendored_toxiproxy_paths`), then ``toxiproxy-server`` on PATH.
+    """
+    given = os.environ.get(TOXIPROXY_SERVER_ENV)
+    if given:
+        path = Path(given).expanduser()
+        if not _is_executable(path):
+            raise ToxiproxyStartError(
+                f"${TOXIPROXY_SERVER_ENV} is {given!r}, which is not an executable file; "
+                f"point it at a toxiproxy-server binary or unset it")
+        return path.resolve()
+    for path in vendored_toxiproxy_paths():
+        if _is_executable(path):
+            return path
+    on_path = shutil.which(TOXIPROXY_BINARY)
+    return Path(on_path) if on_path is not None else None
+
+
+def missing_real_server_message() -> str:
+    """Why no real server was found and how to get one (for tests that insist on it)."""
+    where = ", ".join(str(path) for path in vendored_toxiproxy_paths())
+    return (f"the real Toxiproxy server is missing: none at ${TOXIPROXY_SERVER_ENV}, {where} "
+            f"or on PATH; {vendor.FETCH_HINT}")
+
+
+def fetch_version(url: str) -> str | None:
+    """What ``GET /version`` answers (``{"version": …}`` since Toxiproxy 2.6, plain text
+    before), or None if the server cannot be asked."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: no proxy
+    try:
+        with opener.open(f"{url.rstrip('/')}/version", timeout=_VERSION_TIMEOUT_S) as response:
+            body = response.read().decode(errors="replace").strip()
+    except (OSError, urllib.error.URLError):
+        return None
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return body or None
+    if isinstance(answer, dict) and isinstance(answer.get("version"), str):
+        return str(answer["version"])
+    return body or None
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -34,16 +145,19 @@ def split_address(address: str) -> tuple[str, int]:
 
 
 class ToxiproxyProcess:
-    """A Toxiproxy server this cluster started: a real ``toxiproxy-server`` or the built-in one.
+    """A Toxiproxy server this cluster started: a real ``toxiproxy-server`` (``binary``) or,
+    with ``binary=None``, the built-in one.
 
     Runs in its own session (a Ctrl-C reaches only the harness, which stops it), with its output
-    in ``<run_dir>/toxiproxy.log``.
+    in ``<run_dir>/toxiproxy.log``. Once started, :attr:`info` says which server it is and the
+    version it answers on ``GET /version``.
     """
 
-    def __init__(self, run_dir: Path, binary: str | None) -> None:
+    def __init__(self, run_dir: Path, binary: str | Path | None) -> None:
         self.run_dir = run_dir
-        self.binary = binary
+        self.binary = Path(binary) if binary is not None else None
         self.url = ""
+        self.version: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
 
@@ -55,6 +169,14 @@ class ToxiproxyProcess:
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
+    @property
+    def kind(self) -> ToxiproxyServerKind:
+        return ToxiproxyServerKind.BUILTIN if self.binary is None else ToxiproxyServerKind.REAL
+
+    @property
+    def info(self) -> ToxiproxyServerInfo:
+        return ToxiproxyServerInfo(self.kind, self.url, self.version, self.binary)
+
     def start(self) -> str:
         """Start the server and return its URL once its API accepts connections."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -62,7 +184,7 @@ class ToxiproxyProcess:
         try:
             if self.binary is not None:
                 port = free_port(LOOPBACK)
-                self._spawn([self.binary, "-host", LOOPBACK, "-port", str(port)],
+                self._spawn([str(self.binary), "-host", LOOPBACK, "-port", str(port)],
                             stdout=self._log)
                 self._wait_accepting(port)
             else:
@@ -73,6 +195,7 @@ class ToxiproxyProcess:
             self.stop()
             raise
         self.url = f"http://{LOOPBACK}:{port}"
+        self.version = fetch_version(self.url)
         return self.url
 
     def _spawn(self, command: list[str], stdout: int | IO[bytes]) -> None:

@@ -118,6 +118,9 @@ def test_the_cli_drives_one_cluster_from_separate_processes(tmp_path):
             "zk": "running", "broker-1": "running", "broker-2": "running", "broker-3": "running"}
         assert state["controller"] in (1, 2, 3)
         assert len(state["proxies"]) == 3 + 6 + 3
+        assert state["toxiproxy_server"].startswith("real v2."), "the real server by default"
+        shown = " ".join(ok(run_dir, "status").stdout.split())
+        assert f"{state['toxiproxy_server']} server, 12 proxies" in shown
         assert cli(run_dir, "up").returncode == 1  # one cluster per run dir
 
         ok(run_dir, "partition", "isolate", "broker-2")

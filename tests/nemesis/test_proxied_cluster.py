@@ -14,6 +14,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from harness.cluster.local import ClusterSpec
 from harness.cluster.proxied import ProxiedCluster
 from harness.net.ports import LOOPBACK, is_accepting
+from harness.net.toxiproxy_api import VERSION
+from harness.net.toxiproxy_process import ToxiproxyServerKind, find_toxiproxy_server
 
 from .conftest import api_versions_round_trip, listen_port
 
@@ -93,6 +95,10 @@ def test_stop_leaves_no_process_and_no_listening_port(tmp_path):
         ports += [broker.port for broker in cluster.cluster.brokers.values()]
         assert all(pid is not None for pid in pids)
         assert all(is_accepting(LOOPBACK, port) for port in ports)
+        server = cluster.toxiproxy_server
+        assert server.kind is ToxiproxyServerKind.REAL, "the real server is the default"
+        assert server.binary == find_toxiproxy_server() and server.url == cluster.toxiproxy_url
+        assert server.describe() == f"real v{VERSION.partition('+')[0]}"
     finally:
         cluster.stop()
     for pid in pids:
@@ -115,6 +121,8 @@ def test_an_external_toxiproxy_from_the_environment_is_used_and_left_clean(monke
             monkeypatch.setenv("TOXIPROXY_URL", url)
             with ProxiedCluster(ClusterSpec(brokers=2), run_dir=tmp_path) as cluster:
                 assert cluster.toxiproxy_url == url and cluster.server_pid is None
+                assert cluster.toxiproxy_server.kind is ToxiproxyServerKind.EXTERNAL
+                assert cluster.toxiproxy_server.describe() == f"external v{VERSION} at {url}"
                 served = requests.get(f"{url}/proxies", timeout=5).json()
                 assert set(served) == set(cluster.links)
                 assert served["client->broker-1"]["upstream"] != f"{LOOPBACK}:9"
