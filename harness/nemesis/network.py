@@ -26,12 +26,15 @@ from toxiproxy.proxy import Proxy
 
 from harness.cluster.proxied import CLIENT, ZOOKEEPER, ProxiedCluster, link_name
 from harness.net import grudge as shapes
+from harness.net.api_error import ApiError
 from harness.net.partition_shapes import PartitionShapes
+from harness.net.toxics import toxic_from_json
 
 PARTITION = "partition"
 STREAMS = ("upstream", "downstream")
 MECHANISMS = ("proxies",)
-_CUT = {"type": "timeout", "attributes": {"timeout": 0}, "toxicity": 1.0}
+CUT_TOXIC = {"type": "timeout", "attributes": {"timeout": 0}, "toxicity": 1.0}
+"""The toxic that drops one stream of a link (named by :func:`partition_toxic_name`)."""
 _PARALLEL_REQUESTS = 8
 
 
@@ -113,7 +116,7 @@ class NetworkFaults(PartitionShapes):
         pairs = shapes.links_to_cut(checked)
         self.heal()
         _each([partial(self._proxy(link).add_toxic, name=partition_toxic_name(stream),
-                       stream=stream, **_CUT)
+                       stream=stream, **CUT_TOXIC)
                for link, stream in cut_streams(pairs, self.cluster.links)])
         return pairs
 
@@ -129,7 +132,12 @@ class NetworkFaults(PartitionShapes):
                   stream: str = "downstream", toxicity: float = 1.0,
                   name: str | None = None) -> str:
         """Add a Toxiproxy toxic to one link; returns its name (Toxiproxy's default
-        ``<type>_<stream>`` when none is given)."""
+        ``<type>_<stream>`` when none is given).
+
+        The toxic is checked here first, with the built-in server's rules, because the real
+        Toxiproxy accepts what it cannot use: a misspelt attribute (``latncy``) is silently
+        ignored, a fault then changes nothing and a chaos test passes for the wrong reason,
+        and a slicer with ``average_size`` 0 crashes the whole server on the first byte."""
         proxy = self._proxy(link)
         if stream not in STREAMS:
             raise ValueError(f"stream must be one of {list(STREAMS)}, got {stream!r}")
@@ -138,6 +146,11 @@ class NetworkFaults(PartitionShapes):
         toxic_name = name or f"{type}_{stream}"
         if is_partition_toxic(toxic_name):
             raise ValueError(f"toxic name {toxic_name!r} is reserved for partitions")
+        try:
+            toxic_from_json({"type": type, "stream": stream, "toxicity": toxicity,
+                             "name": toxic_name, "attributes": dict(attributes)})
+        except ApiError as exc:
+            raise ValueError(f"invalid toxic {toxic_name!r} for {link}: {exc.message}") from None
         try:
             proxy.add_toxic(type=type, attributes=dict(attributes), stream=stream,
                             toxicity=toxicity, name=toxic_name)

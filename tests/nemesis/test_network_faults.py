@@ -174,6 +174,12 @@ def test_bad_input_is_refused_and_changes_nothing(proxied_cluster):
         faults.add_toxic("client->broker-1", "timeout", {"timeout": 0}, name="partition_upstream")
     with pytest.raises(ValueError, match="refused"):
         faults.add_toxic("client->broker-1", "latency", {"latency": 5}, name="kept")
+    # Checked before sending: the real Toxiproxy would take both, the first doing nothing
+    # and the second killing the server on the first byte.
+    with pytest.raises(ValueError, match="unknown attribute 'latncy'"):
+        faults.add_toxic("client->broker-1", "latency", {"latncy": 100})
+    with pytest.raises(ValueError, match="average_size"):
+        faults.add_toxic("client->broker-1", "slicer", {})
     with pytest.raises(ValueError, match="no toxic 'gone'"):
         faults.remove_toxic("client->broker-1", "gone")
     with pytest.raises(ValueError, match="mechanism"):
