@@ -117,26 +117,23 @@ async def slow_close(stage: StagePort, attributes: Mapping[str, int]) -> None:
 
 
 async def timeout(stage: StagePort, attributes: Mapping[str, int]) -> None:
-    """Drop all data; close the connection ``timeout`` ms after the toxic started (0 = never).
+    """Drop all data; close the connection once ``timeout`` ms pass without data (0 = never).
 
-    Toxiproxy documents the timeout as counted from the toxic's start, which is what this does;
-    its Go implementation re-arms the timer on every chunk, so there a steadily chatty client is
-    never closed. Removing the toxic closes the connections it held (see ``Link.remove``).
+    The timer re-arms on every chunk, as Toxiproxy's Go implementation does (its documentation
+    only says "after timeout"): a client that keeps talking into the void is held, and closed
+    ``timeout`` ms after it falls silent. Removing the toxic closes the connections it held
+    (see ``Link.remove``).
     """
-
-    async def swallow() -> None:
-        while (chunk := await stage.receive()) is not None:
-            stage.discard(chunk)
-
     limit_ms = attributes["timeout"]
-    if limit_ms == 0:
-        await swallow()
-    else:
+    while True:
         try:
-            async with asyncio.timeout(limit_ms / 1000):
-                await swallow()
+            async with asyncio.timeout(limit_ms / 1000 if limit_ms else None):
+                chunk = await stage.receive()
         except TimeoutError:
-            pass
+            break
+        if chunk is None:
+            break
+        stage.discard(chunk)
     stage.close()
 
 

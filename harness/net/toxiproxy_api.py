@@ -5,7 +5,9 @@ a status and a JSON-able value, so the HTTP plumbing (:mod:`harness.net.toxiprox
 stays separate from what the API means. Status codes and shapes are Toxiproxy's, because
 clients branch on them: 201 for a created proxy, 200 with the toxic for a created toxic, 204
 for deletes and reset, 409 on duplicates, 404 on unknown names, 400 on bad bodies, 500 when a
-listener cannot bind.
+listener cannot bind. A path no route matches gets the real server's (Go's router's) answers:
+404 with the text ``404 page not found``, and 405 with an empty body for a known path with
+another method.
 
 Requests are handled one at a time (a single lock), as Toxiproxy serialises changes to its
 proxy collection: a toxic being added while its proxy is being disabled must see one order.
@@ -33,9 +35,13 @@ from harness.net.toxics import toxic_from_json
 VERSION = "2.12.0+kafka-harness"
 """Toxiproxy's API version this server implements, marked as ours in the build metadata."""
 
+PAGE_NOT_FOUND = b"404 page not found\n"
+"""The body real Toxiproxy answers a path it has no route for with (plain text, not JSON)."""
+
 log = logging.getLogger(__name__)
 
 Result = tuple[int, object]
+"""A status and a JSON-able value; ``None`` is an empty body, ``bytes`` a plain-text one."""
 Handler = Callable[..., Awaitable[Result]]
 
 
@@ -69,11 +75,11 @@ class ToxiproxyApi:
         """Answer one request; errors come back as Toxiproxy's ``{"error", "status"}`` body."""
         route = self._route(segments)
         if route is None:
-            return _error(ApiError("not found", HTTPStatus.NOT_FOUND))
+            return HTTPStatus.NOT_FOUND, PAGE_NOT_FOUND
         methods, names = route
         handler = methods.get(method)
         if handler is None:
-            return _error(ApiError("method not allowed", HTTPStatus.METHOD_NOT_ALLOWED))
+            return HTTPStatus.METHOD_NOT_ALLOWED, None
         try:
             async with self._lock:
                 return await handler(*names, body=body)

@@ -115,6 +115,9 @@ class ToxiproxyServer:
         log.debug("%s %s -> %s", request.method, request.target, status)
         if value is None:
             return encode_response(status, b"", None, keep_alive=keep_alive)
+        if isinstance(value, bytes):
+            return encode_response(status, value, "text/plain; charset=utf-8",
+                                   keep_alive=keep_alive)
         body = json.dumps(value, separators=(",", ":")).encode() + b"\n"
         return encode_response(status, body, "application/json", keep_alive=keep_alive)
 

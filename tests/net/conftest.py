@@ -1,9 +1,12 @@
-"""Fixtures for the network tests: a built-in Toxiproxy server, loopback upstreams, a JSON client.
+"""Fixtures for the network tests: a Toxiproxy server, loopback upstreams, two API clients.
 
-The server runs in-process on its own event loop in a background thread, so the tests drive
-it over real HTTP and TCP exactly as a client would, while pytest still sees any warning or
-unclosed resource it leaves behind. It is shared by the whole session; every test starts from
-an empty server and deletes whatever proxies it made.
+``toxiproxy_server`` is parametrized over both servers the harness can run, so every test using
+it runs twice, through the same clients: ``real`` is Shopify's ``toxiproxy-server`` (the one
+``ci/setup.sh`` builds; missing, those cases fail and say how to build it — CI always sets up
+first, so a skip would hide that the real server was never tested), ``builtin`` is the project's
+own server, run in-process on its own event loop in a background thread, so pytest still sees
+any warning or unclosed resource it leaves behind. Each server is shared by the whole session;
+every test starts from an empty server and deletes whatever proxies it made.
 """
 
 from __future__ import annotations
@@ -15,15 +18,38 @@ import json
 import socket
 import threading
 from collections.abc import Callable, Iterator
+from typing import Protocol
 
 import pytest
+from toxiproxy import Toxiproxy
+from toxiproxy.api import APIConsumer
 
+from harness.net import toxiproxy_process
 from harness.net.ports import LOOPBACK
+from harness.net.toxiproxy_process import ToxiproxyProcess, ToxiproxyServerKind
 from harness.net.toxiproxy_server import ToxiproxyServer
+
+SERVERS = ["real", "builtin"]
+
+builtin_only = pytest.mark.parametrize("toxiproxy_server", ["builtin"], indirect=True)
+"""For a deliberate difference of the built-in server (say why at the test)."""
+real_only = pytest.mark.parametrize("toxiproxy_server", ["real"], indirect=True)
+
+
+class RunningServer(Protocol):
+    """A Toxiproxy server under test: its API port and which server it is."""
+
+    @property
+    def port(self) -> int: ...
+
+    @property
+    def kind(self) -> ToxiproxyServerKind: ...
 
 
 class ServerThread:
     """A :class:`ToxiproxyServer` on port 0, running on an event loop in a thread."""
+
+    kind = ToxiproxyServerKind.BUILTIN
 
     def __init__(self) -> None:
         self.server = ToxiproxyServer(LOOPBACK, 0)
@@ -52,6 +78,23 @@ class ServerThread:
         self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10)
         assert not self._thread.is_alive(), "built-in Toxiproxy did not stop"
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+
+class RealServer:
+    """The real ``toxiproxy-server`` as the harness runs it (:class:`ToxiproxyProcess`)."""
+
+    kind = ToxiproxyServerKind.REAL
+
+    def __init__(self, process: ToxiproxyProcess) -> None:
+        self.process = process
+
+    @property
+    def port(self) -> int:
+        return int(self.process.url.rsplit(":", 1)[1])
 
 
 class Api:
@@ -88,8 +131,11 @@ class Api:
         return self.request("DELETE", path)
 
     def create_proxy(self, name: str, upstream: int, **fields: object) -> dict:
+        """A proxy on a free loopback port (the real server's default listen is every
+        interface, so tests always say loopback)."""
         status, proxy = self.post(
-            "/proxies", {"name": name, "upstream": f"{LOOPBACK}:{upstream}", **fields}
+            "/proxies", {"name": name, "upstream": f"{LOOPBACK}:{upstream}",
+                         "listen": f"{LOOPBACK}:0", **fields}
         )
         assert status == 201, proxy
         return proxy
@@ -160,15 +206,28 @@ def echo(conn: socket.socket) -> None:
         conn.sendall(data)
 
 
-@pytest.fixture(scope="session")
-def toxiproxy_server() -> Iterator[ServerThread]:
-    with ServerThread() as running:
-        yield running
+@pytest.fixture(scope="session", params=SERVERS)
+def toxiproxy_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningServer]:
+    if request.param == "builtin":
+        with ServerThread() as running:
+            yield running
+        return
+    binary = toxiproxy_process.find_toxiproxy_server()
+    if binary is None:
+        pytest.fail(toxiproxy_process.missing_real_server_message(), pytrace=False)
+    process = ToxiproxyProcess(tmp_path_factory.mktemp("toxiproxy-real"), binary)
+    process.start()
+    try:
+        yield RealServer(process)
+    finally:
+        process.stop()
 
 
 @pytest.fixture
-def api(toxiproxy_server: ServerThread) -> Iterator[Api]:
-    client = Api(toxiproxy_server.server.port)
+def api(toxiproxy_server: RunningServer) -> Iterator[Api]:
+    client = Api(toxiproxy_server.port)
     status, proxies = client.get("/proxies")
     assert (status, proxies) == (200, {}), "a previous test left proxies behind"
     yield client
@@ -178,15 +237,28 @@ def api(toxiproxy_server: ServerThread) -> Iterator[Api]:
 
 
 @pytest.fixture
+def client(api: Api) -> Iterator[Toxiproxy]:
+    """toxiproxy-python — what the harness itself drives — pointed at the server under test
+    (its address is class state, restored afterwards)."""
+    saved = APIConsumer.host, APIConsumer.port
+    toxiproxy = Toxiproxy()
+    toxiproxy.update_api_consumer(LOOPBACK, api.port)
+    yield toxiproxy
+    toxiproxy.update_api_consumer(*saved)
+
+
+@pytest.fixture
 def echo_server() -> Iterator[Upstream]:
     upstream = Upstream(echo)
     yield upstream
     upstream.close()
 
 
-def connect(proxy: dict, timeout: float = 5.0) -> socket.socket:
-    """A client socket to a proxy's listen address."""
-    host, port = proxy["listen"].rsplit(":", 1)
+def connect(proxy: dict | object, timeout: float = 5.0) -> socket.socket:
+    """A client socket to a proxy's listen address (an API answer or a toxiproxy-python
+    ``Proxy``)."""
+    listen = proxy["listen"] if isinstance(proxy, dict) else getattr(proxy, "listen")  # noqa: B009
+    host, port = listen.rsplit(":", 1)
     return socket.create_connection((host, int(port)), timeout=timeout)
 
 

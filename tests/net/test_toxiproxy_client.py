@@ -1,25 +1,13 @@
-"""The real PyPI client, toxiproxy-python, drives the built-in server end to end."""
+"""The real PyPI client, toxiproxy-python, drives both servers end to end."""
 
 from __future__ import annotations
 
 import pytest
-from toxiproxy import Toxiproxy
-from toxiproxy.api import APIConsumer
 from toxiproxy.exceptions import NotFound, ProxyExists
 
 from harness.net.ports import LOOPBACK
 
 from .conftest import connect, recv_exactly
-
-
-@pytest.fixture
-def client(api):
-    """A toxiproxy-python client pointed at the built-in server (its address is class state)."""
-    saved = APIConsumer.host, APIConsumer.port
-    toxiproxy = Toxiproxy()
-    toxiproxy.update_api_consumer(LOOPBACK, api.port)
-    yield toxiproxy
-    toxiproxy.update_api_consumer(*saved)
 
 
 def test_a_full_round(client, echo_server):
