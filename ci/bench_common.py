@@ -33,15 +33,19 @@ def write_json_atomically(path: Path, document: dict[str, object]) -> None:
     os.replace(tmp, path)
 
 
-def print_results(title: str, rows: Sequence[Sequence[str]], markdown: bool) -> None:
-    """The measure/result table: markdown for the README, else a rich table."""
+def print_results(title: str, rows: Sequence[Sequence[str]], markdown: bool,
+                  headers: Sequence[str] = ("measure", "result")) -> None:
+    """The measure/result table (or measure and one column per compared thing, ``headers``):
+    markdown for the README, else a rich table."""
     if markdown:
-        lines = [f"**{title}**", "", "| measure | result |", "|---|---:|"]
-        print("\n".join(lines + [f"| {name} | {value} |" for name, value in rows]))
+        lines = [f"**{title}**", "", "| " + " | ".join(headers) + " |",
+                 "|---|" + "---:|" * (len(headers) - 1)]
+        print("\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows]))
         return
     table = Table(title=title)
-    table.add_column("measure")
-    table.add_column("result", justify="right")
-    for name, value in rows:
-        table.add_row(escape(name), value)
+    table.add_column(headers[0])
+    for header in headers[1:]:
+        table.add_column(header, justify="right")
+    for name, *values in rows:
+        table.add_row(escape(name), *values)
     Console().print(table)
