@@ -1,14 +1,28 @@
-"""Cluster benchmark: what replication costs, and how long failures leave a partition unusable.
+"""Cluster benchmark: what replication costs, how long failures leave a partition unusable, and
+how long a cluster takes to start — for the reference broker and Apache Kafka, side by side.
 
-One run, this machine, the same confluent-kafka producer settings throughout:
+One run, this machine, the same confluent-kafka producer settings throughout, every measure
+taken for each kind of ``--kinds`` (default ``reference,apache-kafka``: the project's reference
+broker and Apache Kafka 3.9 in ZooKeeper mode, see :mod:`harness.cluster.apache_kafka`), and
+each figure shown with the ratio reference / apache-kafka. The machine is shared and has few
+cores, so the ratios are the figures to compare between runs; the absolute numbers move with
+the load.
 
+* start-up — ``LocalCluster.start()`` of ZooKeeper + ``--brokers`` brokers, from the call until
+  every broker's own Metadata lists every broker (what ``start()`` waits for), ``--repeat``
+  times in fresh run directories; best and median. Measured without proxies and with every
+  link behind Toxiproxy (``ProxiedCluster.start()``, which also starts the Toxiproxy server
+  ``find_toxiproxy_server`` picks and creates one proxy per link first). The starts of both
+  kinds alternate, so a change in the machine's load hits both. Goal: Apache Kafka's cluster
+  ready in < 15 s (its median, on both backends).
 * throughput — one Producer sends ``--messages`` records of 100 bytes to partition 0 of a fresh
   topic, acks=all, linger.ms=5, batch.size=1,000,000, no compression, idempotence off; after one
   warm-up record (connections and metadata in place) the clock runs from the first
-  ``produce()`` to the end of ``flush()``. Measured on a standalone reference
-  broker (no ZooKeeper, replication factor 1) and on a local cluster of ``--brokers`` brokers in
-  ZooKeeper mode with a replication factor of ``min(3, brokers)``: there acks=all waits until
-  every in-sync follower has fetched the batch.
+  ``produce()`` to the end of ``flush()``. Measured on one broker with replication factor 1 and
+  on a local cluster of ``--brokers`` brokers in ZooKeeper mode with a replication factor of
+  ``min(3, brokers)``: there acks=all waits until every in-sync follower has fetched the batch.
+  The one broker is, for the reference kind, its standalone broker (no ZooKeeper); Apache Kafka
+  3.9 cannot run without ZooKeeper in ZooKeeper mode, so for it a 1-broker ``LocalCluster``.
 * leader unavailability — on a topic with one partition per broker, a partition led by a broker
   other than the controller is chosen (so the controller does not fail too), its leader gets
   SIGKILL, and from that instant a raw-protocol probe asks a live broker for the partition's
@@ -22,9 +36,10 @@ One run, this machine, the same confluent-kafka producer settings throughout:
   another broker and ``/controller_epoch`` has grown by one. Same session-timeout caveat.
 
 Each failure is repeated ``--repeat`` times (the killed broker is restarted in between and the
-table shows medians). Results: a rich table (``--markdown`` for the README) and
-``bench-results/cluster.json``. Exit codes: 0 measured, 1 a measurement failed, 2 usage,
-3 the cluster could not start.
+table shows medians). Every cluster is stopped (``stop()`` in ``finally``) before the next one
+starts. Results: a rich table (``--markdown`` for the README) and ``bench-results/cluster.json``.
+Exit codes: 0 measured (a missed goal shows as FAIL in the table), 1 a measurement failed,
+2 usage, 3 a cluster or the Toxiproxy server could not start.
 """
 
 from __future__ import annotations
@@ -36,28 +51,42 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench_common import machine_info, print_results, write_json_atomically
+from bench_common import machine_info, write_json_atomically
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
+from harness.cluster.factory import BROKER_KINDS
+from harness.cluster.kinds import BrokerKind
 from harness.cluster.local import ClusterSpec, ClusterWaitTimeout, LocalCluster
 from harness.cluster.peers import PeerStartError, ReferenceBroker
+from harness.cluster.proxied import ProxiedCluster
 from harness.net.ports import LOOPBACK
+from harness.net.toxiproxy_process import ToxiproxyStartError
 from harness.raw_client import RawClient
 from harness.wire.records import build_batch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUTPUT = REPO_ROOT / "bench-results" / "cluster.json"
+REFERENCE, APACHE_KAFKA = "reference", "apache-kafka"
+KINDS = (REFERENCE, APACHE_KAFKA)
+LOCAL, PROXIED = "local", "proxied"
 RECORD_BYTES = 100
 PRODUCE, METADATA = 0, 3
 PROBE_INTERVAL_S = 0.05
 FLUSH_TIMEOUT_S = 300.0
 RECOVERY_TIMEOUT_S = 120.0
+GOALS = {
+    "apache_kafka_ready_s": 15.0,     # the issue's goal: Kafka's cluster ready in < 15 s
+    "replicated_throughput_ratio": 0.4,  # RF 3 msg/s ≥ 0.4 × one broker's
+    "leader_window_over_session_s": 1.0,  # leader window ≤ session timeout + 1 s
+}
 PRODUCER_CONFIG = {
     "log.connection.close": False,
     "acks": "all",
@@ -83,28 +112,52 @@ class Failover:
     new_leader_or_controller: int | None
 
 
-@dataclass(frozen=True)
-class Results:
-    standalone_msgs_per_s: float
-    cluster_msgs_per_s: float
-    replication_factor: int
-    failovers: list[Failover]
+@dataclass
+class KindResults:
+    """Everything measured on one broker kind; filled in as the run goes (starts alternate
+    between kinds, so a kind's figures do not arrive together)."""
 
-    def median_seconds(self, kind: str) -> float:
-        return statistics.median(f.seconds for f in self.failovers if f.kind == kind)
+    kind: str
+    version: str
+    standalone_msgs_per_s: float = 0.0
+    cluster_msgs_per_s: float = 0.0
+    failovers: list[Failover] = field(default_factory=list)
+    startup_s: dict[str, list[float]] = field(default_factory=lambda: {LOCAL: [], PROXIED: []})
+
+    def median_seconds(self, failure: str) -> float:
+        return statistics.median(f.seconds for f in self.failovers if f.kind == failure)
+
+    def startup(self, backend: str) -> tuple[float, float]:
+        """Best and median start-up seconds on ``backend``."""
+        return min(self.startup_s[backend]), statistics.median(self.startup_s[backend])
+
+
+@dataclass
+class Results:
+    """One run: every kind's figures and which Toxiproxy server carried the proxied starts."""
+
+    replication_factor: int
+    kinds: dict[str, KindResults]
+    toxiproxy_server: str = "?"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="ci/bench_cluster.py",
-        description="Produce throughput of a replicated local cluster vs one standalone broker, "
-        "leader unavailability after a SIGKILL, and controller failover time.",
+        description="For the reference broker and Apache Kafka side by side: produce "
+        "throughput of a replicated local cluster vs one broker, leader unavailability after "
+        "a SIGKILL, controller failover time, and start-up time of ZooKeeper + brokers "
+        "(direct and behind Toxiproxy).",
     )
+    parser.add_argument("--kinds", default=",".join(KINDS),
+                        help=f"broker kinds to measure, comma-separated, of {', '.join(KINDS)} "
+                        "(default: %(default)s)")
     parser.add_argument("--messages", type=int, default=1_000_000,
                         help="records per throughput measurement (default: %(default)s)")
     parser.add_argument("--brokers", type=int, default=3, help="cluster size (default: 3)")
     parser.add_argument("--repeat", type=int, default=3,
-                        help="failures of each kind; the table shows medians (default: 3)")
+                        help="failures of each kind and cluster starts per kind and backend; "
+                        "the table shows medians (default: 3)")
     parser.add_argument("--session-timeout-ms", type=int, default=6000,
                         help="zookeeper.session.timeout.ms of the brokers (default: 6000)")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT,
@@ -112,6 +165,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--markdown", action="store_true",
                         help="print the table as Markdown (for the README)")
     args = parser.parse_args(argv)
+    args.kinds = list(dict.fromkeys(k.strip() for k in args.kinds.split(",") if k.strip()))
+    unknown = sorted(set(args.kinds) - set(KINDS))
+    if unknown or not args.kinds:
+        parser.error(f"--kinds takes {', '.join(KINDS)}; got {unknown or 'none'}")
     if args.messages < 1:
         parser.error(f"--messages must be >= 1, got {args.messages}")
     if args.brokers < 2:
@@ -157,7 +214,10 @@ def measure_produce(bootstrap: str, topic: str, records: int) -> float:
 
 def probe_produce(cluster: LocalCluster, topic: str, partition: int) -> int | str:
     """One acks=all Produce of one record to whichever broker a live broker's Metadata names as
-    the leader, over the raw protocol: 0 when acknowledged, else the error code or why not."""
+    the leader, over the raw protocol: 0 when acknowledged, else the error code or why not.
+
+    The record carries the current time as its CreateTime, as a producer's would: a timestamp
+    of 0 is 1970 to a broker, whose time-based retention may then delete the segment."""
     last = "no broker running"
     for broker_id in cluster.running_broker_ids():
         try:
@@ -173,10 +233,10 @@ def probe_produce(cluster: LocalCluster, topic: str, partition: int) -> int | st
             address = next((b for b in metadata.brokers if b.node_id == leader), None)
             if address is None:
                 return f"leader {leader} not among the brokers"
+            batch = build_batch([(None, b"probe")], timestamp_ms=int(time.time() * 1000))
             with RawClient(address.host, address.port, timeout=5) as raw:
                 response = raw.request(PRODUCE, 9, {"acks": -1, "timeout": 5000, "topic_data": [
-                    {"name": topic, "partition_data": [
-                        {"index": partition, "records": build_batch([(None, b"probe")])}]}]})
+                    {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]})
             return int(response.responses[0].partition_responses[0].error_code)
         except (OSError, ConnectionError) as exc:
             last = f"{type(exc).__name__}: {exc}"
@@ -205,8 +265,8 @@ def measure_leader_kill(cluster: LocalCluster, topic: str, partitions: int,
                          f"or leaderless: {leaders}")
     victim = leaders[partition]
     assert victim is not None
-    if probe_produce(cluster, topic, partition) != 0:
-        raise BenchError(f"{topic}-{partition} did not accept a record before the kill")
+    if (error := probe_produce(cluster, topic, partition)) != 0:
+        raise BenchError(f"{topic}-{partition} did not accept a record before the kill: {error}")
     killed_at = time.monotonic()
     cluster.kill(victim)
     while (error := probe_produce(cluster, topic, partition)) != 0:
@@ -240,78 +300,246 @@ def measure_controller_kill(cluster: LocalCluster, round_number: int) -> Failove
     return Failover("controller", round_number, controller, seconds, new_controller)
 
 
-def run(args: argparse.Namespace, console: Console) -> Results:
-    with ReferenceBroker() as standalone:
-        console.log("standalone broker: producing")
-        topic = create_topic(standalone.bootstrap, 1, 1)
-        standalone_seconds = measure_produce(standalone.bootstrap, topic, args.messages)
-    replication = min(3, args.brokers)
-    spec = ClusterSpec(brokers=args.brokers, zookeeper_session_timeout_ms=args.session_timeout_ms)
+def measure_startup(spec: ClusterSpec, kind: BrokerKind, backend: str) -> tuple[float, str]:
+    """Seconds ``start()`` takes on ``backend`` in a fresh temporary run directory, and which
+    Toxiproxy server carried the links (empty for the local backend). ``start()`` returns once
+    every broker's Metadata lists every broker, which is the readiness measured."""
+    cluster = (LocalCluster(spec, kind=kind) if backend == LOCAL
+               else ProxiedCluster(spec, kind=kind))
+    try:
+        started = time.perf_counter()
+        cluster.start()
+        seconds = time.perf_counter() - started
+        server = (cluster.toxiproxy_server.describe() if isinstance(cluster, ProxiedCluster)
+                  else "")
+    finally:
+        cluster.stop()
+    return seconds, server
+
+
+def measure_one_broker(spec: ClusterSpec, kind: BrokerKind, messages: int) -> float:
+    """msg/s on one broker, RF 1: the reference kind's standalone broker (no ZooKeeper);
+    Apache Kafka 3.9 needs ZooKeeper in ZooKeeper mode, so a 1-broker cluster for it."""
+    if kind.name == REFERENCE:
+        broker = ReferenceBroker()
+        try:
+            broker.start()
+            topic = create_topic(broker.bootstrap, 1, 1)
+            return messages / measure_produce(broker.bootstrap, topic, messages)
+        finally:
+            broker.stop()
+    cluster = LocalCluster(ClusterSpec(brokers=1, zookeeper_session_timeout_ms=(
+        spec.zookeeper_session_timeout_ms)), kind=kind)
+    try:
+        cluster.start()
+        topic = create_topic(cluster.bootstrap, 1, 1)
+        return messages / measure_produce(cluster.bootstrap, topic, messages)
+    finally:
+        cluster.stop()
+
+
+def measure_cluster(args: argparse.Namespace, spec: ClusterSpec, kind: BrokerKind,
+                    replication: int, console: Console) -> tuple[float, list[Failover]]:
+    """Replicated msg/s, then ``--repeat`` rounds of leader and controller SIGKILL."""
     failovers: list[Failover] = []
-    console.log(f"starting ZooKeeper and {args.brokers} brokers")
-    with LocalCluster(spec) as cluster:
+    console.log(f"{kind.name}: starting ZooKeeper and {args.brokers} brokers")
+    cluster = LocalCluster(spec, kind=kind)
+    try:
+        cluster.start()
         topic = create_topic(cluster.bootstrap, 1, replication)
         wait_until_replicated(cluster, topic, 1)
-        console.log(f"cluster: producing with replication factor {replication}")
-        cluster_seconds = measure_produce(cluster.bootstrap, topic, args.messages)
+        console.log(f"{kind.name}: producing with replication factor {replication}")
+        rate = args.messages / measure_produce(cluster.bootstrap, topic, args.messages)
         failover_topic = create_topic(cluster.bootstrap, args.brokers, replication)
         for round_number in range(1, args.repeat + 1):
             wait_until_replicated(cluster, failover_topic, args.brokers)
             leader = measure_leader_kill(cluster, failover_topic, args.brokers, round_number)
-            console.log(f"round {round_number}: leader {leader.killed} killed, "
+            console.log(f"{kind.name} round {round_number}: leader {leader.killed} killed, "
                         f"produce succeeded again after {leader.seconds:.2f}s")
             wait_until_replicated(cluster, failover_topic, args.brokers)
             controller = measure_controller_kill(cluster, round_number)
-            console.log(f"round {round_number}: controller {controller.killed} killed, "
-                        f"broker {controller.new_leader_or_controller} took over after "
+            console.log(f"{kind.name} round {round_number}: controller {controller.killed} "
+                        f"killed, broker {controller.new_leader_or_controller} took over after "
                         f"{controller.seconds:.2f}s")
             failovers += [leader, controller]
-    return Results(
-        standalone_msgs_per_s=args.messages / standalone_seconds,
-        cluster_msgs_per_s=args.messages / cluster_seconds,
-        replication_factor=replication,
-        failovers=failovers,
-    )
+    finally:
+        cluster.stop()
+    return rate, failovers
 
 
-def report_rows(args: argparse.Namespace, results: Results) -> list[list[str]]:
-    single, replicated = results.standalone_msgs_per_s, results.cluster_msgs_per_s
-    return [
-        ["produce msg/s, standalone broker (RF 1)", f"{single:,.0f}"],
-        [f"produce msg/s, {args.brokers} brokers RF {results.replication_factor}",
-         f"{replicated:,.0f} ({replicated / single:.2f}×)"],
-        ["leader SIGKILL → acks=all produce succeeds (median)",
-         f"{results.median_seconds('leader'):.2f} s"],
-        ["controller SIGKILL → new /controller at epoch+1 (median)",
-         f"{results.median_seconds('controller'):.2f} s"],
+def run(args: argparse.Namespace, console: Console) -> Results:
+    """Starts first, kinds and backends alternating so a change in the machine's load hits
+    every column; then one broker's throughput per kind; then each kind's cluster."""
+    spec = ClusterSpec(brokers=args.brokers, zookeeper_session_timeout_ms=args.session_timeout_ms)
+    kinds = {name: BROKER_KINDS[name]() for name in args.kinds}
+    results = Results(replication_factor=min(3, args.brokers),
+                      kinds={name: KindResults(name, kind.version())
+                             for name, kind in kinds.items()})
+    for round_number in range(1, args.repeat + 1):
+        for name, kind in kinds.items():
+            for backend in (LOCAL, PROXIED):
+                seconds, server = measure_startup(spec, kind, backend)
+                results.kinds[name].startup_s[backend].append(seconds)
+                results.toxiproxy_server = server or results.toxiproxy_server
+                console.log(f"start {round_number}: {name} {backend}"
+                            f"{f' ({server})' if server else ''}: ready after {seconds:.2f}s")
+    for name, kind in kinds.items():
+        console.log(f"{name}: one broker, producing {args.messages:,} records")
+        results.kinds[name].standalone_msgs_per_s = measure_one_broker(spec, kind,
+                                                                       args.messages)
+    for name, kind in kinds.items():
+        rate, failovers = measure_cluster(args, spec, kind, results.replication_factor,
+                                          console)
+        results.kinds[name].cluster_msgs_per_s = rate
+        results.kinds[name].failovers = failovers
+    return results
+
+
+def verdict(passed: dict[str, bool]) -> str:
+    """PASS or FAIL, per kind when the kinds disagree."""
+    if len(set(passed.values())) == 1:
+        return "PASS" if next(iter(passed.values())) else "FAIL"
+    return ", ".join(f"{name} {'PASS' if ok else 'FAIL'}" for name, ok in passed.items())
+
+
+def ratio(reference: float, kafka: float) -> str:
+    """reference / apache-kafka: above 1 is more msg/s, or more seconds, for the reference."""
+    return f"{reference / kafka:.2f}×" if kafka else "—"
+
+
+def report(args: argparse.Namespace, results: Results) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows: one column per kind, then reference / apache-kafka when both ran,
+    then the goal."""
+    measured = list(results.kinds.values())
+    both = REFERENCE in results.kinds and APACHE_KAFKA in results.kinds
+    headers = ["measure", *(f"{m.kind} {m.version}" if m.kind == APACHE_KAFKA else m.kind
+                            for m in measured)]
+    headers += ["reference / apache-kafka"] if both else []
+    headers.append("goal")
+    session_s = args.session_timeout_ms / 1000
+    leader_goal = session_s + GOALS["leader_window_over_session_s"]
+    ready_goal = GOALS["apache_kafka_ready_s"]
+    rf, brokers = results.replication_factor, args.brokers
+
+    def row(label: str, cells: list[str], figures: list[tuple[float, float]] | None,
+            goal: str) -> list[str]:
+        """``figures``: (reference, apache-kafka) pairs for the ratio column."""
+        ratios = [" / ".join(ratio(r, k) for r, k in figures or [])] if both else []
+        return [label, *cells, *ratios, goal]
+
+    def pair(get: Callable[[KindResults], float]) -> list[tuple[float, float]]:
+        return [(get(results.kinds[REFERENCE]), get(results.kinds[APACHE_KAFKA]))] if both else []
+
+    rows = [
+        row("produce msg/s, 1 broker RF 1 (reference: standalone, no ZooKeeper; "
+            "apache-kafka: 1-broker cluster + ZooKeeper)",
+            [f"{m.standalone_msgs_per_s:,.0f}" for m in measured],
+            pair(lambda m: m.standalone_msgs_per_s), ""),
+        row(f"produce msg/s, {brokers} brokers RF {rf} (× 1 broker)",
+            [f"{m.cluster_msgs_per_s:,.0f} ({m.cluster_msgs_per_s / m.standalone_msgs_per_s:.2f}×)"
+             for m in measured],
+            pair(lambda m: m.cluster_msgs_per_s),
+            f"≥ {GOALS['replicated_throughput_ratio']}× 1 broker: " + verdict(
+                {m.kind: m.cluster_msgs_per_s >= GOALS["replicated_throughput_ratio"]
+                 * m.standalone_msgs_per_s for m in measured})),
+        row("leader SIGKILL → acks=all produce succeeds (median)",
+            [f"{m.median_seconds('leader'):.2f} s" for m in measured],
+            pair(lambda m: m.median_seconds("leader")),
+            f"≤ session + 1 s = {leader_goal:g} s: " + verdict(
+                {m.kind: m.median_seconds("leader") <= leader_goal for m in measured})),
+        row("controller SIGKILL → new /controller at epoch + 1 (median)",
+            [f"{m.median_seconds('controller'):.2f} s" for m in measured],
+            pair(lambda m: m.median_seconds("controller")), "(reported)"),
     ]
+    for backend, how in ((LOCAL, "direct"),
+                         (PROXIED, f"every link through Toxiproxy ({results.toxiproxy_server}), "
+                          "its start included")):
+        kafka = results.kinds.get(APACHE_KAFKA)
+        goal = (f"apache-kafka median < {ready_goal:g} s: "
+                + verdict({APACHE_KAFKA: kafka.startup(backend)[1] < ready_goal})
+                if kafka else "")
+        rows.append(row(
+            f"start-up, ZooKeeper + {brokers} brokers until every Metadata lists all {brokers}, "
+            f"{how} (best / median)",
+            [" / ".join(f"{s:.2f}" for s in m.startup(backend)) + " s" for m in measured],
+            (list(zip(results.kinds[REFERENCE].startup(backend),
+                      results.kinds[APACHE_KAFKA].startup(backend), strict=True))
+             if both else None), goal))
+    return headers, rows
+
+
+def print_table(title: str, headers: list[str], rows: list[list[str]], markdown: bool) -> None:
+    """Markdown for the README, else a rich table (bench_common's printer has one result
+    column; this table has one per kind)."""
+    if markdown:
+        lines = [f"**{title}**", "", "| " + " | ".join(headers) + " |",
+                 "|---|" + "---:|" * (len(headers) - 2) + "---|"]
+        print("\n".join(lines + ["| " + " | ".join(cells) + " |" for cells in rows]))
+        return
+    table = Table(title=title)
+    table.add_column(headers[0])
+    for header in headers[1:-1]:
+        table.add_column(header, justify="right")
+    table.add_column(headers[-1])
+    for cells in rows:
+        table.add_row(*(escape(cell) for cell in cells))
+    Console().print(table)
 
 
 def write_json(path: Path, args: argparse.Namespace, results: Results,
                machine: dict[str, object]) -> None:
-    document = {
+    both = REFERENCE in results.kinds and APACHE_KAFKA in results.kinds
+    kinds: dict[str, object] = {}
+    for name, m in results.kinds.items():
+        kinds[name] = {
+            "version": m.version,
+            "one_broker": ("standalone reference broker, no ZooKeeper" if name == REFERENCE
+                           else "1-broker LocalCluster with ZooKeeper"),
+            "throughput_msgs_per_s": {"one_broker": m.standalone_msgs_per_s,
+                                      "cluster": m.cluster_msgs_per_s},
+            "median_seconds": {"leader_unavailability": m.median_seconds("leader"),
+                               "controller_failover": m.median_seconds("controller")},
+            "startup_seconds": {backend: {"best": m.startup(backend)[0],
+                                          "median": m.startup(backend)[1],
+                                          "runs": m.startup_s[backend]}
+                                for backend in (LOCAL, PROXIED)},
+            "failovers": [asdict(f) for f in m.failovers],
+        }
+    document: dict[str, object] = {
         "benchmark": "cluster",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": machine,
+        "load_average_1m_at_end": os.getloadavg()[0],
         "settings": {
+            "kinds": args.kinds,
             "messages": args.messages,
             "record_bytes": RECORD_BYTES,
             "brokers": args.brokers,
             "replication_factor": results.replication_factor,
             "repeat": args.repeat,
             "zookeeper_session_timeout_ms": args.session_timeout_ms,
+            "toxiproxy_server": results.toxiproxy_server,
             "producer": PRODUCER_CONFIG,
         },
-        "throughput_msgs_per_s": {
-            "standalone": results.standalone_msgs_per_s,
-            "cluster": results.cluster_msgs_per_s,
-        },
-        "median_seconds": {
-            "leader_unavailability": results.median_seconds("leader"),
-            "controller_failover": results.median_seconds("controller"),
-        },
-        "failovers": [asdict(f) for f in results.failovers],
+        "goals": GOALS,
+        "kinds": kinds,
     }
+    if both:
+        ref, kafka = results.kinds[REFERENCE], results.kinds[APACHE_KAFKA]
+        document["reference_over_apache_kafka"] = {
+            "one_broker_msgs_per_s": ref.standalone_msgs_per_s / kafka.standalone_msgs_per_s,
+            "cluster_msgs_per_s": ref.cluster_msgs_per_s / kafka.cluster_msgs_per_s,
+            "leader_unavailability": ref.median_seconds("leader") / kafka.median_seconds("leader"),
+            "controller_failover": (ref.median_seconds("controller")
+                                    / kafka.median_seconds("controller")),
+            **{f"startup_{backend}_median": ref.startup(backend)[1] / kafka.startup(backend)[1]
+               for backend in (LOCAL, PROXIED)},
+        }
+    if APACHE_KAFKA in results.kinds:
+        kafka = results.kinds[APACHE_KAFKA]
+        document["apache_kafka_ready_goal_met"] = {
+            backend: kafka.startup(backend)[1] < GOALS["apache_kafka_ready_s"]
+            for backend in (LOCAL, PROXIED)}
     write_json_atomically(path, document)
 
 
@@ -321,8 +549,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     err = Console(stderr=True)
     try:
         results = run(args, err)
-    except PeerStartError as exc:
-        err.print("[red]the cluster did not start:[/]", end=" ")
+    except (PeerStartError, ToxiproxyStartError) as exc:
+        err.print("[red]a cluster did not start:[/]", end=" ")
         err.print(str(exc), markup=False, highlight=False)
         return 3
     except (BenchError, ClusterWaitTimeout, KafkaException) as exc:
@@ -330,13 +558,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.print(str(exc), markup=False, highlight=False)
         return 1
     except KeyboardInterrupt:
-        err.print("interrupted; brokers and ZooKeeper stopped")
+        err.print("interrupted; brokers, ZooKeeper and proxies stopped")
         return 130
     write_json(args.output, args, results, machine)
-    rows = report_rows(args, results)
-    title = (f"Cluster: {args.messages:,} × {RECORD_BYTES}-byte records; "
-             f"failures × {args.repeat}, zookeeper.session.timeout.ms={args.session_timeout_ms}")
-    print_results(title, rows, args.markdown)
+    headers, rows = report(args, results)
+    title = (f"Cluster: {args.messages:,} × {RECORD_BYTES}-byte records; failures and starts "
+             f"× {args.repeat}, zookeeper.session.timeout.ms={args.session_timeout_ms}; "
+             f"load average {machine['load_average_1m_at_start']:.1f} at start, "
+             f"{os.getloadavg()[0]:.1f} at end")
+    print_table(title, headers, rows, args.markdown)
     err.print(f"results written to {args.output}", highlight=False)
     return 0
 
