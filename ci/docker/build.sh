@@ -30,8 +30,9 @@ cp "$root/ci/docker/Dockerfile" "$context/"
 "$python" - "$context/wheels" <<'PY'
 import subprocess, sys
 from pathlib import Path
-from harness.cluster.docker_images import container_requirements
+from harness.cluster.docker_images import container_requirements, stage_image_directories
 wheels = Path(sys.argv[1])
+stage_image_directories(wheels.parent)
 requirements = container_requirements()
 (wheels / "container-requirements.txt").write_text("\n".join(requirements) + "\n")
 subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:",

@@ -57,7 +57,7 @@ DEFAULT_JVM_OPTS = ("-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 "
                     "-Djava.awt.headless=true")
 CLIENT_LISTENER = "CLIENT"
 CONTROLLER_LISTENER = "CONTROLLER"
-CONTAINER_LIBS = "/opt/kafka/libs"  # where a container finds the jars (mounted read-only)
+CONTAINER_LIBS = "/opt/kafka/libs"  # where a container finds the jars, in the project image
 _CORE_JAR = re.compile(r"^kafka_2\.1[23]-(\d+)\.(\d+)\.(\d+)\.jar$")
 _FORMAT_TIMEOUT_S = 60.0
 
@@ -298,23 +298,31 @@ class ApacheKafkaKind:
     def container_launch(self, properties: Mapping[str, str | int],
                          config_dir: str) -> ContainerLaunch:
         """``kafka.Kafka`` as :meth:`ApacheKafkaBroker.jvm_command` runs it, on the image's
-        JRE (the one ZooKeeper runs on), with this kind's jars bind-mounted read-only.
-
-        Mounted rather than copied into the image: the image stays one for every kind and is
-        keyed by the sources that run in it (56 MB of jars would be rehashed on every start and
-        rebuilt into it on every version change), and the container runs exactly the
-        distribution the local backend would — the vendored one or ``$KAFKA_HOME`` — with the
-        version :meth:`version` reports. The cost is an engine that sees this host's files,
-        which the docker backend assumes anyway (lose-unflushed edits its volumes from here).
-        """
-        distribution = self.distribution
-        inside = KafkaDistribution(Path(CONTAINER_LIBS), distribution.version)
+        JRE (the one ZooKeeper runs on), from the jars :meth:`image_directories` put in it."""
+        inside = KafkaDistribution(Path(CONTAINER_LIBS), self.distribution.version)
         server = f"{config_dir}/server.properties"
         return ContainerLaunch(
             command=tuple(kafka_jvm_command("java", inside, config_dir, "kafka.Kafka", server)),
             files={"server.properties": properties_text({"num.partitions": 1, **properties}),
-                   logging_config_name(inside.major): logging_config(inside.major)},
-            read_only_mounts={str(distribution.libs.resolve()): CONTAINER_LIBS})
+                   logging_config_name(inside.major): logging_config(inside.major)})
+
+    def image_directories(self) -> dict[str, Path]:
+        """This kind's jars (the vendored 3.9 or ``$KAFKA_HOME``'s), copied into the project
+        image at :data:`CONTAINER_LIBS`; none where there are none (then
+        :meth:`container_launch` says how to fetch them).
+
+        Copied rather than bind-mounted from the host: a mount names a path on the engine's
+        host, which is not this process's file system when the harness runs in a container
+        that shares the host's engine — CI's docker job (``-v /var/run/docker.sock``) — or
+        talks to a remote one; an image carries them wherever it runs. The image's tag hashes
+        the jars with the sources, so a new Kafka version (or another ``$KAFKA_HOME``) is a
+        rebuild from the jars' layer on (the apt layer before it stays cached), and a change
+        of the sources alone does not copy them again (they come before the project's wheel).
+        """
+        try:
+            return {CONTAINER_LIBS: self.distribution.libs}
+        except PeerStartError:
+            return {}
 
     def new_broker(self, run_dir: Path, *, port: int, properties: Mapping[str, str | int],
                    startup_timeout: float, stop_timeout: float,

@@ -14,8 +14,8 @@ unchanged; only where the nodes run differs:
   into its own keys (``broker.peer.addresses`` for the reference broker; for Apache Kafka a
   listener per source broker, on port ``9092 + source``, each advertised at that pair's proxy);
 * what a broker container runs is the kind's too (:meth:`BrokerKind.container_launch`): the
-  reference broker from the image, Apache Kafka's JVM on the image's JRE with its jars
-  mounted read-only from the host;
+  reference broker from the image, Apache Kafka's JVM on the image's JRE from the jars the
+  image carries (:meth:`BrokerKind.image_directories`);
 * :class:`~harness.cluster.docker_faults.IptablesPartitions` cuts the same links a second way,
   in the kernel: DROP rules in the network namespace of the node that owns the link's end;
 * process faults are the engine's: kill, stop (SIGTERM, then SIGKILL), pause and unpause (the
@@ -247,17 +247,12 @@ class DockerCluster(ProxiedCluster):
     def _run_node(self, node: str, command: list[str], *, image: str | None = None,
                   environment: Mapping[str, str] | None = None,
                   ports: Mapping[int, int] | None = None,
-                  volume: str | None = None,
-                  read_only_mounts: Mapping[str, str] | None = None) -> Container:
+                  volume: str | None = None) -> Container:
         assert self.client is not None
         api = self.client.api
-        binds = {host: {"bind": inside, "mode": "ro"}
-                 for host, inside in (read_only_mounts or {}).items()}
-        if volume:
-            binds[volume] = {"bind": LOG_DIR, "mode": "rw"}
         host_config = api.create_host_config(
             cap_add=["NET_ADMIN"],
-            binds=binds or None,
+            binds={volume: {"bind": LOG_DIR, "mode": "rw"}} if volume else None,
             port_bindings={port: (LOOPBACK, host_port)
                            for port, host_port in (ports or {}).items()})
         networking = api.create_networking_config({
@@ -380,7 +375,7 @@ class DockerCluster(ProxiedCluster):
                   for n, name in enumerate(launch.files)]
         script = " && ".join([*writes, f"exec {shlex.join(launch.command)}"])
         return self._run_node(node, ["sh", "-c", script], environment=environment,
-                              volume=volume, read_only_mounts=launch.read_only_mounts)
+                              volume=volume)
 
     def stop(self) -> None:
         """Save every node's log, then remove everything labelled with this run. Safe to call

@@ -3,11 +3,14 @@
 Nothing is pulled. The base is a Debian rootfs made by ``debootstrap --variant=minbase`` from
 the mirror this machine's apt already uses, turned into an image by ``docker import``; the one
 project image on top (``ci/docker/Dockerfile``) adds Python, a JRE, Debian's ZooKeeper and
-iptables with apt from that same mirror, and the project from a wheel built here. The same
-image runs ZooKeeper, every broker and the Toxiproxy server, so a cluster needs one build.
+iptables with apt from that same mirror, the host directories the broker kinds need in it
+(:meth:`~harness.cluster.kinds.BrokerKind.image_directories`: Apache Kafka's jars), and the
+project from a wheel built here. The same image runs ZooKeeper, the brokers of every kind and
+the Toxiproxy server, so a cluster needs one build.
 
 Both steps are cached: the base is made once (its tag exists → skipped), and the project image
-is tagged with a hash of the project's sources, so it is rebuilt only when they change.
+is tagged with a hash of the project's sources and of those directories, so it is rebuilt only
+when they change.
 
 If no engine answers, :func:`ensure_engine` installs Debian's ``docker.io`` and starts
 ``dockerd`` with its log in :data:`DOCKERD_LOG` (``$KAFKA_HARNESS_DOCKERD_LOG`` overrides) and
@@ -32,7 +35,7 @@ import sys
 import tempfile
 import time
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import docker
@@ -56,6 +59,7 @@ _SOURCE_GLOBS = ("pyproject.toml", "harness/__init__.py", "harness/net/**/*.py",
                  "harness/wire/**/*.py", "reference_broker/**/*.py", "ci/docker/Dockerfile",
                  "ci/docker/*.py")
 _ENGINE_START_TIMEOUT_S = 60.0
+IMAGE_FILES = "image-files"  # in the build context: copied to / of the image
 
 
 class EngineUnavailable(RuntimeError):
@@ -241,19 +245,51 @@ def ensure_base_image(client: docker.DockerClient, mirror: str | None = None) ->
 
 # --- the project image -----------------------------------------------------------------------
 
-def source_hash(root: Path = PROJECT_ROOT) -> str:
-    """A hash of everything that goes into the project image: a new one means a rebuild."""
+def image_directories() -> dict[str, Path]:
+    """Image path -> host directory, for every kind the docker backend runs: what the kinds
+    need in the image besides the project (asked of each kind, so this module knows none)."""
+    from harness.cluster.factory import BROKER_KINDS, DOCKER_KINDS
+
+    wanted: dict[str, Path] = {}
+    for name in sorted(DOCKER_KINDS):
+        wanted.update(BROKER_KINDS[name]().image_directories())
+    return wanted
+
+
+def source_hash(root: Path = PROJECT_ROOT,
+                directories: Mapping[str, Path] | None = None) -> str:
+    """A hash of everything that goes into the project image — the sources that run in it and
+    ``directories`` (default :func:`image_directories`) —: a new one means a rebuild."""
     digest = hashlib.sha256()
     paths = sorted({path for pattern in _SOURCE_GLOBS for path in root.glob(pattern)
                     if path.is_file() and "__pycache__" not in path.parts})
     for path in paths:
         digest.update(str(path.relative_to(root)).encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
+    if directories is None:
+        directories = image_directories()
+    for inside, directory in sorted(directories.items()):
+        for path in sorted(directory.rglob("*")):
+            if path.is_file():
+                digest.update(f"{inside}/{path.relative_to(directory)}".encode() + b"\0")
+                digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 
 def project_image_tag(root: Path = PROJECT_ROOT) -> str:
     return f"{PROJECT_REPOSITORY}:{source_hash(root)}"
+
+
+def stage_image_directories(context: Path,
+                            directories: Mapping[str, Path] | None = None) -> None:
+    """Copy ``directories`` (default :func:`image_directories`) to ``context/image-files``
+    at their paths in the image, for the Dockerfile's ``COPY image-files/ /``; the directory
+    exists, empty, when nothing is wanted."""
+    staged = context / IMAGE_FILES
+    staged.mkdir()
+    for inside, directory in (image_directories() if directories is None
+                              else directories).items():
+        shutil.copytree(directory, staged / inside.lstrip("/"), symlinks=False)
 
 
 def container_requirements(root: Path = PROJECT_ROOT) -> list[str]:
@@ -269,11 +305,13 @@ def container_requirements(root: Path = PROJECT_ROOT) -> list[str]:
 
 
 def _prepare_context(context: Path, root: Path) -> None:
-    """Dockerfile and wheels/: the project wheel and the wheels of
-    :func:`container_requirements` for the engine's CPU and Debian's Python (3.11)."""
+    """Dockerfile, image-files/ (:func:`stage_image_directories`) and wheels/: the project
+    wheel and the wheels of :func:`container_requirements` for the engine's CPU and Debian's
+    Python (3.11)."""
     wheels = context / "wheels"
     wheels.mkdir()
     shutil.copy(DOCKER_DIR / "Dockerfile", context / "Dockerfile")
+    stage_image_directories(context)
     pip = [sys.executable, "-m", "pip"]
     subprocess.run([*pip, "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(root)],
                    check=True)

@@ -19,7 +19,7 @@ so each Kafka broker gets one listener per source broker, each advertised at tha
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
@@ -93,14 +93,11 @@ class ContainerLaunch:
     be, with paths inside the container.
 
     ``files`` (name -> text) are written into the config dir before every start, so a restart
-    reads its configuration as a first start does; ``command`` then runs in their place; each
-    host directory of ``read_only_mounts`` (host path -> container path) is mounted read-only,
-    for what the kind needs from the host and the image does not carry (Kafka's jars).
+    reads its configuration as a first start does; ``command`` then runs in their place.
     """
 
     command: tuple[str, ...]
     files: Mapping[str, str]
-    read_only_mounts: Mapping[str, str] = field(default_factory=dict)
 
 
 class BrokerKind(Protocol):
@@ -144,6 +141,11 @@ class BrokerKind(Protocol):
                          config_dir: str) -> ContainerLaunch:
         """How a broker configured by ``properties`` runs in a container of the project image
         (see :class:`ContainerLaunch`), its files written under ``config_dir`` there."""
+        ...
+
+    def image_directories(self) -> Mapping[str, Path]:
+        """Host directories the project image must carry for :meth:`container_launch`, by
+        their path in the image (the image's tag covers their contents); empty if none."""
         ...
 
 

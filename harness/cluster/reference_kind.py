@@ -57,6 +57,10 @@ class ReferenceKind:
             command=("reference-broker", f"{config_dir}/server.properties"),
             files={"server.properties": properties_text(properties)})
 
+    def image_directories(self) -> dict[str, Path]:
+        """None: the image installs the reference broker from this checkout's wheel."""
+        return {}
+
     def new_broker(self, run_dir: Path, *, port: int, properties: Mapping[str, str | int],
                    startup_timeout: float, stop_timeout: float,
                    wrap: Wrap | None = None) -> ReferenceBroker:
