@@ -53,7 +53,9 @@ from harness.cluster.factory import (
     BROKER_KINDS,
     Backend,
     ClusterOptions,
+    Faults,
     Network,
+    RunnableCluster,
     TargetName,
     build,
     check_options,
@@ -169,7 +171,8 @@ def default_run_dir(seed: int) -> Path:
 # The cluster
 
 
-def _start_cluster(options: RunOptions, run_dir: Path) -> tuple[Any, ClusterNodes, Any, str]:
+def _start_cluster(options: RunOptions, run_dir: Path
+                   ) -> tuple[RunnableCluster, ClusterNodes, Faults, str]:
     """(what to stop, its nodes — the LocalCluster, or the DockerCluster itself —, its
     network faults, the network mechanism for the report)."""
     cluster_options = ClusterOptions(TargetName(options.target), options.brokers,
@@ -193,7 +196,7 @@ def _start_cluster(options: RunOptions, run_dir: Path) -> tuple[Any, ClusterNode
     return built.cluster, built.cluster.cluster, built.faults, built.mechanism
 
 
-def _client_bootstrap(handle: Any) -> str:
+def _client_bootstrap(handle: RunnableCluster) -> str:
     return handle.bootstrap  # ProxiedCluster: the client proxies; NetnsCluster: the brokers
 
 
@@ -404,7 +407,7 @@ class Run:
                 handle.stop()
         self._judge()
 
-    def _workload(self, bootstrap: str, cluster: ClusterNodes, network: Any | None) -> int:
+    def _workload(self, bootstrap: str, cluster: ClusterNodes, network: Faults | None) -> int:
         """Clients and nemesis for the run's duration, then heal; returns the next free
         process number."""
         options = self.options

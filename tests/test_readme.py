@@ -25,3 +25,15 @@ def test_quick_start_is_exactly_two_commands_that_exist():
     for command in commands:
         assert (ROOT / command.split()[1]).is_file()
     assert "ci/test.sh" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_versions_the_readme_names_are_the_ones_set_up_fetches():
+    pom = (ROOT / "ci" / "apache-kafka" / "pom.xml").read_text()
+    kafka = re.findall(r"<artifactId>kafka_2\.13</artifactId>\s*<version>([\d.]+)</version>", pom)
+    toxiproxy = re.search(r"^TOXIPROXY_VERSION=(v[\d.]+)$",
+                          (ROOT / "ci" / "fetch_vendor.sh").read_text(), re.MULTILINE)
+    assert toxiproxy is not None and len(kafka) == 2
+    section = README.split("## Apache Kafka and the real Toxiproxy", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (.+?) \| (v?[\d.]+)[ |]", section, re.MULTILINE)
+    named = {version for _, version in rows}
+    assert named == {*kafka, toxiproxy.group(1)}

@@ -14,8 +14,8 @@ reference,             proxy / local                ZooKeeper + N brokers, every
 apache-kafka                                        Toxiproxy (:class:`ProxiedCluster`)
 reference,             kernel / local (root)        each node in a network namespace, iptables
 apache-kafka                                        drops (:class:`NetnsCluster`)
-reference              proxy / docker               containers behind a Toxiproxy container
-                                                    (:class:`DockerCluster`)
+reference,             proxy / docker               containers behind a Toxiproxy container
+apache-kafka                                        (:class:`DockerCluster`)
 apache-kafka-kraft,    (none)                       one node, no faults (peers, see
 tansu,                                              :func:`harness.cluster.targets.start_target`)
 librdkafka-mock,
@@ -115,6 +115,8 @@ class RunnableCluster(Protocol):
 class Faults(Protocol):
     """A network mechanism's faults: partitions (by shape or grudge) and, where it can, toxics."""
 
+    offers_toxics: bool
+
     @property
     def nodes(self) -> list[str]: ...
 
@@ -174,7 +176,7 @@ def check_options(target: str, bootstrap: str | None, brokers: int,
     _member(Network, network, "network mechanism")
     _member(Backend, backend, "backend")
     if backend == Backend.DOCKER and name not in DOCKER_KINDS:
-        raise ValueError(f"--backend docker runs the {', '.join(sorted(DOCKER_KINDS))} target, "
+        raise ValueError(f"--backend docker runs the targets {', '.join(sorted(DOCKER_KINDS))}, "
                          f"not {target!r} (its image has no {target} build)")
     if backend == Backend.DOCKER and network == Network.KERNEL:
         raise ValueError("--network kernel is for the local backend: the docker backend cuts "

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from harness.cluster.factory import Faults
 from harness.cluster.nodes import ClusterNodes
 from harness.nemesis import process as process_faults
 from harness.nemesis.schedule import NETWORK_FAULTS, Step
@@ -32,11 +33,11 @@ class FaultTarget:
     """What the schedule's faults act on: the cluster's processes, its proxies (if it has
     them) and the workload's clients."""
 
-    def __init__(self, cluster: ClusterNodes, network: Any | None = None,
+    def __init__(self, cluster: ClusterNodes, network: Faults | None = None,
                  crash_client: Callable[[random.Random], str | None] | None = None,
                  seed: int = 0) -> None:
         self.cluster = cluster
-        self.network = network  # NetworkFaults (proxies), KernelFaults (iptables) or None
+        self.network = network
         self.crash_client = crash_client
         self._rng = random.Random(seed)
 
@@ -44,13 +45,13 @@ class FaultTarget:
         """Why this target cannot do ``fault``, or None when it can."""
         if fault in NETWORK_FAULTS and self.network is None:
             return "the cluster has no network fault mechanism"
-        if fault in TOXIC_FAULTS and not getattr(self.network, "offers_toxics", True):
+        if fault in TOXIC_FAULTS and self.network is not None and not self.network.offers_toxics:
             return "the kernel network mechanism has no toxics (use --network proxy)"
         if fault == "crash-client" and self.crash_client is None:
             return "no workload clients to crash"
         return None
 
-    def _network(self, fault: str) -> Any:
+    def _network(self, fault: str) -> Faults:
         if self.network is None:
             raise RuntimeError(f"cannot {fault}: the cluster has no network fault mechanism")
         return self.network

@@ -56,7 +56,7 @@ def test_the_fixtures_run_against_containers(pytester: pytest.Pytester):
 
 @pytest.mark.parametrize(("options", "message"), [
     (["--network", "kernel"], "--network kernel is for the local backend"),
-    (["--target", "tansu"], "--backend docker runs the apache-kafka, reference target"),
+    (["--target", "tansu"], "--backend docker runs the targets apache-kafka, reference"),
 ])
 def test_docker_with_options_it_cannot_honour_is_a_usage_error(
         pytester: pytest.Pytester, options: list[str], message: str):
