@@ -105,7 +105,7 @@ def demo(
 # --- the running cluster: up, status, down, and faults on demand ------------------------------
 #
 # Each command below is a separate process talking to the supervisor's control socket
-# (harness.cluster.supervisor); the supervisor is the only owner of the cluster.
+# (harness.supervisor); the supervisor is the only owner of the cluster.
 
 DEFAULT_RUN_DIR = Path(".harness/current")
 RunDir = Annotated[
@@ -211,7 +211,7 @@ _IMAGE_BUILD_BUDGET_S = 900
 
 
 def _up_detached(run_dir: Path, spec: Any, launch: dict[str, Any]) -> int:
-    from harness.cluster import supervisor
+    from harness import supervisor
 
     console = _stderr()
     process = supervisor.launch_detached(run_dir, spec, **launch)
@@ -246,7 +246,7 @@ def _up_detached(run_dir: Path, spec: Any, launch: dict[str, Any]) -> int:
 
 
 def _start_failed(run_dir: Path, state: dict[str, Any] | None, process: Any) -> int:
-    from harness.cluster.supervisor import LOG_NAME
+    from harness.supervisor import LOG_NAME
 
     if process.poll() is None:
         process.terminate()
@@ -264,7 +264,7 @@ def _start_failed(run_dir: Path, state: dict[str, Any] | None, process: Any) -> 
 def _up_foreground(run_dir: Path, spec: Any, launch: dict[str, Any]) -> int:
     import logging
 
-    from harness.cluster import supervisor
+    from harness import supervisor
 
     run_dir.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(run_dir / supervisor.LOG_NAME)
@@ -382,7 +382,7 @@ def _toxiproxy_server(state: dict[str, Any]) -> str:
 def down(run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
     """Stop everything: brokers, ZooKeeper, proxies, the supervisor (and, on docker, every
     container, network and volume of the run, even when its supervisor was killed)."""
-    from harness.cluster.supervisor import process_state
+    from harness.supervisor import process_state
 
     if _remove_orphaned_containers(run_dir.resolve()):
         return
@@ -401,7 +401,7 @@ def down(run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
 def _remove_orphaned_containers(run_dir: Path) -> bool:
     """True when a docker run's supervisor died without cleaning up (SIGKILL, a crash) and
     what its label names was removed here: containers outlive their owner, processes do not."""
-    from harness.cluster import supervisor
+    from harness import supervisor
 
     state = supervisor.read_state(run_dir)
     if (state is None or state.get("backend") != "docker" or not state.get("run_label")

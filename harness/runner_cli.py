@@ -12,7 +12,8 @@ from typing import Annotated
 import typer
 
 from harness.checker.result import DEFAULT_GUARANTEE, GUARANTEES
-from harness.cluster.factory import Backend, ClusterTarget, Network
+from harness.cluster.factory import Backend, Network
+from harness.cluster.registry import ClusterTarget
 from harness.matrix import parse_list
 from harness.nemesis.schedule import FAULTS
 

@@ -82,3 +82,38 @@ def test_sans_io_modules_do_no_io():
     bad = [f"{m} imports {n}" for m, p in MODULES if any(_under(m, x) for x in NO_IO)
            for n in _imports(p) if n in IO_MODULES]
     assert bad == []
+
+
+def _harness_part(name: str) -> str | None:
+    """The harness subpackage or top-level module ``name`` belongs to (``harness.cluster``)."""
+    parts = name.split(".")
+    return ".".join(parts[:2]) if parts[0] == "harness" and len(parts) > 1 else None
+
+
+def test_no_import_cycle_between_parts_of_the_harness():
+    """Subpackages and top-level modules import each other one way only: the cluster layer
+    never reaches up to the nemesis or the supervisor that drive it (lazy imports included)."""
+    edges: dict[str, set[str]] = {}
+    for module, path in MODULES:
+        source = _harness_part(module)
+        if source is None:
+            continue
+        for name in _imports(path):
+            target = _harness_part(name)
+            if target is not None and target != source:
+                edges.setdefault(source, set()).add(target)
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            node = todo.pop()
+            if node == goal:
+                return True
+            if node not in seen:
+                seen.add(node)
+                todo.extend(edges.get(node, ()))
+        return False
+
+    cycles = sorted(f"{a} <-> {b}" for a, targets in edges.items() for b in targets
+                    if a < b and reaches(b, a))
+    assert cycles == []

@@ -1,7 +1,7 @@
 """The supervisor's control socket: one JSON request per line in, one JSON response per line out.
 
 Both ends live here so the protocol is in one place: :func:`send_request` is what every CLI
-command calls, :class:`ControlServer` is what the supervisor (:mod:`harness.cluster.supervisor`)
+command calls, :class:`ControlServer` is what the supervisor (:mod:`harness.supervisor`)
 serves. A response is ``{"ok": true, ...}`` or ``{"ok": false, "error": "...", "kind": "usage" |
 "failed"}``; the socket file exists exactly while a supervisor serves it.
 """

@@ -1,7 +1,7 @@
 """The docker backend: ZooKeeper, N brokers of one kind and Toxiproxy, each in its own container.
 
 The same cluster as :class:`~harness.cluster.proxied.ProxiedCluster`, with the same link names
-and the same Toxiproxy API, so :class:`~harness.nemesis.network.NetworkFaults` drives it
+and the same Toxiproxy API, so :class:`~harness.cluster.proxy_faults.NetworkFaults` drives it
 unchanged; only where the nodes run differs:
 
 * one user-defined bridge network per run, with a subnet of its own and fixed addresses, so

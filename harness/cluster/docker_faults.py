@@ -17,7 +17,7 @@ from toxiproxy.proxy import Proxy
 
 from harness.cluster.docker_backend import TOXIPROXY_NODE, DockerCluster
 from harness.cluster.proxied import CLIENT
-from harness.nemesis.network import (
+from harness.cluster.proxy_faults import (
     NetworkFaults,
     cut_streams,
     pairs_from_toxics,

@@ -248,7 +248,7 @@ def ensure_base_image(client: docker.DockerClient, mirror: str | None = None) ->
 def image_directories() -> dict[str, Path]:
     """Image path -> host directory, for every kind the docker backend runs: what the kinds
     need in the image besides the project (asked of each kind, so this module knows none)."""
-    from harness.cluster.factory import BROKER_KINDS, DOCKER_KINDS
+    from harness.cluster.registry import BROKER_KINDS, DOCKER_KINDS
 
     wanted: dict[str, Path] = {}
     for name in sorted(DOCKER_KINDS):

@@ -25,11 +25,13 @@ external
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from harness.cluster.registry import BROKER_KINDS, DOCKER_KINDS, TargetName
 
 if TYPE_CHECKING:
     from harness.cluster.docker_backend import DockerCluster
@@ -38,17 +40,6 @@ if TYPE_CHECKING:
     from harness.cluster.nodes import ClusterNodes
 
 _E = TypeVar("_E", bound=StrEnum)
-
-
-class TargetName(StrEnum):
-    """What the suites or a run talk to (``--target``)."""
-
-    REFERENCE = "reference"
-    APACHE_KAFKA = "apache-kafka"
-    APACHE_KAFKA_KRAFT = "apache-kafka-kraft"
-    TANSU = "tansu"
-    LIBRDKAFKA_MOCK = "librdkafka-mock"
-    EXTERNAL = "external"
 
 
 class Network(StrEnum):
@@ -63,37 +54,6 @@ class Backend(StrEnum):
 
     LOCAL = "local"
     DOCKER = "docker"
-
-
-class ClusterTarget(StrEnum):
-    """The targets the harness runs as a ZooKeeper-mode cluster of its own, with every fault
-    (the choices of ``kafka-harness run --target``)."""
-
-    REFERENCE = TargetName.REFERENCE.value
-    APACHE_KAFKA = TargetName.APACHE_KAFKA.value
-
-
-def _reference() -> BrokerKind:
-    from harness.cluster.reference_kind import REFERENCE
-
-    return REFERENCE
-
-
-def _apache_kafka() -> BrokerKind:
-    from harness.cluster.apache_kafka import ApacheKafkaKind
-
-    return ApacheKafkaKind()
-
-
-BROKER_KINDS: Mapping[str, Callable[[], BrokerKind]] = {
-    ClusterTarget.REFERENCE: _reference,
-    ClusterTarget.APACHE_KAFKA: _apache_kafka,
-}
-"""How each :class:`ClusterTarget` makes its broker kind (imported on use: the CLI starts
-without loading any client library)."""
-
-DOCKER_KINDS = frozenset({TargetName.REFERENCE, TargetName.APACHE_KAFKA})
-"""Kinds the docker backend has an image for."""
 
 
 class RunnableCluster(Protocol):
@@ -173,6 +133,7 @@ def check_options(target: str, bootstrap: str | None, brokers: int,
                   network: str = Network.PROXY, backend: str = Backend.LOCAL) -> None:
     """ValueError naming the problem with a target's options (a usage error)."""
     name = _member(TargetName, target, "target")
+    target = name.value  # a member's repr would read <TargetName.TANSU: 'tansu'> in messages
     _member(Network, network, "network mechanism")
     _member(Backend, backend, "backend")
     if backend == Backend.DOCKER and name not in DOCKER_KINDS:
@@ -225,7 +186,7 @@ def build(options: ClusterOptions, run_dir: Path | None, *,
         kernel = NetnsCluster(spec, run_dir=run_dir, kind=kind)
         return BuiltCluster(kernel, KernelFaults(kernel), "kernel", kind)
     from harness.cluster.proxied import ProxiedCluster
-    from harness.nemesis.network import NetworkFaults
+    from harness.cluster.proxy_faults import NetworkFaults
 
     proxied = ProxiedCluster(spec, run_dir=run_dir, toxiproxy_url=options.toxiproxy_url,
                              kind=kind)

@@ -6,12 +6,12 @@ bridge (:class:`~harness.net.netns.NetnsNetwork`), so a partition is what Jepsen
 Trogdor make it: iptables dropping the packets of the nodes a receiver holds a grudge against.
 It needs root. Clients run in the root namespace and reach the brokers through the bridge.
 
-:class:`KernelFaults` has the partition half of :class:`~harness.nemesis.network.NetworkFaults`'
-API over it, the node ``client`` included: the client is the host, so its packets are dropped
-inside the brokers' namespaces (from and to the bridge's address), never in the host's own
-firewall. As with the proxies, nothing is cut between the client and ZooKeeper — the harness
-reads ZooKeeper from the host, and no Kafka client talks to it. Toxics (latency, bandwidth, ...)
-need the proxies and are refused with that reason.
+:class:`KernelFaults` has the partition half of the API of
+:class:`~harness.cluster.proxy_faults.NetworkFaults` over it, the node ``client`` included: the
+client is the host, so its packets are dropped inside the brokers' namespaces (from and to the
+bridge's address), never in the host's own firewall. As with the proxies, nothing is cut between
+the client and ZooKeeper — the harness reads ZooKeeper from the host, and no Kafka client talks
+to it. Toxics (latency, bandwidth, ...) need the proxies and are refused with that reason.
 """
 
 from __future__ import annotations

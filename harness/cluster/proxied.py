@@ -1,7 +1,7 @@
 """A local cluster with every link behind a Toxiproxy proxy, so faults can be injected on demand.
 
 Each TCP connection in the cluster goes through a named proxy (node and link names are the
-harness's vocabulary, see :mod:`harness.nemesis.network`):
+harness's vocabulary, see :mod:`harness.cluster.proxy_faults`):
 
 * ``client->broker-I`` — broker I advertises this proxy as its listener, so any Kafka client
   that bootstraps anywhere ends up talking to the brokers through the proxies;

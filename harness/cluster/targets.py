@@ -91,7 +91,13 @@ class Target:
         return f"needs a target that {what}; {why}"
 
     def reset(self) -> None:
-        """Between tests: heal every partition, remove every toxic, restart stopped brokers."""
+        """Between tests: heal every partition, remove every toxic, restart stopped brokers,
+        and wait until every broker is registered again.
+
+        A broker whose ZooKeeper session expired behind a cut registers again by itself once it
+        can reach ZooKeeper — Apache Kafka does so a few seconds after the heal — and the next
+        test must not start with a cluster that is one broker short.
+        """
         if self.faults is not None:
             self.faults.clear()
         nodes = self.nodes
@@ -101,6 +107,10 @@ class Target:
             for broker_id, broker in nodes.brokers.items():
                 if not broker.is_running():
                     nodes.start_broker(broker_id)
+            everyone = sorted(nodes.brokers)
+            nodes.wait_for(lambda: nodes.registered_broker_ids() == everyone,
+                           nodes.spec.zookeeper_session_timeout_ms / 1000 + 30,
+                           f"brokers {everyone} registered after the reset")
 
     def close(self) -> None:
         if self._close is not None:

@@ -20,8 +20,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from harness.cluster.apache_kafka import ApacheKafkaKind
 from harness.cluster.local import ClusterSpec, LocalCluster
 from harness.cluster.proxied import ProxiedCluster, broker_node
+from harness.cluster.proxy_faults import NetworkFaults
 from harness.nemesis import process as process_faults
-from harness.nemesis.network import NetworkFaults
 
 LAG_MS = 3000  # replica.lag.time.max.ms: how long a follower may lag before the ISR drops it
 

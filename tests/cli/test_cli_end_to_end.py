@@ -16,9 +16,9 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.cluster.supervisor import process_state, read_state, socket_path
 from harness.net.netns import unavailable
 from harness.net.ports import LOOPBACK, free_port, is_accepting
+from harness.supervisor import process_state, read_state, socket_path
 
 KAFKA_HARNESS = str(Path(sys.executable).parent / "kafka-harness")
 COMMAND_TIMEOUT_S = 180

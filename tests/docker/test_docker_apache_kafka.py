@@ -25,8 +25,8 @@ from harness.cluster.docker_faults import IptablesPartitions
 from harness.cluster.local import ClusterSpec, metadata_broker_ids
 from harness.cluster.process import PeerStartError
 from harness.cluster.proxied import CLIENT, broker_node, link_name
+from harness.cluster.proxy_faults import NetworkFaults
 from harness.nemesis import process as process_faults
-from harness.nemesis.network import NetworkFaults
 from harness.net.ports import LOOPBACK
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]

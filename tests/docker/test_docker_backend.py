@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from harness.cluster.docker_backend import RUN_LABEL, DockerCluster
 from harness.cluster.docker_faults import IptablesPartitions
 from harness.cluster.local import ClusterSpec, metadata_broker_ids
-from harness.nemesis.network import NetworkFaults
+from harness.cluster.proxy_faults import NetworkFaults
 from harness.net.ports import LOOPBACK
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]

@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.docker_backend import remove_run
 from harness.cluster.local import wait_for
-from harness.cluster.supervisor import process_state
+from harness.supervisor import process_state
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 

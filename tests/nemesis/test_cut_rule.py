@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.nemesis.network import cut_streams, pairs_from_toxics, partition_toxic_name
+from harness.cluster.proxy_faults import cut_streams, pairs_from_toxics, partition_toxic_name
 
 NODES = ["zk", "broker-1", "broker-2", "broker-3", "client"]
 LINKS = ([f"client->broker-{i}" for i in (1, 2, 3)]

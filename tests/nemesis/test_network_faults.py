@@ -10,7 +10,7 @@ import uuid
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.nemesis.network import NetworkFaults
+from harness.cluster.proxy_faults import NetworkFaults
 from harness.net.ports import LOOPBACK
 from harness.raw_client import RawClient
 from harness.wire import protocol

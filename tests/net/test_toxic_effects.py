@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from harness.nemesis.network import CUT_TOXIC, partition_toxic_name
+from harness.cluster.proxy_faults import CUT_TOXIC, partition_toxic_name
 from harness.net.ports import LOOPBACK
 
 from .conftest import Upstream, connect, recv_exactly

@@ -1,10 +1,10 @@
 """The process that owns a running cluster so separate shells can fault it.
 
 ``kafka-harness up`` starts this module as a detached process (``python -m
-harness.cluster.supervisor RUN_DIR ...``, its own session) or runs it in the terminal with
+harness.supervisor RUN_DIR ...``, its own session) or runs it in the terminal with
 ``--foreground``. It owns the cluster and its faults — with ``--network proxy`` (the default) a
 :class:`~harness.cluster.proxied.ProxiedCluster` and its
-:class:`~harness.nemesis.network.NetworkFaults`, with ``--network kernel`` a
+:class:`~harness.cluster.proxy_faults.NetworkFaults`, with ``--network kernel`` a
 :class:`~harness.cluster.netns_cluster.NetnsCluster` (nodes in network namespaces) and its
 :class:`~harness.cluster.netns_cluster.KernelFaults` (iptables); with ``--backend docker`` a
 :class:`~harness.cluster.docker_backend.DockerCluster` (containers) and its
@@ -563,7 +563,7 @@ def launch_detached(run_dir: Path, spec: ClusterSpec, toxiproxy_url: str | None 
     run_dir.mkdir(parents=True, exist_ok=True)
     for stale in (socket_path(run_dir), state_path(run_dir)):
         stale.unlink(missing_ok=True)
-    command = [sys.executable, "-m", "harness.cluster.supervisor", str(run_dir),
+    command = [sys.executable, "-m", "harness.supervisor", str(run_dir),
                "--brokers", str(spec.brokers),
                "--session-timeout-ms", str(spec.zookeeper_session_timeout_ms)]
     if toxiproxy_url:
@@ -579,7 +579,7 @@ def launch_detached(run_dir: Path, spec: ClusterSpec, toxiproxy_url: str | None 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m harness.cluster.supervisor",
+        prog="python -m harness.supervisor",
         description="Own a local cluster and serve RUN_DIR/control.sock until down.")
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--brokers", type=int, default=3)
