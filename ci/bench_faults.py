@@ -50,7 +50,7 @@ from rich.console import Console
 from harness.cluster.local import ClusterSpec, ClusterWaitTimeout, LocalCluster
 from harness.cluster.process import PeerStartError
 from harness.cluster.proxied import ProxiedCluster
-from harness.nemesis.network import NetworkFaults
+from harness.cluster.proxy_faults import NetworkFaults
 from harness.net.toxiproxy_process import (
     ToxiproxyProcess,
     ToxiproxyStartError,
