@@ -64,12 +64,13 @@ from rich.table import Table
 
 from harness.cluster.factory import BROKER_KINDS
 from harness.cluster.kinds import BrokerKind
-from harness.cluster.local import ClusterSpec, ClusterWaitTimeout, LocalCluster
+from harness.cluster.local import ClusterSpec, LocalCluster
 from harness.cluster.peers import PeerStartError, ReferenceBroker
 from harness.cluster.proxied import ProxiedCluster
 from harness.net.ports import LOOPBACK
 from harness.net.toxiproxy_process import ToxiproxyStartError
 from harness.raw_client import RawClient
+from harness.waiting import ClusterWaitTimeout
 from harness.wire.records import build_batch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

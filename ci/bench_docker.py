@@ -35,9 +35,10 @@ from harness.cluster.docker_images import (
     ensure_base_image,
     ensure_engine,
 )
-from harness.cluster.local import ClusterSpec, ClusterWaitTimeout
+from harness.cluster.local import ClusterSpec
 from harness.cluster.process import PeerStartError
 from harness.cluster.proxied import ProxiedCluster
+from harness.waiting import ClusterWaitTimeout
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -47,7 +47,7 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 
-from harness.cluster.local import ClusterSpec, ClusterWaitTimeout, LocalCluster
+from harness.cluster.local import ClusterSpec, LocalCluster
 from harness.cluster.process import PeerStartError
 from harness.cluster.proxied import ProxiedCluster
 from harness.cluster.proxy_faults import NetworkFaults
@@ -57,6 +57,7 @@ from harness.net.toxiproxy_process import (
     find_toxiproxy_server,
     missing_real_server_message,
 )
+from harness.waiting import ClusterWaitTimeout
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUTPUT = REPO_ROOT / "bench-results" / "faults.json"

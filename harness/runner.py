@@ -60,11 +60,12 @@ from harness.cluster.factory import (
     build,
     check_options,
 )
-from harness.cluster.local import ClusterSpec, ClusterWaitTimeout
+from harness.cluster.local import ClusterSpec
 from harness.cluster.nodes import ClusterNodes
 from harness.cluster.process import PeerStartError
 from harness.nemesis.executor import FaultTarget, Nemesis
 from harness.nemesis.schedule import FAULTS, plan
+from harness.waiting import ClusterWaitTimeout
 from harness.workload.context import RunContext
 from harness.workload.final_read import final_read
 from harness.workload.generator import Generator, WorkloadSpec

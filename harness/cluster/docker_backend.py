@@ -63,13 +63,14 @@ from harness.cluster.kinds import (
     fixed_ports,
     properties_text,
 )
-from harness.cluster.local import ClusterSpec, metadata_broker_ids, wait_for
+from harness.cluster.local import ClusterSpec, metadata_broker_ids
 from harness.cluster.process import PeerStartError
 from harness.cluster.proxied import CLIENT, ZOOKEEPER, ProxiedCluster, broker_node, link_name
 from harness.cluster.reference_kind import REFERENCE
 from harness.cluster.state import ZooKeeperState
 from harness.cluster.zookeeper import four_letter_word
 from harness.net.ports import LOOPBACK
+from harness.waiting import wait_for
 
 RUN_LABEL = "kafka-harness.run"
 NODE_LABEL = "kafka-harness.node"

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -45,59 +44,18 @@ from harness.cluster.state import ZooKeeperState
 from harness.cluster.zookeeper import ZooKeeperServer
 from harness.net.ports import LOOPBACK
 from harness.raw_client import RawClient
+from harness.waiting import POLL_INTERVAL_S, wait_for
 
 T = TypeVar("T")
 
 METADATA_API_KEY = 3
 METADATA_VERSION = 12
-_POLL_INTERVAL_S = 0.1
 
 # Kafka's own defaults where they only make a test wait: a broker stopping while it still leads
 # partitions that cannot move retries its controlled shutdown every 5 s, three times.
 TEST_FRIENDLY_DEFAULTS: Mapping[str, str | int] = {
     "controlled.shutdown.retry.backoff.ms": 500,
 }
-
-
-class ClusterWaitTimeout(TimeoutError):
-    """A condition the cluster was expected to reach did not hold in time."""
-
-
-def wait_for(
-    predicate: Callable[[], T],
-    timeout: float,
-    what: str,
-    *,
-    interval: float = _POLL_INTERVAL_S,
-    context: str = "",
-) -> T:
-    """Poll ``predicate`` until it returns something truthy, and return that.
-
-    An exception from ``predicate`` counts as "not yet" — a broker that is restarting refuses
-    connections, a znode that is being rewritten is briefly missing — but the last one is kept
-    for the message, which names ``what`` was awaited so a failing test says what it expected.
-    """
-    deadline = time.monotonic() + timeout
-    last_value: Any = None
-    last_error: Exception | None = None
-    while True:
-        try:
-            last_value = predicate()
-        except Exception as exc:  # noqa: BLE001 - reported below if it never clears
-            last_error = exc
-        else:
-            if last_value:
-                return last_value
-        if time.monotonic() >= deadline:
-            break
-        time.sleep(interval)
-    details = [f"last result {last_value!r}"]
-    if last_error is not None:
-        details.append(f"last error {type(last_error).__name__}: {last_error}")
-    if context:
-        details.append(context)
-    raise ClusterWaitTimeout(f"timed out after {timeout:.1f}s waiting for {what}; "
-                             + "; ".join(details))
 
 
 def metadata_broker_ids(host: str, port: int, timeout: float = 5.0) -> set[int]:
@@ -424,7 +382,7 @@ class LocalCluster:
         return metadata_broker_ids(broker.host, broker.port)
 
     def wait_for(self, predicate: Callable[[], T], timeout: float, what: str, *,
-                 interval: float = _POLL_INTERVAL_S) -> T:
+                 interval: float = POLL_INTERVAL_S) -> T:
         """:func:`wait_for`, whose timeout message also says where the logs are."""
         context = f"logs under {self._run_dir}" if self._run_dir is not None else ""
         return wait_for(predicate, timeout, what, interval=interval, context=context)

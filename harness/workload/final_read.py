@@ -14,6 +14,7 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+from harness.waiting import wait_for
 from harness.workload.context import QUIET
 from harness.workload.recorder import Recorder
 
@@ -39,8 +40,13 @@ def read_partition(bootstrap: str, topic: str, partition: int, recorder: Recorde
     })
     records = 0
     try:
-        _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
-                                                 timeout=timeout_s, cached=False)
+        # Right after a leadership change the client may still ask the old leader, which
+        # answers NOT_LEADER_OR_FOLLOWER (Apache Kafka does, after an unclean election); the
+        # next try goes to the new leader once the client's metadata has caught up.
+        _, high = wait_for(
+            lambda: consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                   timeout=5.0, cached=False),
+            timeout_s, f"the high watermark of {topic}-{partition}")
         tp = TopicPartition(topic, partition, OFFSET_BEGINNING)
         consumer.assign([tp])
         assign_op = recorder.next_op()

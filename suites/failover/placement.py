@@ -21,9 +21,9 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from harness.cluster.local import wait_for
 from harness.cluster.targets import Target
 from harness.raw_client import RawClient
+from harness.waiting import wait_for
 from suites.support import unique_name, wait_for_topic
 
 WAIT_S = 30.0

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from harness.cluster.local import wait_for
 from harness.cluster.targets import Target
 from harness.raw_client import RawClient
+from harness.waiting import wait_for
 from suites.failover.placement import (
     WAIT_S,
     BrokerView,

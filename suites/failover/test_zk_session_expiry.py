@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
-from harness.cluster.local import wait_for
 from harness.cluster.targets import Target
+from harness.waiting import wait_for
 from suites.failover.placement import (
     WAIT_S,
     create_placed_topic,

@@ -44,9 +44,9 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from harness import history
 from harness.checker.result import CheckResult
-from harness.cluster.local import wait_for
 from harness.cluster.targets import Target
 from harness.history import Event
+from harness.waiting import wait_for
 from harness.workload.context import RunContext
 from harness.workload.final_read import final_read
 from harness.workload.producer import ProducerSpec, RecordingProducer

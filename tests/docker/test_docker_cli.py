@@ -17,8 +17,8 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.docker_backend import remove_run
-from harness.cluster.local import wait_for
 from harness.supervisor import process_state
+from harness.waiting import wait_for
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
