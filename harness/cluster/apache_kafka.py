@@ -263,6 +263,9 @@ class ApacheKafkaKind:
     capabilities = frozenset(Capability)
     listener_per_peer = True
     log_name = ApacheKafkaBroker.name
+    # kafka.Kafka shuts down in a JVM shutdown hook on SIGTERM, after which the JVM exits with
+    # 128 + 15, as every JVM killed by a signal does; 0 only when it stops on its own.
+    clean_exit_codes = frozenset({0, 143})
 
     def __init__(self, distribution: KafkaDistribution | None = None) -> None:
         self._distribution = distribution

@@ -123,6 +123,11 @@ class BrokerKind(Protocol):
         """The node's log file name in its run directory, without ``.log``."""
         ...
 
+    @property
+    def clean_exit_codes(self) -> frozenset[int]:
+        """What the process exits with after a clean, SIGTERM-initiated shutdown."""
+        ...
+
     def version(self) -> str:
         """The broker's version, for reports and ``pytest_report_header``."""
         ...

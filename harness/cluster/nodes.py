@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from harness.cluster.kinds import BrokerKind
     from harness.cluster.local import ClusterSpec
 
 
@@ -45,6 +46,9 @@ class ClusterNodes(Protocol):
 
     @property
     def spec(self) -> ClusterSpec: ...
+
+    @property
+    def kind(self) -> BrokerKind: ...
 
     @property
     def bootstrap(self) -> str: ...

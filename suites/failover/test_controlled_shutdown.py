@@ -48,7 +48,9 @@ def test_a_stopping_leader_moves_leadership_away_before_it_exits(
 
     sends = steady_producer(topic)
     sends.wait_for_acks(50)
-    assert nodes.stop_broker(who.first) == 0, f"broker {who.first} did not stop cleanly"
+    # Apache Kafka exits 143 after a clean SIGTERM shutdown (its JVM ends by the signal).
+    assert nodes.stop_broker(who.first) in nodes.kind.clean_exit_codes, (
+        f"broker {who.first} did not stop cleanly")
     with nodes.zk() as zk:
         state_stat = zk.exists(f"/brokers/topics/{topic}/partitions/0/state")
         registrations_stat = zk.exists("/brokers/ids")
@@ -66,5 +68,5 @@ def test_a_stopping_leader_moves_leadership_away_before_it_exits(
     assert sends.max_ack_gap() <= MAX_UNAVAILABLE_S, (
         f"writes stalled {sends.max_ack_gap():.2f} s (bound {MAX_UNAVAILABLE_S} s)")
     read = read_partition(consumer, topic)
-    lost = {offset: value for offset, value in sends.acked.items() if read.get(offset) != value}
+    lost = sends.lost_in(read)
     assert not lost, f"{len(lost)} acknowledged records lost or changed: {sorted(lost)[:10]}"

@@ -36,7 +36,9 @@ def test_elect_leaders_preferred_gives_leadership_back_to_the_first_replica(
     topic = create_placed_topic(request, cluster, admin,
                                 [[who.first, who.second, who.controller]])
     nodes = cluster.nodes
-    assert nodes.stop_broker(who.first) == 0
+    # Apache Kafka exits 143 after a clean SIGTERM shutdown (its JVM ends by the signal).
+    assert nodes.stop_broker(who.first) in nodes.kind.clean_exit_codes, (
+        f"broker {who.first} did not stop cleanly")
     moved = state_of(cluster, topic)
     assert moved["leader"] != who.first
     nodes.start_broker(who.first)
