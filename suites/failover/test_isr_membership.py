@@ -62,7 +62,7 @@ def _shrink_then_expand(request: pytest.FixtureRequest, cluster: Target, admin: 
     assert sorted(expanded["isr"]) == sorted([leader, follower, who.controller])
     assert not sends.failed, f"acks=all sends failed: {sends.failed[:5]}"
     read = read_partition(consumer, topic)
-    lost = {offset: value for offset, value in sends.acked.items() if read.get(offset) != value}
+    lost = sends.lost_in(read)
     assert not lost, f"{len(lost)} acknowledged records lost or changed: {sorted(lost)[:10]}"
 
 

@@ -57,5 +57,5 @@ def test_a_crashed_leader_is_replaced_from_the_isr_and_no_acked_record_is_lost(
     assert who.first not in after["isr"]
     assert not sends.failed, f"acks=all sends failed across the failover: {sends.failed[:5]}"
     read = read_partition(consumer, topic)
-    lost = {offset: value for offset, value in sends.acked.items() if read.get(offset) != value}
+    lost = sends.lost_in(read)
     assert not lost, f"{len(lost)} acknowledged records lost or changed: {sorted(lost)[:10]}"
