@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from harness.raw_client import RawClient
+from harness.waiting import wait_for
 from harness.wire import protocol
 from harness.wire.records import Record
 from suites.protocol._records import fetched_records
@@ -27,7 +28,7 @@ from suites.protocol._records import fetched_records
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 FIND_COORDINATOR, API_VERSIONS, INIT_PRODUCER_ID = 10, 18, 22
 
-NONE, COORDINATOR_NOT_AVAILABLE = 0, 15
+NONE, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE = 0, 14, 15
 LEADER_WAIT_S = 15.0
 FETCH_WAIT_MS = 500
 ZERO_UUID = uuid.UUID(int=0)
@@ -246,9 +247,16 @@ class Wire:
         return response.topics[0].partitions[0]
 
     def init_producer_id(self) -> tuple[int, int]:
-        """A fresh idempotent producer id and epoch."""
-        response = self.bootstrap.request(INIT_PRODUCER_ID, self.version(INIT_PRODUCER_ID), {
-            "transactional_id": None, "transaction_timeout": 60_000, "producer_id": -1,
-            "producer_epoch": -1})
+        """A fresh idempotent producer id and epoch.
+
+        COORDINATOR_LOAD_IN_PROGRESS is retried, as clients do: Apache Kafka 3.9 answers it to
+        the first InitProducerId after start-up while it fetches a block of producer ids."""
+        def ask() -> Any:
+            response = self.bootstrap.request(INIT_PRODUCER_ID, self.version(INIT_PRODUCER_ID), {
+                "transactional_id": None, "transaction_timeout": 60_000, "producer_id": -1,
+                "producer_epoch": -1})
+            return None if response.error_code.value == COORDINATOR_LOAD_IN_PROGRESS else response
+
+        response = wait_for(ask, LEADER_WAIT_S, "InitProducerId to be answered")
         assert response.error_code.value == NONE, f"InitProducerId: {response.error_code}"
         return response.producer_id, response.producer_epoch
