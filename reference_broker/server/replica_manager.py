@@ -257,6 +257,13 @@ class ReplicaManager:
             log.info("Rejected batch for %s-%d: %s", topic, partition, exc.reason)
             return ProduceResult(exc.error, log_start_offset=part.log.log_start_offset,
                                  message=exc.reason)
+        if header.base_offset != 0:
+            # As Kafka's LogValidator: offsets are the leader's to assign, so a producer's batch
+            # carries base offset 0 and one that does not comes from a broken client.
+            reason = f"the batch's base offset is {header.base_offset}, not 0"
+            log.info("Rejected batch for %s-%d: %s", topic, partition, reason)
+            return ProduceResult("INVALID_RECORD", log_start_offset=part.log.log_start_offset,
+                                 message=reason)
         try:
             result = part.append_records_to_leader(bytearray(records), header, now_ms,
                                                    required_acks, min_insync_replicas)

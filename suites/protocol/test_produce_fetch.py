@@ -20,6 +20,7 @@ from suites.protocol._wire import (
 )
 
 EARLIEST, LATEST = -2, -1
+INVALID_RECORD = 87
 BOUND_S = 10.0
 MAX_WAIT_MS = 600
 _I32 = struct.Struct(">i")
@@ -77,14 +78,13 @@ def test_offsets_are_consecutive_across_batches(wire: Wire,
                                                 new_topic: Callable[..., str]) -> None:
     """Each batch is appended at the log end offset and its records take consecutive offsets [protocol guide, Produce; Kafka log].
 
-    The base offset a client writes into its batch is ignored: the leader assigns offsets.
+    A producer writes base offset 0 into its batches; the leader assigns the offsets.
     """  # noqa: E501
     topic = new_topic(1, exact=False)
     sizes = [1, 3, 2]
     bases = []
     for index, size in enumerate(sizes):
-        batch = build_batch([(None, f"{index}-{n}".encode()) for n in range(size)],
-                            base_offset=1000 * (index + 1))
+        batch = build_batch([(None, f"{index}-{n}".encode()) for n in range(size)])
         answer = wire.produce(topic, batch)
         assert answer.error_code.value == 0, answer
         bases.append(answer.base_offset)
@@ -95,6 +95,21 @@ def test_offsets_are_consecutive_across_batches(wire: Wire,
     middle = fetched_records(wire.fetch(topic, 2).records)
     assert 2 in [r.offset for r in middle], "a Fetch from offset 2 does not return offset 2"
     assert all(r.offset >= 1 for r in middle), "a Fetch from offset 2 returned an older batch"
+
+
+def test_batch_with_a_nonzero_base_offset_is_invalid_record(
+        wire: Wire, new_topic: Callable[..., str]) -> None:
+    """A produced batch whose base offset is not 0 is refused with INVALID_RECORD and not appended [Kafka LogValidator].
+
+    Apache Kafka 3.9 answers INVALID_RECORD (87) to a batch written with base offset 1000: the
+    offsets are the leader's to assign, and a client that sets one is broken.
+    """  # noqa: E501
+    topic = new_topic(1, exact=False)
+    answer = wire.produce(topic, build_batch([(None, b"x")], base_offset=1000))
+    assert answer.error_code.value == INVALID_RECORD, answer
+    assert wire.list_offset(topic, -1).offset == 0, "the refused batch was appended"
+    accepted = wire.produce(topic, build_batch([(None, b"y")]))
+    assert (accepted.error_code.value, accepted.base_offset) == (0, 0), accepted
 
 
 def test_fetch_waits_max_wait_when_min_bytes_is_not_reached(

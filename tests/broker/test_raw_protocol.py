@@ -80,7 +80,10 @@ def test_bad_crc_is_corrupt_message(client, topic):
 
 
 def test_offsets_assigned_by_patching_the_header(client, topic):
-    first = produce(client, topic, build_batch([(b"a", b"1"), (b"b", b"2")], base_offset=999))
+    # A producer's batch carries base offset 0, as Kafka's LogValidator requires.
+    refused = produce(client, topic, build_batch([(b"x", b"0")], base_offset=999))
+    assert refused.error_code.name == "invalid_record" and refused.base_offset == -1
+    first = produce(client, topic, build_batch([(b"a", b"1"), (b"b", b"2")]))
     second = produce(client, topic, build_batch([(b"c", b"3")]))
     assert (first.base_offset, second.base_offset) == (0, 2)
     records = fetch(client, topic, 0).responses[0].partitions[0].records
