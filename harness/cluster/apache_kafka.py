@@ -41,7 +41,7 @@ from harness.cluster.kinds import (
     Wrap,
     properties_text,
 )
-from harness.cluster.peers import BrokerProcess
+from harness.cluster.peers import ConfiguredBroker, write_atomically
 from harness.cluster.process import PeerStartError
 from harness.cluster.zookeeper import find_java
 from harness.net.ports import free_port
@@ -117,42 +117,19 @@ def _in_line(version: str, line: str) -> bool:
     return version == line or version.startswith(f"{line}.")
 
 
-class ApacheKafkaBroker(BrokerProcess):
+class ApacheKafkaBroker(ConfiguredBroker):
     """One Apache Kafka broker process (ZooKeeper mode) configured by ``server.properties``."""
 
     name = "kafka"
 
     def __init__(self, run_dir: Path | str | None = None, *,
-                 properties: Mapping[str, str | int] | None = None,
                  distribution: KafkaDistribution, **kwargs) -> None:
         super().__init__(run_dir, **kwargs)
-        self.properties = dict(properties or {})
         self.distribution = distribution
 
-    @property
-    def properties_path(self) -> Path:
-        return self.run_dir / "server.properties"
-
-    @property
-    def data_dir(self) -> Path:
-        return self.run_dir / "data"
-
-    def server_properties(self) -> dict[str, str]:
-        listener = f"PLAINTEXT://{self.host}:{self.port}"
-        merged: dict[str, str | int] = {
-            "broker.id": 0,
-            "listeners": listener,
-            "advertised.listeners": listener,
-            "log.dirs": str(self.data_dir),
-            "num.partitions": 1,
-            **self.properties,
-        }
-        return {key: str(value) for key, value in merged.items()}
-
     def _prepare(self) -> None:
-        _write_atomically(self.properties_path, "".join(
-            f"{key}={value}\n" for key, value in self.server_properties().items()))
-        _write_atomically(self._logging_config_path, logging_config(self.distribution.major))
+        super()._prepare()
+        write_atomically(self._logging_config_path, logging_config(self.distribution.major))
 
     @property
     def _logging_config_path(self) -> Path:
@@ -333,10 +310,4 @@ class ApacheKafkaKind:
         cls: type[ApacheKafkaBroker] = wrap(ApacheKafkaBroker) if wrap else ApacheKafkaBroker
         return cls(run_dir, port=port, properties=properties, distribution=self.distribution,
                    startup_timeout=startup_timeout, stop_timeout=stop_timeout)
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 

@@ -50,7 +50,6 @@ from typing import Any, Self
 import docker
 import docker.errors
 from docker.models.containers import Container
-from kazoo.client import KazooClient
 
 from harness.cluster.docker_images import build_project_image, ensure_base_image, ensure_engine
 from harness.cluster.docker_nodes import DATA_DIR, LOG_DIR, DockerNode
@@ -67,7 +66,7 @@ from harness.cluster.local import ClusterSpec, metadata_broker_ids
 from harness.cluster.process import PeerStartError
 from harness.cluster.proxied import CLIENT, ZOOKEEPER, ProxiedCluster, broker_node, link_name
 from harness.cluster.reference_kind import REFERENCE
-from harness.cluster.state import ZooKeeperState
+from harness.cluster.state import ZooKeeperState, ZooKeeperStateReads
 from harness.cluster.zookeeper import four_letter_word
 from harness.net.ports import LOOPBACK
 from harness.waiting import wait_for
@@ -106,7 +105,7 @@ def remove_run(client: docker.DockerClient, run_id: str | None = None) -> list[s
     return removed
 
 
-class DockerCluster(ProxiedCluster):
+class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
     """A :class:`ProxiedCluster` whose nodes and Toxiproxy server are containers.
 
     ``image`` defaults to the project image for the current sources (built if missing, see
@@ -484,36 +483,6 @@ class DockerCluster(ProxiedCluster):
         if self._state is None:
             self._state = ZooKeeperState(self.zookeeper_connect)
         return self._state
-
-    def zk(self, timeout: float = 10.0) -> contextlib.AbstractContextManager[KazooClient]:
-        """A fresh kazoo client on ZooKeeper (through the observer link), closed on exit."""
-        return self.state.session(timeout)
-
-    def _close_reader(self) -> None:
-        if self._state is not None:
-            state, self._state = self._state, None
-            state.close()
-
-    def registered_broker_ids(self) -> list[int]:
-        return self.state.registered_broker_ids()
-
-    def controller_epoch(self) -> int | None:
-        return self.state.controller_epoch()
-
-    def cluster_id(self) -> str | None:
-        return self.state.cluster_id()
-
-    def broker_registration(self, broker_id: int) -> dict[str, Any] | None:
-        return self.state.broker_registration(broker_id)
-
-    def controller_id(self) -> int | None:
-        return self.state.controller_id()
-
-    def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
-        return self.state.partition_state(topic, partition)
-
-    def leader(self, topic: str, partition: int) -> int | None:
-        return self.state.leader(topic, partition)
 
     def lists_brokers(self, broker_id: int, expected: set[int]) -> bool:
         """Whether ``broker_id``'s Metadata, asked through its proxy, lists ``expected``."""

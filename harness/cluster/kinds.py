@@ -24,6 +24,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
+from harness.cluster.nodes import BrokerNode
 from harness.net.ports import LOOPBACK, free_port
 
 Wrap = Callable[[type], type]
@@ -154,8 +155,8 @@ class BrokerKind(Protocol):
         ...
 
 
-class BrokerNodeProcess(Protocol):
-    """What a cluster needs of a broker process beyond :class:`ManagedProcess`'s lifecycle."""
+class BrokerNodeProcess(BrokerNode, Protocol):
+    """What a backend needs of a broker process beyond the node-control surface."""
 
     name: str
     port: int | None
@@ -164,28 +165,10 @@ class BrokerNodeProcess(Protocol):
     def host(self) -> str: ...
 
     @property
-    def pid(self) -> int | None: ...
-
-    @property
     def bootstrap(self) -> str: ...
 
     @property
-    def data_dir(self) -> Path: ...
-
-    @property
     def log_path(self) -> Path: ...
-
-    def is_running(self) -> bool: ...
-
-    def start(self) -> object: ...
-
-    def stop(self) -> int | None: ...
-
-    def kill(self) -> int | None: ...
-
-    def pause(self) -> None: ...
-
-    def resume(self) -> None: ...
 
 
 def allocate_ports(kind: BrokerKind, broker_ids: list[int],

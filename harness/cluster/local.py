@@ -18,7 +18,6 @@ assert on, and asking a broker would test the broker with itself.
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
@@ -27,9 +26,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypeVar
-
-from kazoo.client import KazooClient
+from typing import Self, TypeVar
 
 from harness.cluster.kinds import (
     BrokerKind,
@@ -40,7 +37,7 @@ from harness.cluster.kinds import (
     direct_wiring,
 )
 from harness.cluster.reference_kind import REFERENCE
-from harness.cluster.state import ZooKeeperState
+from harness.cluster.state import ZooKeeperState, ZooKeeperStateReads
 from harness.cluster.zookeeper import ZooKeeperServer
 from harness.net.ports import LOOPBACK
 from harness.raw_client import RawClient
@@ -129,7 +126,7 @@ class ClusterSpec:
         return merged
 
 
-class LocalCluster:
+class LocalCluster(ZooKeeperStateReads):
     """ZooKeeper + ``spec.brokers`` brokers of one ``kind`` (ids 1..N) on loopback, in ``run_dir``.
 
     ``ports`` and ``wiring`` (both per broker id) let a network mechanism put proxies in front
@@ -340,36 +337,6 @@ class LocalCluster:
         if self._state is None or self._state.hosts != self.zookeeper.connect_string:
             self._state = ZooKeeperState(self.zookeeper.connect_string)
         return self._state
-
-    def zk(self, timeout: float = 10.0) -> contextlib.AbstractContextManager[KazooClient]:
-        """A fresh, started kazoo client on this cluster's ZooKeeper, closed on exit."""
-        return self.state.session(timeout)
-
-    def _close_reader(self) -> None:
-        if self._state is not None:
-            state, self._state = self._state, None
-            state.close()
-
-    def broker_registration(self, broker_id: int) -> dict[str, Any] | None:
-        return self.state.broker_registration(broker_id)
-
-    def registered_broker_ids(self) -> list[int]:
-        return self.state.registered_broker_ids()
-
-    def controller_id(self) -> int | None:
-        return self.state.controller_id()
-
-    def controller_epoch(self) -> int | None:
-        return self.state.controller_epoch()
-
-    def cluster_id(self) -> str | None:
-        return self.state.cluster_id()
-
-    def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
-        return self.state.partition_state(topic, partition)
-
-    def leader(self, topic: str, partition: int) -> int | None:
-        return self.state.leader(topic, partition)
 
     def lists_brokers(self, broker_id: int, expected: set[int]) -> bool:
         """Whether ``broker_id``'s Metadata lists every broker in ``expected``."""

@@ -129,25 +129,18 @@ class TansuBroker(BrokerProcess):
         ]
 
 
-class ReferenceBroker(BrokerProcess):
-    """Our reference broker as a process, configured through a Kafka-style ``server.properties``.
+class ConfiguredBroker(BrokerProcess):
+    """A broker configured by a Kafka-style ``server.properties`` in its run directory, with its
+    log dir at ``data/`` — the reference broker and Apache Kafka alike.
 
-    ``properties`` override or extend the single-node defaults below (Kafka key names).
+    ``properties`` override or extend the single-node defaults of :meth:`server_properties`
+    (Kafka key names); the file is rewritten, atomically, before every start.
     """
 
-    name = "reference"
-
-    def __init__(
-        self,
-        run_dir: Path | str | None = None,
-        *,
-        properties: Mapping[str, str | int] | None = None,
-        python: str = sys.executable,
-        **kwargs,
-    ) -> None:
+    def __init__(self, run_dir: Path | str | None = None, *,
+                 properties: Mapping[str, str | int] | None = None, **kwargs) -> None:
         super().__init__(run_dir, **kwargs)
         self.properties = dict(properties or {})
-        self.python = python
 
     @property
     def properties_path(self) -> Path:
@@ -170,13 +163,30 @@ class ReferenceBroker(BrokerProcess):
         return {key: str(value) for key, value in merged.items()}
 
     def _prepare(self) -> None:
-        lines = [f"{key}={value}" for key, value in self.server_properties().items()]
-        tmp = self.properties_path.with_suffix(".tmp")
-        tmp.write_text("\n".join(lines) + "\n")
-        os.replace(tmp, self.properties_path)
+        write_atomically(self.properties_path, "".join(
+            f"{key}={value}\n" for key, value in self.server_properties().items()))
+
+
+class ReferenceBroker(ConfiguredBroker):
+    """Our reference broker as a process (``python -m reference_broker server.properties``)."""
+
+    name = "reference"
+
+    def __init__(self, run_dir: Path | str | None = None, *, python: str = sys.executable,
+                 **kwargs) -> None:
+        super().__init__(run_dir, **kwargs)
+        self.python = python
 
     def _command(self) -> list[str]:
         return [self.python, "-m", "reference_broker", str(self.properties_path)]
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename, so a process that
+    starts, or a harness that stops, half-way never sees half a file."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 class LibrdkafkaMockCluster:

@@ -147,6 +147,48 @@ class ZooKeeperState:
         return states
 
 
+class ZooKeeperStateReads:
+    """The cluster-state questions a backend answers from ZooKeeper, for the backends to share:
+    each provides :attr:`state` (kept in ``_state``), these delegate to it."""
+
+    _state: ZooKeeperState | None = None
+
+    @property
+    def state(self) -> ZooKeeperState:
+        raise NotImplementedError
+
+    def zk(self, timeout: float = _DEFAULT_TIMEOUT_S) -> contextlib.AbstractContextManager[
+            KazooClient]:
+        """A fresh, started kazoo client on the cluster's ZooKeeper, closed on exit."""
+        return self.state.session(timeout)
+
+    def _close_reader(self) -> None:
+        if self._state is not None:
+            state, self._state = self._state, None
+            state.close()
+
+    def broker_registration(self, broker_id: int) -> dict[str, Any] | None:
+        return self.state.broker_registration(broker_id)
+
+    def registered_broker_ids(self) -> list[int]:
+        return self.state.registered_broker_ids()
+
+    def controller_id(self) -> int | None:
+        return self.state.controller_id()
+
+    def controller_epoch(self) -> int | None:
+        return self.state.controller_epoch()
+
+    def cluster_id(self) -> str | None:
+        return self.state.cluster_id()
+
+    def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
+        return self.state.partition_state(topic, partition)
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        return self.state.leader(topic, partition)
+
+
 class AdminState:
     """The state a cluster without ZooKeeper shows through the Admin API.
 

@@ -16,14 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster.local import (
-    ClusterSpec,
-    ClusterWaitTimeout,
-    LocalCluster,
-    wait_for,
-)
+from harness.cluster.local import ClusterSpec, LocalCluster
 from harness.cluster.peers import PeerStartError
 from harness.net.ports import is_accepting
+from harness.waiting import ClusterWaitTimeout, wait_for
 
 MakeCluster = Callable[..., LocalCluster]
 
