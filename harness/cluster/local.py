@@ -1,19 +1,20 @@
-"""The local backend: a real ZooKeeper and N reference brokers as child processes, one run dir.
+"""The local backend: a real ZooKeeper and N brokers of one kind as child processes, one run dir.
 
-This is Kafka's ZooKeeper mode as the seeds describe it, on one machine: every broker is its
-own ``python -m reference_broker`` process with its own data directory and port, and they find
-each other only through ZooKeeper (``/brokers/ids``, ``/controller``). Nothing is shared in
-memory, so a SIGKILL, a SIGSTOP or a restart is exactly what it would be on a real cluster —
-which is what the failover and unclean-election suites need to exercise.
+This is Kafka's ZooKeeper mode as the seeds describe it, on one machine: every broker — the
+reference broker (``python -m reference_broker``) or Apache Kafka (``kafka.Kafka`` on its jars)
+— is its own process with its own data directory and ports, and they find each other only
+through ZooKeeper (``/brokers/ids``, ``/controller``). Nothing is shared in memory, so a
+SIGKILL, a SIGSTOP or a restart is exactly what it would be on a real cluster — which is what
+the failover and unclean-election suites need to exercise.
 
 Layout of the run directory::
 
     <run_dir>/zookeeper/         zoo.cfg, data/, zookeeper.log
-    <run_dir>/broker-<id>/       server.properties, data/, reference.log
+    <run_dir>/broker-<id>/       server.properties, data/, reference.log or kafka.log
 
-The cluster reads ZooKeeper itself (with kazoo, as any Kafka operator's tooling would) to answer
-"who is the controller" or "what is this partition's state": these are the facts the suites
-assert on, and asking a broker would test the broker with itself.
+The cluster reads ZooKeeper itself (:mod:`harness.cluster.state`, with kazoo, as any Kafka
+operator's tooling would) to answer "who is the controller" or "what is this partition's state":
+these are the facts the suites assert on, and asking a broker would test the broker with itself.
 """
 
 from __future__ import annotations
