@@ -5,8 +5,10 @@ harness's vocabulary, see :mod:`harness.cluster.proxy_faults`):
 
 * ``client->broker-I`` — broker I advertises this proxy as its listener, so any Kafka client
   that bootstraps anywhere ends up talking to the brokers through the proxies;
-* ``broker-I->broker-J`` — broker I reaches peer J here (``broker.peer.addresses``): controller
-  requests, follower fetches, controlled shutdown — so a link can be cut one way or both;
+* ``broker-I->broker-J`` — broker I reaches peer J here, and only broker I does (how the kind is
+  told so is its own: ``broker.peer.addresses`` for the reference broker, a listener per source
+  broker for Apache Kafka, see :mod:`harness.cluster.kinds`): controller requests, follower
+  fetches, controlled shutdown — so a link can be cut one way or both;
 * ``broker-I->zk`` — broker I's ``zookeeper.connect``.
 
 The brokers' own listeners stay on their own ports (``direct_bootstrap``), and the harness reads
