@@ -94,8 +94,10 @@ SAMPLES: dict[int, Sample] = {
     13: _ok("coordinator", lambda n: {"group_id": n.group, "member_id": "harness-unknown-member",
                                       "members": [{"member_id": "harness-unknown-member"}]},
             0, *NO_MEMBERSHIP),
+    # From v5 (KIP-559) a SyncGroup names its protocol type and name, as clients send them.
     14: _ok("coordinator", lambda n: {"group_id": n.group, "generation_id": 1,
-                                      "member_id": "harness-unknown-member", "assignments": []},
+                                      "member_id": "harness-unknown-member", "assignments": [],
+                                      "protocol_type": "consumer", "protocol_name": "range"},
             *NO_MEMBERSHIP),
     # KIP-1043: DescribeGroups v6 names a group that does not exist GROUP_ID_NOT_FOUND.
     15: _ok("coordinator", lambda n: {"groups": [n.group], "include_authorized_operations": False},
@@ -228,3 +230,26 @@ def test_advertised_versions_round_trip(request: pytest.FixtureRequest, wire: Wi
             break
         problems += _problems(api_key, version, frame, sample, correlation)
     assert not problems, "\n".join(problems)
+
+
+INCONSISTENT_GROUP_PROTOCOL = 23
+SYNC_GROUP = 14
+
+
+def test_sync_group_v5_without_protocol_type_or_name_is_inconsistent(
+        request: pytest.FixtureRequest, wire: Wire) -> None:
+    """A SyncGroup v5+ whose protocol type or name is null is refused with INCONSISTENT_GROUP_PROTOCOL [KIP-559].
+
+    From v5 both fields are mandatory; Apache Kafka 3.9 answers a null one before it looks at the
+    group or the member at all.
+    """  # noqa: E501
+    if max(encodable_versions(wire.advertised, SYNC_GROUP), default=-1) < 5:
+        pytest.skip("the target advertises no SyncGroup v5 harness.wire can encode")
+    group = unique_name(request, "group-")
+    client = wire.coordinator(group)
+    for missing in ("protocol_type", "protocol_name"):
+        body = {"group_id": group, "generation_id": 1, "member_id": "harness-unknown-member",
+                "assignments": [], "protocol_type": "consumer", "protocol_name": "range",
+                missing: None}
+        answer = client.request(SYNC_GROUP, 5, body)
+        assert answer.error_code.value == INCONSISTENT_GROUP_PROTOCOL, (missing, answer)

@@ -14,6 +14,10 @@ FIND, JOIN, HEARTBEAT, LEAVE, SYNC = 10, 11, 12, 13, 14
 META = encode_subscription(["t"])
 
 
+
+# SyncGroup v5 names its protocol type and name (mandatory from v5, KIP-559), as clients do.
+NAMED = {"protocol_type": "consumer", "protocol_name": "range"}
+
 def err(response):
     return error_name(int(response.error_code))
 
@@ -105,10 +109,12 @@ def test_sync_and_heartbeat_errors(client):
     joined = joined_member(client, group)
     base = {"group_id": group, "member_id": joined.member_id,
             "generation_id": joined.generation_id}
-    assert err(client.request(SYNC, 5, {**base, "generation_id": 99, "assignments": []})) \
-        == "ILLEGAL_GENERATION"
-    assert err(client.request(SYNC, 5, {**base, "member_id": "ghost", "assignments": []})) \
-        == "UNKNOWN_MEMBER_ID"
+    assert err(client.request(SYNC, 5, {**base, **NAMED, "generation_id": 99,
+                                        "assignments": []})) == "ILLEGAL_GENERATION"
+    assert err(client.request(SYNC, 5, {**base, **NAMED, "member_id": "ghost",
+                                        "assignments": []})) == "UNKNOWN_MEMBER_ID"
+    assert err(client.request(SYNC, 5, {**base, "assignments": []})) \
+        == "INCONSISTENT_GROUP_PROTOCOL"  # v5 without them
     assert err(client.request(SYNC, 5, {**base, "protocol_type": "consumer",
                                         "protocol_name": "roundrobin", "assignments": []})) \
         == "INCONSISTENT_GROUP_PROTOCOL"
@@ -133,7 +139,7 @@ def test_a_new_member_triggers_rebalance_in_progress(group_broker, client):
         base = {"group_id": group, "member_id": first.member_id,
                 "generation_id": first.generation_id}
         assert err(client.request(HEARTBEAT, 4, base)) == "REBALANCE_IN_PROGRESS"
-        assert err(client.request(SYNC, 5, {**base, "assignments": []})) \
+        assert err(client.request(SYNC, 5, {**base, **NAMED, "assignments": []})) \
             == "REBALANCE_IN_PROGRESS"
         rejoined = client.request(JOIN, 5, join_body(group, first.member_id))
         _, second = other.receive(JOIN, 5)
@@ -143,10 +149,10 @@ def test_a_new_member_triggers_rebalance_in_progress(group_broker, client):
         assert second.members == ()
         # The follower's SyncGroup waits for the leader's, then gets its share.
         other.send(SYNC, 5, {"group_id": group, "generation_id": second.generation_id,
-                             "member_id": second.member_id, "assignments": []})
+                             "member_id": second.member_id, "assignments": [], **NAMED})
         time.sleep(0.1)
         client.request(SYNC, 5, {"group_id": group, "generation_id": rejoined.generation_id,
-                                 "member_id": first.member_id, "assignments": [
+                                 "member_id": first.member_id, **NAMED, "assignments": [
                                      {"member_id": first.member_id, "assignment": b"1"},
                                      {"member_id": second.member_id, "assignment": b"2"}]})
         _, follower = other.receive(SYNC, 5)
@@ -167,7 +173,7 @@ def test_static_membership(group_broker, client):
     first = client.request(JOIN, 5, join_body(group, instance="i-1"))
     assert err(first) == "NONE"  # static members get their id at once
     client.request(SYNC, 5, {"group_id": group, "generation_id": first.generation_id,
-                             "member_id": first.member_id, "group_instance_id": "i-1",
+                             "member_id": first.member_id, "group_instance_id": "i-1", **NAMED,
                              "assignments": [{"member_id": first.member_id,
                                               "assignment": b"A"}]})
     again = client.request(JOIN, 5, join_body(group, instance="i-1"))

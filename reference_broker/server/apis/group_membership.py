@@ -84,6 +84,10 @@ def join_response(joined: JoinResult, version: int) -> dict[str, Any]:
 @in_connection_order
 async def handle_sync_group(services: BrokerServices, request: Any, conn: Any) -> dict[str, Any]:
     body = request.body
+    if request.api_version >= 5 and (body.protocol_type is None or body.protocol_name is None):
+        # KIP-559: mandatory from v5; Kafka refuses a null one before looking at the group.
+        return {"throttle_time": 0, "error_code": "INCONSISTENT_GROUP_PROTOCOL",
+                "assignment": b"", "protocol_type": None, "protocol_name": None}
     synced = await services.group_coordinator.sync_group(
         body.group_id, body.generation_id, body.member_id,
         getattr(body, "group_instance_id", None), getattr(body, "protocol_type", None),
