@@ -378,7 +378,7 @@ class Run:
         self.result.report += [files["html"], suites.junit]
         for nodeid in self.result.suites["failed"]:
             self._say(f"[red]suite test failed:[/] {nodeid}")
-        return matrix.exit_code(runs)
+        return matrix.exit_code(runs, frozenset({self.options.target}))
 
     def _execute(self) -> None:
         options = self.options

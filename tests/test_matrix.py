@@ -58,12 +58,31 @@ def test_html_escapes_and_marks_each_cell():
     assert '<td class="error" title="&lt;script&gt;x&lt;/script&gt;">error</td>' in page
 
 
-def test_exit_code_fails_only_for_the_reference_or_a_target_that_never_ran():
+def test_by_default_the_reference_broker_and_apache_kafka_gate_and_peers_are_findings():
     peer_failure = [_run("reference", {"a": "passed"}), _run("tansu", {"a": "failed"})]
     assert matrix.exit_code(peer_failure) == 0
     assert matrix.exit_code([_run("reference", {"a": "failed"})]) == 1
+    assert matrix.exit_code([_run("apache-kafka", {"a": "failed"})]) == 1
+    assert matrix.exit_code([_run("apache-kafka-kraft", {"a": "error"})]) == 1
     assert matrix.exit_code([_run("reference", {"a": "passed"}),
                              TargetRun("tansu", 4, 0.5)]) == 3
+
+
+def test_a_target_the_user_named_gates_the_exit_code():
+    """A user gating their broker's pull requests names it; its failure must fail the job."""
+    targets, gating = matrix.chosen_targets(("reference", "tansu"), None)
+    assert targets == ("reference", "tansu")
+    failing_tansu = [_run("reference", {"a": "passed"}), _run("tansu", {"a": "failed"})]
+    assert matrix.exit_code(failing_tansu, gating) == 1
+    assert matrix.chosen_targets(None, None) == (matrix.DEFAULT_TARGETS, matrix.DEFAULT_GATING)
+
+
+def test_bootstrap_alone_means_test_that_broker():
+    assert matrix.chosen_targets(None, "127.0.0.1:9092") == (("external",),
+                                                            frozenset({"external"}))
+    targets, gating = matrix.chosen_targets(("reference",), "127.0.0.1:9092")
+    assert targets == ("reference", "external") and gating == {"reference", "external"}
+    assert matrix.exit_code([_run("external", {"a": "failed"})], gating) == 1
 
 
 def test_the_backend_reaches_the_reference_session_only():
