@@ -215,6 +215,10 @@ class KraftBroker(ApacheKafkaBroker):
             "offsets.topic.replication.factor": 1,
             "transaction.state.log.replication.factor": 1,
             "transaction.state.log.min.isr": 1,
+            # KIP-932's share-group state topic defaults to 3 replicas, which one node cannot
+            # host: share-group requests would wait for it until they time out.
+            "share.coordinator.state.topic.replication.factor": 1,
+            "share.coordinator.state.topic.min.isr": 1,
             **self.properties,
         }
         return {key: str(value) for key, value in merged.items()}
