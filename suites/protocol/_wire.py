@@ -29,6 +29,7 @@ PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 FIND_COORDINATOR, API_VERSIONS, INIT_PRODUCER_ID = 10, 18, 22
 
 NONE, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE = 0, 14, 15
+GROUP_KEY, TRANSACTION_KEY = 0, 1  # FindCoordinator key types
 LEADER_WAIT_S = 15.0
 FETCH_WAIT_MS = 500
 ZERO_UUID = uuid.UUID(int=0)
@@ -176,19 +177,21 @@ class Wire:
         return self.metadata(topic).topics[0].topic_id if self.version(METADATA) >= 10 \
             else ZERO_UUID
 
-    def coordinator(self, group: str) -> RawClient:
-        """A connection to the group's coordinator (bounded wait while it is not available)."""
+    def coordinator(self, key: str, key_type: int = GROUP_KEY) -> RawClient:
+        """A connection to the coordinator of a group (or, with ``key_type``
+        :data:`TRANSACTION_KEY`, of a transactional id), after a bounded wait while it is not
+        available (Kafka creates its internal topic on the first lookup)."""
         version = self.version(FIND_COORDINATOR)
         deadline = time.monotonic() + LEADER_WAIT_S
         while True:
             response = self.bootstrap.request(FIND_COORDINATOR, version, {
-                "key": group, "key_type": 0, "coordinator_keys": [group]})
+                "key": key, "key_type": key_type, "coordinator_keys": [key]})
             found = response.coordinators[0] if version >= 4 else response
             if found.error_code.value == NONE:
                 return self._client_for(f"{found.host}:{found.port}")
             if found.error_code.value != COORDINATOR_NOT_AVAILABLE or \
                     time.monotonic() > deadline:
-                raise AssertionError(f"FindCoordinator({group}) answered {found}")
+                raise AssertionError(f"FindCoordinator({key}) answered {found}")
             time.sleep(0.1)
 
     def produce_request(self, topic: str, batch: bytes, **options: Any) -> tuple[int, dict]:
