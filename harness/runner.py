@@ -64,7 +64,7 @@ from harness.cluster.local import ClusterSpec
 from harness.cluster.nodes import ClusterNodes
 from harness.cluster.process import PeerStartError
 from harness.nemesis.executor import FaultTarget, Nemesis
-from harness.nemesis.schedule import FAULTS, plan
+from harness.nemesis.schedule import FAULTS, Step, plan
 from harness.waiting import ClusterWaitTimeout
 from harness.workload.context import RunContext
 from harness.workload.final_read import final_read
@@ -110,6 +110,9 @@ class RunOptions:
     backend: str = Backend.LOCAL  # local processes, or docker containers
     suites: tuple[str, ...] = ()  # suites/ directories run against a cluster of the target first
     target: str = TargetName.REFERENCE  # the broker kind: reference or apache-kafka
+    compression: str = "none"  # the producers' compression.type
+    # A fixed nemesis schedule (e.g. schedule.repeated) instead of one planned from the seed.
+    schedule: tuple[Step, ...] | None = None
 
     def validate(self) -> None:
         """Raise RunError(USAGE) naming the bad option and what is allowed."""
@@ -136,8 +139,14 @@ class RunOptions:
         unknown = [n for n in self.suites if n not in SUITES]
         if unknown:
             problems.append(f"unknown suite(s) {unknown}; allowed: {', '.join(SUITES)}")
+        if self.compression not in COMPRESSIONS:
+            problems.append(f"compression must be one of {', '.join(COMPRESSIONS)}, "
+                            f"got {self.compression!r}")
         if problems:
             raise RunError(USAGE, "; ".join(problems))
+
+
+COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")  # librdkafka's compression.type
 
 
 @dataclass
@@ -420,6 +429,7 @@ class Run:
             consumers=options.consumers, rate=options.rate, acks=options.acks,
             idempotence=options.idempotence, consumer_mode=options.consumer_mode,
             commit=options.commit, group=f"{self.run_id}-group",
+            producer_config={"compression.type": options.compression},
         )
         generator = Generator(workload, context, self.dir / "logs")
 
@@ -436,7 +446,9 @@ class Run:
         for fault in options.nemesis:
             if fault not in faults:
                 self.result.notes.append(f"skipped fault {fault}: {target.unsupported(fault)}")
-        steps = plan(self.seed, faults, options.duration_s, options.brokers)
+        steps = (plan(self.seed, faults, options.duration_s, options.brokers)
+                 if options.schedule is None else
+                 [step for step in options.schedule if target.unsupported(step.fault) is None])
         self.result.schedule = [s.as_dict() for s in steps]
         recorder = Recorder(self.history_dir, self.run_id, NEMESIS_PROCESS, self._run_start_ns)
         nemesis = Nemesis(steps, target, recorder)

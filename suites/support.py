@@ -40,3 +40,11 @@ def wait_for_topic(admin: Any, topic: str, partitions: int | None,
         time.sleep(0.1)
     raise AssertionError(f"topic {topic!r} not ready within {timeout:.0f} s "
                          f"(partitions with leaders: {seen}, wanted {partitions})")
+
+
+def own_cluster_options(cluster: Any, request: pytest.FixtureRequest) -> dict[str, Any]:
+    """RunOptions fields for a run that starts a cluster of its own like the session's target:
+    the same broker kind, network mechanism and backend (the chaos and replication suites
+    fault and cut their cluster's logs, which the shared target must not inherit)."""
+    return {"target": cluster.kind, "network": request.config.getoption("--network"),
+            "backend": request.config.getoption("--backend")}

@@ -18,7 +18,7 @@ from typing import Any
 from harness.cluster.factory import Faults
 from harness.cluster.nodes import ClusterNodes
 from harness.nemesis import process as process_faults
-from harness.nemesis.schedule import NETWORK_FAULTS, Step
+from harness.nemesis.schedule import CONTROLLER, NETWORK_FAULTS, Step, parse_role
 from harness.workload.recorder import Recorder
 
 LATENCY = {"latency": 100, "jitter": 50}
@@ -40,6 +40,7 @@ class FaultTarget:
         self.network = network
         self.crash_client = crash_client
         self._rng = random.Random(seed)
+        self._resolved: dict[Step, str] = {}
 
     def unsupported(self, fault: str) -> str | None:
         """Why this target cannot do ``fault``, or None when it can."""
@@ -71,8 +72,27 @@ class FaultTarget:
             if self.crash_client is None:
                 raise RuntimeError("cannot crash-client: no workload clients to crash")
             return f"killed {self.crash_client(self._rng) or 'no client (none running)'}"
-        result = process_faults.apply(self.cluster, _PROCESS_FAULT[step.fault], step.target)
-        return ", ".join(f"{k}={v}" for k, v in result.items() if k != "partitions")
+        node = self._node(step)
+        result = process_faults.apply(self.cluster, _PROCESS_FAULT[step.fault], node)
+        done = ", ".join(f"{k}={v}" for k, v in result.items() if k != "partitions")
+        return done if node == step.target else f"{step.target} was {node}: {done}"
+
+    def _node(self, step: Step) -> str:
+        """The node a process fault acts on: the step's own, or the broker holding its role
+        (leader, controller) now; the heal of the step acts on the same one."""
+        if step not in self._resolved:
+            role = parse_role(step.target)
+            if role is not None:
+                broker = self.cluster.leader(*role)
+            elif step.target == CONTROLLER:
+                broker = self.cluster.controller_id()
+            else:
+                self._resolved[step] = step.target
+                return step.target
+            if broker is None or broker < 0:
+                raise RuntimeError(f"no broker holds the role {step.target!r} now")
+            self._resolved[step] = f"broker-{broker}"
+        return self._resolved[step]
 
     def heal(self, step: Step) -> str:
         if step.fault == "partition":
@@ -80,7 +100,7 @@ class FaultTarget:
         elif step.fault == "latency":
             self._network(step.fault).remove_toxic(f"client->{step.target}", _LATENCY_TOXIC)
         elif step.fault in _PROCESS_HEAL:
-            process_faults.apply(self.cluster, _PROCESS_HEAL[step.fault], step.target)
+            process_faults.apply(self.cluster, _PROCESS_HEAL[step.fault], self._node(step))
         return "healed"
 
     def heal_all(self) -> str:

@@ -4,6 +4,11 @@ A pure function of (seed, faults, duration, brokers), so a failing run is replay
 seed again, and a test can check the schedule without a cluster. Faults come one at a time, as in
 Jepsen's Kafka test: a quiet interval, a fault held for a while, its heal, another quiet interval;
 the last heal is due ``tail_s`` before the workload ends so the cluster can settle under load.
+
+:func:`repeated` is the other shape, Kafka's own system tests' (``replication_test.py``): one
+process fault on one *role* — the leader of a partition, or the controller — again and again.
+A role is named in the step (``"leader of workload-0"``, ``"controller"``) and resolved to a
+broker only when the fault is applied, because the leader moves with every fault.
 """
 
 from __future__ import annotations
@@ -23,6 +28,22 @@ FAULTS = {
 }
 NETWORK_FAULTS = frozenset({"partition", "latency"})
 _SHAPES = ("isolate", "halves", "ring", "bridge")
+PROCESS_FAULTS = frozenset({"kill", "pause", "stop", "lose-unflushed"})
+CONTROLLER = "controller"
+LEADER_OF = "leader of "
+
+
+def leader_of(topic: str, partition: int) -> str:
+    """The role target naming the leader of ``topic``'s ``partition`` at the time of a fault."""
+    return f"{LEADER_OF}{topic}-{partition}"
+
+
+def parse_role(target: str) -> tuple[str, int] | None:
+    """(topic, partition) for a :func:`leader_of` target, None for any other target."""
+    if not target.startswith(LEADER_OF):
+        return None
+    topic, _, partition = target.removeprefix(LEADER_OF).rpartition("-")
+    return topic, int(partition)
 
 
 @dataclass(frozen=True)
@@ -86,4 +107,19 @@ def plan(seed: int, faults: tuple[str, ...] | list[str], duration_s: float, brok
         fault = rng.choice(kinds)
         steps.append(Step(round(t, 3), round(t + held, 3), fault, _target(rng, fault, brokers)))
         t += held + rng.uniform(*quiet_s)
+    return steps
+
+
+def repeated(fault: str, target: str, times: int, *, start_s: float, held_s: float,
+             quiet_s: float) -> list[Step]:
+    """``fault`` on ``target`` (a node or a role) ``times`` times: held ``held_s`` each time
+    (0 bounces it: the heal follows at once), ``quiet_s`` between a heal and the next fault."""
+    if fault not in PROCESS_FAULTS:
+        raise ValueError(f"repeated faults are process faults ({', '.join(sorted(PROCESS_FAULTS))}"
+                         f"), not {fault!r}")
+    steps = []
+    at = start_s
+    for _ in range(times):
+        steps.append(Step(round(at, 3), round(at + held_s, 3), fault, target))
+        at += held_s + quiet_s
     return steps

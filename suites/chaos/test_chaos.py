@@ -23,6 +23,7 @@ from rich.console import Console
 from harness.checker.result import GUARANTEES
 from harness.cluster.targets import Target
 from harness.runner import INFRASTRUCTURE, Run, RunOptions, RunResult
+from suites.support import own_cluster_options
 
 GUARANTEE = "at-least-once"
 SHORT_FAULTS = ("partition", "kill", "pause", "lose-unflushed", "latency")
@@ -37,7 +38,7 @@ def _chaos(cluster: Target, request: pytest.FixtureRequest, tmp_path: Path, dura
         duration_s=duration_s, brokers=max(3, cluster.brokers), nemesis=faults, seed=seed,
         guarantee=GUARANTEE, run_dir=tmp_path / f"chaos-seed{seed}", partitions=3,
         producers=2, consumers=2, rate=50.0, consumer_mode="group", commit="after", acks="all",
-        idempotence=True)
+        idempotence=True, **own_cluster_options(cluster, request))
     result = Run(options, Console(stderr=True)).execute()
     option = "--chaos-duration" if faults == SHORT_FAULTS else "--chaos-long-duration"
     replay = (f"replay: pytest {request.node.nodeid} --chaos-seed {seed} "

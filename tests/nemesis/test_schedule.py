@@ -53,3 +53,51 @@ def test_parse_faults_names_the_allowed_ones():
     assert parse_faults("partition, kill,partition") == ("partition", "kill")
     with pytest.raises(ValueError, match="unknown nemesis fault.*explode.*allowed: partition"):
         parse_faults("partition,explode")
+
+
+def test_repeated_faults_on_a_role_as_kafkas_replication_test_makes_them():
+    from harness.nemesis.schedule import CONTROLLER, leader_of, parse_role, repeated
+
+    steps = repeated("kill", leader_of("replication", 0), 3, start_s=5, held_s=8, quiet_s=4)
+    assert [(s.at_s, s.heal_at_s) for s in steps] == [(5, 13), (17, 25), (29, 37)]
+    assert {s.target for s in steps} == {"leader of replication-0"}
+    assert parse_role(steps[0].target) == ("replication", 0)
+    assert parse_role(leader_of("a-b-c", 12)) == ("a-b-c", 12)
+    assert parse_role(CONTROLLER) is None and parse_role("broker-2") is None
+    bounces = repeated("stop", CONTROLLER, 2, start_s=1, held_s=0, quiet_s=3)
+    assert [(s.at_s, s.heal_at_s) for s in bounces] == [(1, 1), (4, 4)]
+    with pytest.raises(ValueError, match="process faults"):
+        repeated("partition", "halves", 1, start_s=0, held_s=1, quiet_s=1)
+
+
+class _Roles:
+    """Just enough of a cluster for FaultTarget to resolve roles: the leader moves each time
+    it is asked, as it does after each fault."""
+
+    def __init__(self) -> None:
+        self.leaders = iter([2, 3])
+
+    def leader(self, topic: str, partition: int) -> int:
+        return next(self.leaders)
+
+    def controller_id(self) -> int:
+        return 1
+
+
+def test_a_role_is_resolved_when_applied_and_its_heal_acts_on_the_same_broker(monkeypatch):
+    from harness.nemesis import executor
+    from harness.nemesis.schedule import CONTROLLER, leader_of, repeated
+
+    acted: list[tuple[str, str]] = []
+    monkeypatch.setattr(executor.process_faults, "apply",
+                        lambda cluster, action, node: acted.append((action, node)) or {})
+    target = executor.FaultTarget(_Roles())  # type: ignore[arg-type]
+    first, second = repeated("kill", leader_of("t", 0), 2, start_s=0, held_s=1, quiet_s=1)
+    target.apply(first)
+    target.heal(first)
+    target.apply(second)
+    target.heal(second)
+    (controller,) = repeated("stop", CONTROLLER, 1, start_s=0, held_s=0, quiet_s=0)
+    assert "was broker-1" in target.apply(controller)
+    assert acted == [("kill", "broker-2"), ("restart", "broker-2"),
+                     ("kill", "broker-3"), ("restart", "broker-3"), ("stop", "broker-1")]

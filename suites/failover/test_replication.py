@@ -1,0 +1,122 @@
+"""Kafka's own replication system test, as suite tests judged by the checker.
+
+Apache Kafka's ``tests/kafkatest/tests/core/replication_test.py`` sets the floor: a topic with
+three partitions, three replicas and ``min.insync.replicas=2``; acks=all producers and a
+consumer group run while one broker role — the leader of partition 0, or the controller — is
+shut down or bounced, cleanly or hard, again and again; afterwards every acknowledged record
+must have been consumed. Here each failure mode is a fixed nemesis schedule
+(:func:`harness.nemesis.schedule.repeated`) on a run of the harness's own (a cluster of the
+target's kind, started for the test, as the chaos suite does), and the history of every send,
+poll, commit and fault is judged by the checker's rules: a lost acknowledged write, a read of
+something never written, offsets going backwards, a commit regressing — all fail the test.
+
+The modes, as Kafka's test defines them:
+
+* ``clean_shutdown`` / ``hard_shutdown``: SIGTERM (controlled shutdown) or SIGKILL, the broker
+  stays down until its leadership has moved, then starts again;
+* ``clean_bounce`` / ``hard_bounce``: the same, started again at once.
+
+Idempotence on and off, and compression, vary as in Kafka's matrix. The checker used is the
+pure-Python engine, held equal to the PySpark one by a property test (a Spark session per test
+would cost more than the run itself).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from harness.checker.result import GUARANTEES
+from harness.cluster.local import ClusterSpec
+from harness.cluster.targets import Target
+from harness.nemesis.schedule import CONTROLLER, leader_of, repeated
+from harness.runner import INFRASTRUCTURE, Run, RunOptions, RunResult
+from suites.support import own_cluster_options
+
+TOPIC = "replication"
+GUARANTEE = "at-least-once"
+TIMES = 2            # faults per run (Kafka's test: 3 shutdowns or 5 bounces)
+START_S = 5.0        # workload before the first fault
+REJOIN_S = 8.0       # after each heal: the broker restarts and catches up into the ISR
+TAIL_S = 5.0         # workload after the last heal
+SESSION_S = ClusterSpec().zookeeper_session_timeout_ms / 1000  # the runs' clusters use it
+
+MODES = {
+    # name: (fault, held down for)
+    "clean_shutdown": ("stop", SESSION_S),
+    "hard_shutdown": ("kill", SESSION_S + 2.0),
+    "clean_bounce": ("stop", 0.0),
+    "hard_bounce": ("kill", 0.0),
+}
+
+
+pytestmark = [pytest.mark.requires_process_faults, pytest.mark.requires_zookeeper,
+              pytest.mark.requires_multi_broker]
+
+
+def _replicate(cluster: Target, request: pytest.FixtureRequest, tmp_path: Path, mode: str, *,
+               role: str = leader_of(TOPIC, 0), idempotence: bool = True,
+               compression: str = "none") -> RunResult:
+    fault, held_s = MODES[mode]
+    schedule = repeated(fault, role, TIMES, start_s=START_S, held_s=held_s, quiet_s=REJOIN_S)
+    duration = schedule[-1].heal_at_s + REJOIN_S + TAIL_S
+    options = RunOptions(
+        duration_s=duration, brokers=3, nemesis=(fault,), seed=0, guarantee=GUARANTEE,
+        run_dir=tmp_path / f"replication-{mode}", topic=TOPIC, partitions=3, producers=2,
+        consumers=1, rate=100.0, consumer_mode="group", commit="after", acks="all",
+        idempotence=idempotence, compression=compression, engine="python",
+        schedule=tuple(schedule), **own_cluster_options(cluster, request))
+    result = Run(options, Console(stderr=True)).execute()
+    where = f"run directory {result.dir}"
+    assert result.exit_code != INFRASTRUCTURE, f"the run could not be carried out: " \
+                                               f"{result.error}; {where}"
+    failed = [step for step in result.nemesis if "error" in step]
+    assert not failed, f"faults that could not be applied: {failed}; {where}"
+    assert len(result.nemesis) >= 2 * TIMES, f"the schedule was cut short: {result.nemesis}"
+    forbidden = {name: count for name, count in result.anomalies.items()
+                 if count and name in GUARANTEES[GUARANTEE]}
+    assert result.valid, f"the checker found what {GUARANTEE} forbids: {forbidden}; " \
+                         f"report {result.report}; {where}"
+    assert result.stats["sends_ok"] > 0, f"no send was acknowledged; {where}"
+    return result
+
+
+@pytest.mark.parametrize("mode", ["hard_bounce", "clean_shutdown"])
+def test_the_leader_fails_repeatedly_and_no_acknowledged_record_is_lost(
+        cluster: Target, request: pytest.FixtureRequest, tmp_path: Path, mode: str) -> None:
+    """With acks=all and min.insync.replicas=2, no acknowledged record is lost while the leader is shut down or bounced, again and again [Kafka system test replication_test.py; Kafka docs, Design: Replication]."""  # noqa: E501
+    _replicate(cluster, request, tmp_path, mode)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["hard_shutdown", "clean_bounce"])
+def test_the_leader_fails_repeatedly_in_the_other_modes(
+        cluster: Target, request: pytest.FixtureRequest, tmp_path: Path, mode: str) -> None:
+    """The same promise for the remaining failure modes of Kafka's replication test [Kafka system test replication_test.py]."""  # noqa: E501
+    _replicate(cluster, request, tmp_path, mode)
+
+
+@pytest.mark.slow
+@pytest.mark.requires_controller
+def test_the_controller_is_bounced_repeatedly_and_no_acknowledged_record_is_lost(
+        cluster: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Bouncing the controller (hard) loses no acknowledged record: a new controller takes over and the partitions it led move [Kafka system test replication_test.py, broker_type controller]."""  # noqa: E501
+    _replicate(cluster, request, tmp_path, "hard_bounce", role=CONTROLLER)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("compression", ["gzip", "lz4", "zstd"])
+def test_compressed_batches_survive_leader_bounces(
+        cluster: Target, request: pytest.FixtureRequest, tmp_path: Path,
+        compression: str) -> None:
+    """Compressed batches are replicated and read back whole across leader bounces [Kafka system test replication_test.py, compression_type]."""  # noqa: E501
+    _replicate(cluster, request, tmp_path, "hard_bounce", compression=compression)
+
+
+@pytest.mark.slow
+def test_without_idempotence_leader_bounces_lose_nothing_acknowledged(
+        cluster: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Without idempotence retries may duplicate, but acks=all still loses no acknowledged record [Kafka system test replication_test.py, enable_idempotence=false]."""  # noqa: E501
+    _replicate(cluster, request, tmp_path, "hard_bounce", idempotence=False)
