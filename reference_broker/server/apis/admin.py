@@ -13,7 +13,6 @@ from reference_broker.server.kafka_apis import api
 
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 ZERO_UUID = uuid.UUID(int=0)
-DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
 
 
 @api(CREATE_TOPICS, range(2, 8))
@@ -84,16 +83,9 @@ def _failed(name: str, error: str, message: str) -> dict[str, Any]:
 
 
 def _described_configs(services: BrokerServices, overrides: dict[str, str]) -> list[dict]:
-    out = []
-    for key in sorted(topic_config.DEFS):
-        value = overrides.get(key)
-        source = DYNAMIC_TOPIC_CONFIG
-        if value is None:
-            value = topic_config.broker_default(services.config, key)
-            source = DEFAULT_CONFIG
-        out.append({"name": key, "value": value, "read_only": False, "config_source": source,
-                    "is_sensitive": False})
-    return out
+    return [{"name": c.definition.name, "value": c.value, "read_only": False,
+             "config_source": c.source, "is_sensitive": False}
+            for c in topic_config.described(services.config, overrides)]
 
 
 @api(DELETE_TOPICS, range(1, 7))

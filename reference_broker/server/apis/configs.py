@@ -9,11 +9,14 @@ from reference_broker.server import topic_config
 from reference_broker.server.admin_manager import AdminError
 from reference_broker.server.broker_services import BrokerServices
 from reference_broker.server.kafka_apis import api
+from reference_broker.server.topic_config import (
+    DEFAULT_CONFIG,
+    DYNAMIC_TOPIC_CONFIG,
+    STATIC_BROKER_CONFIG,
+)
 
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
 TOPIC, BROKER = 2, 4
-# ConfigSource values of DescribeConfigs v1+.
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 # ConfigType values of DescribeConfigs v3+.
 TYPE_STRING = 2
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -23,27 +26,24 @@ def _topic_entries(services: BrokerServices, name: str, keys: Any, synonyms: boo
                    docs: bool) -> list[dict]:
     overrides = services.admin_manager.topic_configs(name)
     entries = []
-    for key, definition in sorted(topic_config.DEFS.items()):
-        if keys is not None and key not in keys:
+    for config in topic_config.described(services.config, overrides):
+        definition = config.definition
+        if keys is not None and definition.name not in keys:
             continue
-        default = topic_config.broker_default(services.config, key)
-        value, source = overrides.get(key), DYNAMIC_TOPIC_CONFIG
-        if value is None:
-            value = default
-            source = STATIC_BROKER_CONFIG if definition.broker_synonym and \
-                services.config.is_set(definition.broker_synonym) else DEFAULT_CONFIG
         syn = []
         if synonyms:
-            if key in overrides:
-                syn.append({"name": key, "value": overrides[key], "source": DYNAMIC_TOPIC_CONFIG})
+            if config.source == DYNAMIC_TOPIC_CONFIG:
+                syn.append({"name": definition.name, "value": config.value,
+                            "source": DYNAMIC_TOPIC_CONFIG})
             if definition.broker_synonym:
-                syn.append({"name": definition.broker_synonym, "value": default,
-                            "source": STATIC_BROKER_CONFIG
-                            if services.config.is_set(definition.broker_synonym)
-                            else DEFAULT_CONFIG})
-        entries.append({"name": key, "value": value, "read_only": False, "config_source": source,
-                        "is_sensitive": False, "synonyms": syn,
-                        "config_type": definition.config_type,
+                syn.append({"name": definition.broker_synonym,
+                            "value": topic_config.broker_default(services.config,
+                                                                 definition.name),
+                            "source": topic_config.default_source(services.config,
+                                                                  definition.name)})
+        entries.append({"name": definition.name, "value": config.value, "read_only": False,
+                        "config_source": config.source, "is_sensitive": False,
+                        "synonyms": syn, "config_type": definition.config_type,
                         "documentation": definition.allowed if docs else None})
     return entries
 
