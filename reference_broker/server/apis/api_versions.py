@@ -26,5 +26,10 @@ def unsupported_version_response(zookeeper_mode: bool) -> dict[str, Any]:
 
 @api(API_VERSIONS, range(0, 5))
 def handle_api_versions(services: Any, request: Any, conn: Any) -> dict[str, Any]:
-    return {"error_code": 0, "api_keys": advertised(services.config.zookeeper_mode),
-            "throttle_time": 0}
+    """v3+ also carries the cluster's finalized features (KIP-584): none here. A ZooKeeper-mode
+    Kafka cluster finalizes them at epoch 0 (its controller creates the /feature znode once),
+    which is what Apache Kafka 3.9 answers; a standalone broker has no cluster and answers
+    Kafka's "unknown" epoch, -1."""
+    zookeeper_mode = services.config.zookeeper_mode
+    return {"error_code": 0, "api_keys": advertised(zookeeper_mode), "throttle_time": 0,
+            "finalized_features_epoch": 0 if zookeeper_mode else -1}
