@@ -1,0 +1,321 @@
+"""Every error the classic group protocol answers: JoinGroup, SyncGroup, Heartbeat, LeaveGroup.
+
+Each test provokes one error with raw requests and checks the exact code, so a broker that
+answers a near relative (UNKNOWN_MEMBER_ID where ILLEGAL_GENERATION is due) fails by name. The
+expectations were checked against Apache Kafka 3.9's classic GroupCoordinator: validation runs
+in a fixed order — group id, coordinator state, session timeout, group existence, member,
+generation, state — and the first failing check names the error.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.cluster.targets import Target
+from suites.groups._helpers import (
+    HEARTBEAT,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    SUBSCRIPTION,
+    SYNC_GROUP,
+    BackgroundJoin,
+    RawFactory,
+    V,
+    coordinator_client,
+    err,
+    heartbeat,
+    join,
+    join_body,
+    leave,
+    stable_member,
+    sync,
+    wait_until,
+)
+from suites.support import unique_name
+
+MADE_UP_MEMBER = "made-up-member-0000"
+
+
+def _group(request: pytest.FixtureRequest) -> str:
+    return unique_name(request, "g-")
+
+
+# --- JoinGroup ----------------------------------------------------------------------------------
+
+
+def test_join_naming_a_member_id_for_a_group_that_does_not_exist_is_unknown_member_id(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+    """A JoinGroup with a member id for a group the coordinator does not have is refused with
+    UNKNOWN_MEMBER_ID, and no group is created [Kafka GroupCoordinator.handleJoinGroup]."""
+    group = _group(request)
+    client = coordinator_client(raw_client, group, JOIN_GROUP)
+    answer = client.request(JOIN_GROUP, V[JOIN_GROUP], join_body(group, MADE_UP_MEMBER))
+    assert (err(answer), answer.member_id) == ("UNKNOWN_MEMBER_ID", MADE_UP_MEMBER)
+    assert answer.generation_id == -1
+
+
+def test_join_with_a_member_id_the_group_never_gave_out_is_unknown_member_id(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+    """A JoinGroup naming a member id the group does not know is refused with
+    UNKNOWN_MEMBER_ID; the client is to rejoin with an empty id [protocol guide, JoinGroup]."""
+    group = _group(request)
+    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP)
+    stable_member(client, group)
+    answer = client.request(JOIN_GROUP, V[JOIN_GROUP], join_body(group, MADE_UP_MEMBER))
+    assert err(answer) == "UNKNOWN_MEMBER_ID"
+
+
+@pytest.mark.parametrize("session_ms", [1, 2_147_483_647], ids=["below-min", "above-max"])
+def test_join_with_a_session_timeout_outside_the_brokers_bounds_is_invalid_session_timeout(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest,
+        session_ms: int) -> None:
+    """A session timeout below group.min.session.timeout.ms or above
+    group.max.session.timeout.ms is refused with INVALID_SESSION_TIMEOUT before the group is
+    looked at [Kafka broker configs group.min/max.session.timeout.ms; KIP-62]."""
+    group = _group(request)
+    client = coordinator_client(raw_client, group, JOIN_GROUP)
+    answer = client.request(JOIN_GROUP, V[JOIN_GROUP], join_body(group, session_ms=session_ms))
+    assert err(answer) == "INVALID_SESSION_TIMEOUT"
+
+
+@pytest.mark.parametrize(("protocol_type", "protocols"), [
+    ("", [("range", SUBSCRIPTION)]),
+    ("consumer", []),
+], ids=["empty-protocol-type", "no-protocols"])
+def test_the_first_join_without_a_protocol_type_or_protocols_is_inconsistent_group_protocol(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest,
+        protocol_type: str, protocols: list[tuple[str, bytes]]) -> None:
+    """An empty group accepts a first member only with a protocol type and at least one
+    protocol; otherwise INCONSISTENT_GROUP_PROTOCOL [Kafka GroupMetadata.supportsProtocols]."""
+    group = _group(request)
+    client = coordinator_client(raw_client, group, JOIN_GROUP)
+    body = join_body(group, protocol_type=protocol_type)
+    body["protocols"] = [{"name": n, "metadata": m} for n, m in protocols]
+    assert err(client.request(JOIN_GROUP, V[JOIN_GROUP], body)) == "INCONSISTENT_GROUP_PROTOCOL"
+
+
+def test_join_with_an_empty_group_id_is_invalid_group_id(
+        cluster: Target, raw_client: RawFactory) -> None:
+    """A JoinGroup for the empty group id is refused with INVALID_GROUP_ID, by whichever
+    broker receives it, before any coordinator check [Kafka GroupCoordinator
+    validateGroupStatus]."""
+    client = raw_client()
+    answer = client.request(JOIN_GROUP, V[JOIN_GROUP], join_body(""))
+    assert err(answer) == "INVALID_GROUP_ID"
+
+
+def test_a_static_join_with_another_members_id_is_fenced(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+    """A JoinGroup naming a known group.instance.id with a member id other than the one that
+    instance holds is refused with FENCED_INSTANCE_ID: a second process with the same
+    instance id must shut down [KIP-345]."""
+    group = _group(request)
+    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP)
+    stable_member(client, group, instance="instance-1")
+    body = join_body(group, MADE_UP_MEMBER, instance="instance-1")
+    assert err(client.request(JOIN_GROUP, V[JOIN_GROUP], body)) == "FENCED_INSTANCE_ID"
+
+
+# --- SyncGroup ----------------------------------------------------------------------------------
+
+
+def test_sync_for_a_group_that_does_not_exist_is_unknown_member_id(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+    """A SyncGroup for a group the coordinator does not have is refused with
+    UNKNOWN_MEMBER_ID [Kafka GroupCoordinator.handleSyncGroup]."""
+    group = _group(request)
+    client = coordinator_client(raw_client, group, SYNC_GROUP)
+    answer = client.request(SYNC_GROUP, V[SYNC_GROUP], {
+        "group_id": group, "generation_id": 1, "member_id": MADE_UP_MEMBER,
+        "group_instance_id": None, "assignments": []})
+    assert err(answer) == "UNKNOWN_MEMBER_ID"
+
+
+@pytest.mark.parametrize(("member", "generation_delta", "expected"), [
+    (MADE_UP_MEMBER, 0, "UNKNOWN_MEMBER_ID"),
+    (None, 1, "ILLEGAL_GENERATION"),
+    (None, -1, "ILLEGAL_GENERATION"),
+], ids=["unknown-member", "future-generation", "past-generation"])
+def test_sync_is_checked_against_the_member_and_generation(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest,
+        member: str | None, generation_delta: int, expected: str) -> None:
+    """A SyncGroup from a member the group does not have is UNKNOWN_MEMBER_ID; from a member
+    at another generation, ILLEGAL_GENERATION [protocol guide, SyncGroup errors]."""
+    group = _group(request)
+    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP)
+    joined = stable_member(client, group)
+    answer = client.request(SYNC_GROUP, V[SYNC_GROUP], {
+        "group_id": group, "generation_id": joined.generation_id + generation_delta,
+        "member_id": member or joined.member_id, "group_instance_id": None,
+        "assignments": []})
+    assert err(answer) == expected
+
+
+def test_sync_while_the_group_prepares_a_rebalance_is_rebalance_in_progress(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+    """A SyncGroup from a current member while the group is PreparingRebalance (a new member
+    is waiting to join) is answered REBALANCE_IN_PROGRESS: the member must rejoin
+    [Kafka GroupCoordinator.doSyncGroup]."""
+    group = _group(request)
+    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT)
+    other = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP)
+    member = stable_member(client, group)
+    joining = BackgroundJoin(other, group)
+
+    def preparing() -> bool:
+        joining.assert_pending()
+        return heartbeat(client, group, member.member_id,
+                         member.generation_id) == "REBALANCE_IN_PROGRESS"
+
+    wait_until(preparing, "the group to prepare a rebalance")
+    assert err(sync(client, group, member)) == "REBALANCE_IN_PROGRESS"
+    rejoined = join(client, group, member.member_id)
+    assert err(rejoined) == err(joining.answer()) == "NONE"
+
+
+def test_sync_naming_another_members_instance_id_is_fenced(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+    """A SyncGroup naming a static member's group.instance.id with another member id is
+    refused with FENCED_INSTANCE_ID [KIP-345]."""
+    group = _group(request)
+    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP)
+    joined = stable_member(client, group, instance="instance-1")
+    answer = client.request(SYNC_GROUP, V[SYNC_GROUP], {
+        "group_id": group, "generation_id": joined.generation_id, "member_id": MADE_UP_MEMBER,
+        "group_instance_id": "instance-1", "assignments": []})
+    assert err(answer) == "FENCED_INSTANCE_ID"
+
+
+def test_sync_naming_a_protocol_the_group_did_not_choose_is_inconsistent_group_protocol(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+    """SyncGroup v5+ names the protocol type and name the member believes the group chose; a
+    mismatch is refused with INCONSISTENT_GROUP_PROTOCOL [KIP-559]."""
+    group = _group(request)
+    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP)
+    joined = stable_member(client, group)
+    version = _require_version(client, SYNC_GROUP, 5)
+    base = {"group_id": group, "generation_id": joined.generation_id,
+            "member_id": joined.member_id, "group_instance_id": None, "assignments": []}
+    wrong_name = client.request(SYNC_GROUP, version,
+                                {**base, "protocol_type": "consumer", "protocol_name": "sticky"})
+    wrong_type = client.request(SYNC_GROUP, version,
+                                {**base, "protocol_type": "connect", "protocol_name": "range"})
+    right = client.request(SYNC_GROUP, version,
+                           {**base, "protocol_type": "consumer", "protocol_name": "range"})
+    assert (err(wrong_name), err(wrong_type), err(right)) \
+        == ("INCONSISTENT_GROUP_PROTOCOL", "INCONSISTENT_GROUP_PROTOCOL", "NONE")
+    assert (right.protocol_type, right.protocol_name) == ("consumer", "range")
+
+
+# --- Heartbeat ----------------------------------------------------------------------------------
+
+
+def test_heartbeat_for_a_group_that_does_not_exist_is_unknown_member_id(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+    """A Heartbeat for a group the coordinator does not have is refused with
+    UNKNOWN_MEMBER_ID [Kafka GroupCoordinator.handleHeartbeat]."""
+    group = _group(request)
+    client = coordinator_client(raw_client, group, HEARTBEAT)
+    assert heartbeat(client, group, MADE_UP_MEMBER, 1) == "UNKNOWN_MEMBER_ID"
+
+
+@pytest.mark.parametrize(("member", "generation_delta", "expected"), [
+    (MADE_UP_MEMBER, 0, "UNKNOWN_MEMBER_ID"),
+    (None, 1, "ILLEGAL_GENERATION"),
+    (None, -1, "ILLEGAL_GENERATION"),
+    (None, 0, "NONE"),
+], ids=["unknown-member", "future-generation", "past-generation", "current"])
+def test_heartbeat_is_checked_against_the_member_and_generation(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest,
+        member: str | None, generation_delta: int, expected: str) -> None:
+    """A Heartbeat of a Stable group is NONE only from a current member at the current
+    generation: UNKNOWN_MEMBER_ID for a member it does not have, ILLEGAL_GENERATION for
+    another generation [protocol guide, Heartbeat errors]."""
+    group = _group(request)
+    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT)
+    joined = stable_member(client, group)
+    assert heartbeat(client, group, member or joined.member_id,
+                     joined.generation_id + generation_delta) == expected
+
+
+def test_heartbeat_while_the_leader_has_not_synced_is_accepted(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+    """A member may heartbeat as soon as its JoinGroup is answered: in CompletingRebalance (the
+    leader's SyncGroup not yet in) a current member's Heartbeat is NONE, so a slow leader does
+    not get the others evicted [Kafka GroupCoordinator.handleHeartbeat, KAFKA-7126]."""
+    group = _group(request)
+    client = coordinator_client(raw_client, group, JOIN_GROUP, HEARTBEAT)
+    joined = join(client, group)
+    assert err(joined) == "NONE"
+    assert heartbeat(client, group, joined.member_id, joined.generation_id) == "NONE"
+    assert heartbeat(client, group, joined.member_id, joined.generation_id + 1) \
+        == "ILLEGAL_GENERATION"
+
+
+def test_heartbeat_naming_another_members_instance_id_is_fenced(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+    """A Heartbeat naming a static member's group.instance.id with another member id is
+    refused with FENCED_INSTANCE_ID [KIP-345]."""
+    group = _group(request)
+    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT)
+    joined = stable_member(client, group, instance="instance-1")
+    assert heartbeat(client, group, MADE_UP_MEMBER, joined.generation_id, "instance-1") \
+        == "FENCED_INSTANCE_ID"
+
+
+def test_heartbeat_with_an_empty_group_id_is_invalid_group_id(
+        cluster: Target, raw_client: RawFactory) -> None:
+    """A Heartbeat for the empty group id is refused with INVALID_GROUP_ID, by whichever
+    broker receives it [Kafka GroupCoordinator validateGroupStatus]."""
+    assert heartbeat(raw_client(), "", MADE_UP_MEMBER, 1) == "INVALID_GROUP_ID"
+
+
+# --- LeaveGroup ---------------------------------------------------------------------------------
+
+
+def test_leaving_a_group_that_does_not_exist_answers_unknown_member_id_per_member(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+    """LeaveGroup v3+ answers per member: for a group the coordinator does not have, the
+    request succeeds and every member is UNKNOWN_MEMBER_ID [KIP-345; Kafka
+    GroupCoordinator.handleLeaveGroup]."""
+    group = _group(request)
+    client = coordinator_client(raw_client, group, LEAVE_GROUP)
+    answer = leave(client, group, (MADE_UP_MEMBER, None), ("another-made-up", None))
+    assert err(answer) == "NONE"
+    assert [(m.member_id, err(m)) for m in answer.members] \
+        == [(MADE_UP_MEMBER, "UNKNOWN_MEMBER_ID"), ("another-made-up", "UNKNOWN_MEMBER_ID")]
+
+
+def test_a_batched_leave_removes_the_known_members_and_names_the_unknown_ones(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+    """A batched LeaveGroup removes each known member and answers UNKNOWN_MEMBER_ID for each
+    member the group does not have, in request order, with no request-level error [KIP-345]."""
+    group = _group(request)
+    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT,
+                                LEAVE_GROUP)
+    joined = stable_member(client, group)
+    answer = leave(client, group, (MADE_UP_MEMBER, None), (joined.member_id, None))
+    assert err(answer) == "NONE"
+    assert [(m.member_id, err(m)) for m in answer.members] \
+        == [(MADE_UP_MEMBER, "UNKNOWN_MEMBER_ID"), (joined.member_id, "NONE")]
+    assert heartbeat(client, group, joined.member_id, joined.generation_id) \
+        == "UNKNOWN_MEMBER_ID"
+
+
+def test_leave_with_an_empty_group_id_is_invalid_group_id(
+        cluster: Target, raw_client: RawFactory) -> None:
+    """A LeaveGroup for the empty group id is refused with INVALID_GROUP_ID at the request
+    level [Kafka GroupCoordinator validateGroupStatus]."""
+    answer = leave(raw_client(), "", (MADE_UP_MEMBER, None))
+    assert err(answer) == "INVALID_GROUP_ID"
+
+
+def _require_version(client, api_key: int, version: int) -> int:
+    """``version`` of ``api_key`` if the target offers it, else a precise skip."""
+    answer = client.request(18, 0, {})
+    ranges = {int(k.api_key): (k.min_version, k.max_version) for k in answer.api_keys}
+    low, high = ranges.get(api_key, (0, -1))
+    if not low <= version <= high:
+        pytest.skip(f"needs API key {api_key} at version {version}; the target offers "
+                    f"{'none' if high < 0 else f'versions {low}-{high}'}")
+    return version
