@@ -9,67 +9,15 @@ or a stated reason why no client sends it (``test_every_advertised_api_is_covere
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from dataclasses import fields, is_dataclass
-from typing import Any
 
 import pytest
 
-from harness.raw_client import RawClient
 from harness.wire import protocol
-from suites.protocol._samples import (
-    NOT_DECODABLE,
-    NOT_SENT_BY_CLIENTS,
-    SAMPLES,
-    Names,
-    Route,
-    Sample,
-)
-from suites.protocol._wire import TRANSACTION_KEY, Wire, encodable_versions
+from suites.protocol._exchange import error_codes, exchange
+from suites.protocol._samples import NOT_DECODABLE, NOT_SENT_BY_CLIENTS, SAMPLES, Names, Sample
+from suites.protocol._wire import Wire, encodable_versions
 from suites.support import unique_name
-
-RETRY_S = 30.0
-# Answers a client retries after finding the coordinator or leader again [protocol guide,
-# error codes: retriable]: not yet elected, still loading, or moved.
-RETRIABLE = frozenset(
-    int(protocol.error_code(name).value) for name in
-    ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
-     "NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE"))
-
-
-def _route(wire: Wire, sample: Sample, names: Names) -> RawClient:
-    if sample.found_first is not None:
-        _connect(wire, sample.found_first, names)
-    return _connect(wire, sample.route, names)
-
-
-def _connect(wire: Wire, route: Route, names: Names) -> RawClient:
-    match route:
-        case Route.LEADER:
-            return wire.leader(names.topic)
-        case Route.GROUP_COORDINATOR:
-            return wire.coordinator(names.group)
-        case Route.TRANSACTION_COORDINATOR:
-            return wire.coordinator(names.transactional_id, TRANSACTION_KEY)
-        case Route.CONTROLLER:
-            return wire.controller()
-    return wire.bootstrap
-
-
-def _error_codes(value: Any) -> set[int]:
-    """Every error code anywhere in a decoded response (top level and per item)."""
-    found: set[int] = set()
-    if is_dataclass(value) and not isinstance(value, type):
-        for f in fields(value):
-            item = getattr(value, f.name)
-            if f.name == "error_code":
-                found.add(int(item.value))
-            found |= _error_codes(item)
-    elif isinstance(value, tuple):
-        for item in value:
-            found |= _error_codes(item)
-    return found
 
 
 def _problems(api_key: int, version: int, frame: bytes, sample: Sample,
@@ -82,7 +30,7 @@ def _problems(api_key: int, version: int, frame: bytes, sample: Sample,
     problems = []
     if got != correlation:
         problems.append(f"v{version}: correlation id {got}, sent {correlation}")
-    unexpected = _error_codes(body) - sample.errors
+    unexpected = error_codes(body) - sample.errors
     if unexpected:
         names = sorted(protocol.error_name(code) for code in unexpected)
         problems.append(f"v{version}: unexpected errors {names}")
@@ -121,30 +69,13 @@ def test_advertised_versions_round_trip(request: pytest.FixtureRequest, wire: Wi
     problems = []
     for version in versions:
         names = Names(topic, topic_id, group, f"{unused}-v{version}")
-        deadline = time.monotonic() + RETRY_S
-        while True:
-            client = _route(wire, sample, names)
-            correlation = client.send(api_key, version, sample.body(names))
-            try:
-                frame = client.receive_frame()
-            except (ConnectionError, TimeoutError) as exc:
-                problems.append(f"v{version}: no answer ({type(exc).__name__}: {exc})")
-                break
-            if not _must_retry(api_key, version, frame, sample) or time.monotonic() > deadline:
-                problems += _problems(api_key, version, frame, sample, correlation)
-                break
-            time.sleep(0.2)
+        try:
+            correlation, frame = exchange(wire, api_key, version, sample, names)
+        except (ConnectionError, TimeoutError) as exc:
+            problems.append(f"v{version}: no answer ({type(exc).__name__}: {exc})")
+            break
+        problems += _problems(api_key, version, frame, sample, correlation)
     assert not problems, "\n".join(problems)
-
-
-def _must_retry(api_key: int, version: int, frame: bytes, sample: Sample) -> bool:
-    """Whether the answer carries a retriable error (:data:`RETRIABLE`) the sample does not
-    expect: then, as a client does, find the broker again and resend."""
-    try:
-        _, body = protocol.decode_response(api_key, version, frame)
-    except Exception:  # undecodable: reported by _problems
-        return False
-    return bool((_error_codes(body) & RETRIABLE) - sample.errors)
 
 
 def test_every_advertised_api_is_covered(wire: Wire) -> None:
