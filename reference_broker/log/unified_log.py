@@ -196,7 +196,8 @@ class UnifiedLog:
         if size > config.max_message_bytes:
             return self._refused("MESSAGE_TOO_LARGE")
         if size > config.segment_bytes:
-            return self._refused("RECORD_BATCH_TOO_LARGE")
+            # Kafka's RecordBatchTooLargeException, whose error is RECORD_LIST_TOO_LARGE.
+            return self._refused("RECORD_LIST_TOO_LARGE")
         idempotent = header.producer_id >= 0
         if idempotent:
             verdict = self._producer_state.check(header)

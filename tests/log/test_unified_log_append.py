@@ -57,7 +57,7 @@ def test_oversized_batches_are_refused_without_writing(tmp_path):
     result = append(log, batch(1, value=b"x" * 300))
     assert result.error == "MESSAGE_TOO_LARGE" and result.first_offset == -1
     result = append(log, batch(1, value=b"x" * 100))
-    assert result.error == "RECORD_BATCH_TOO_LARGE"
+    assert result.error == "RECORD_LIST_TOO_LARGE"
     assert log.log_end_offset == 0 and log.size_in_bytes == 0
     log.close()
 
