@@ -61,11 +61,6 @@ def _ok(route: str, body: Callable[[Names], dict[str, Any]], *errors: int) -> Sa
     return Sample(route, body, frozenset(errors or (0,)))
 
 
-def _partitions(n: Names, **fields_: Any) -> list[dict[str, Any]]:
-    return [{"name": n.topic, "topic": n.topic, "partitions": [
-        {"partition_index": 0, "partition": 0, **fields_}]}]
-
-
 SAMPLES: dict[int, Sample] = {
     0: _ok("leader", lambda n: produce_body(
         n.topic, build_batch([(b"k", b"round-trip")]), topic_id=n.topic_id)),
@@ -114,8 +109,8 @@ SAMPLES: dict[int, Sample] = {
         {"partition_index": 0, "offset": 0}]}], "timeout": 10_000}),
     22: _ok("any", lambda n: {"transactional_id": None, "transaction_timeout": 60_000,
                               "producer_id": -1, "producer_epoch": -1}),
-    23: _ok("leader", lambda n: {"replica_id": -1, "topics": _partitions(
-        n, current_leader_epoch=-1, leader_epoch=0)}),
+    23: _ok("leader", lambda n: {"replica_id": -1, "topics": [{"topic": n.topic, "partitions": [
+        {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]}),
     29: _ok("any", lambda n: {
         "resource_type_filter": ANY_FILTER, "resource_name_filter": None,
         "pattern_type_filter": ANY_FILTER, "principal_filter": None, "host_filter": None,

@@ -151,11 +151,14 @@ def _fetch_group(services: BrokerServices, group_id: str, topics: Any,
         if topic_id is None and by_id and name is not None:
             info = services.metadata_cache.topic(name)  # listed above only if it exists
             topic_id = None if info is None else info.topic_id
-        out.append({"name": name, "topic_id": topic_id or ZERO_UUID, "partitions": [
+        fetched: dict[str, Any] = {"name": name, "partitions": [
             _fetched(p, None if topic_error is not ErrorCode.none or name is None
                      else offsets.get((name, p)),
                      topic_error if version >= TOP_LEVEL_FETCH_ERROR_VERSION else ErrorCode.none)
-            for p in parts]})
+            for p in parts]}
+        if by_id:  # only v10's topic entity has the field; v0-v7's is another class
+            fetched["topic_id"] = topic_id or ZERO_UUID
+        out.append(fetched)
     return {"error_code": ErrorCode.none, "topics": out}
 
 
