@@ -399,10 +399,15 @@ def _identity(v: Any) -> Any:
 
 
 def _to_error_code(v: Any) -> ErrorCode:
+    """The reference broker passes ErrorCode members (tests/test_typed_errors.py keeps it so);
+    ints and Kafka's names ("NOT_COORDINATOR") serve bodies written by hand in tests."""
     if isinstance(v, ErrorCode):
         return v
     if isinstance(v, str):
-        return ErrorCode[v.lower()]
+        try:
+            return ErrorCode[v.lower()]
+        except KeyError:
+            raise ValueError(f"{v!r} is not the name of a Kafka error code") from None
     return ErrorCode(v)
 
 
