@@ -3,13 +3,17 @@
 Handlers in the broker (and the raw-protocol client of the suites) describe messages as plain
 nested dicts; `build` turns such a dict into the kio entity of the exact version negotiated,
 dropping fields that version lacks and filling defaults. That keeps one handler for all versions
-of an API instead of one per version.
+of an API instead of one per version. A key that no version of the message has is refused: it is
+a misspelling, and dropping it would silently send the field's default instead.
 """
 
 from __future__ import annotations
 
 import datetime
+import importlib
 import io
+import pkgutil
+import re
 import struct
 import uuid
 from collections.abc import Callable, Mapping
@@ -18,7 +22,6 @@ from functools import cache
 from typing import Any, cast
 
 from kio.index import KioIndexError, load_request_schema, load_response_schema
-from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
@@ -29,6 +32,8 @@ from kio.static.primitive import i16, i32
 from kio.static.protocol import Entity
 
 from . import zk_era
+from .errors import ErrorCode
+from .errors import error_name as error_name  # re-exported: suites and tests use it here
 from .tags import strip_unknown_tags
 
 API_VERSIONS_KEY = 18
@@ -284,9 +289,16 @@ def _writer(cls: type) -> Callable:
 
 
 def build(cls: type, data: Any) -> Any:
-    """Turn nested dicts/lists into the kio entity `cls`, keeping only fields `cls` has."""
+    """Turn nested dicts/lists into the kio entity `cls`, keeping only fields `cls` has.
+
+    Keys of another version of the same message are dropped (one dict serves every version);
+    a key of no version raises UnknownFieldError.
+    """
     if data is None or isinstance(data, cls):
         return data
+    unknown = data.keys() - known_fields(cls)
+    if unknown:
+        raise UnknownFieldError(cls, sorted(unknown))
     kwargs = {}
     for name, convert, zero in _plan(cls):
         if name in data:
@@ -294,6 +306,52 @@ def build(cls: type, data: Any) -> Any:
         elif zero is not MISSING:
             kwargs[name] = convert(zero)
     return cls(**kwargs)
+
+
+class UnknownFieldError(ValueError):
+    """`build` was given a key that is a field of no version of the entity: a misspelling."""
+
+    def __init__(self, cls: type, keys: list[str]) -> None:
+        super().__init__(
+            f"{cls.__module__}.{cls.__qualname__} has no field {', '.join(map(repr, keys))} in "
+            f"any version; known fields: {', '.join(sorted(known_fields(cls)))}")
+        self.keys = keys
+
+
+_VERSIONED_MODULE = re.compile(r"(kio\.schema\.\w+)\.v\d+\.(\w+)")
+
+
+@cache
+def known_fields(cls: type) -> frozenset[str]:
+    """The field names an entity named like `cls` has in any version of its message.
+
+    kio generates one module per version (`kio.schema.join_group.v5.request`) holding the
+    message and its nested entities; siblings are matched by class name. Entities outside that
+    layout (zk_era's, with a single version each) know only their own fields.
+    """
+    own = frozenset(f.name for f in fields(cls))
+    match = _VERSIONED_MODULE.fullmatch(cls.__module__)
+    if match is None:
+        return own
+    return own | _fields_by_entity(*match.groups()).get(cls.__name__, frozenset())
+
+
+@cache
+def _fields_by_entity(package: str, kind: str) -> dict[str, frozenset[str]]:
+    """Entity class name → union of its field names over every version module of a message."""
+    found: dict[str, set[str]] = {}
+    for version in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        if not re.fullmatch(r"v\d+", version.name):
+            continue
+        try:
+            module = importlib.import_module(f"{package}.{version.name}.{kind}")
+        except ImportError:
+            continue  # a version of the other kind only (e.g. a request-only schema)
+        for value in vars(module).values():
+            if isinstance(value, type) and is_dataclass(value) \
+                    and value.__module__ == module.__name__:
+                found.setdefault(value.__name__, set()).update(f.name for f in fields(value))
+    return {name: frozenset(names) for name, names in found.items()}
 
 
 @cache
@@ -341,10 +399,15 @@ def _identity(v: Any) -> Any:
 
 
 def _to_error_code(v: Any) -> ErrorCode:
+    """The reference broker passes ErrorCode members (tests/test_typed_errors.py keeps it so);
+    ints and Kafka's names ("NOT_COORDINATOR") serve bodies written by hand in tests."""
     if isinstance(v, ErrorCode):
         return v
     if isinstance(v, str):
-        return ErrorCode[v.lower()]
+        try:
+            return ErrorCode[v.lower()]
+        except KeyError:
+            raise ValueError(f"{v!r} is not the name of a Kafka error code") from None
     return ErrorCode(v)
 
 
@@ -384,13 +447,6 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, datetime.timedelta):
         return int(value.total_seconds() * 1000)
     return value
-
-
-def error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name.upper()
-    except ValueError:
-        return f"UNKNOWN_ERROR_{code}"
 
 
 def error_code(name: str) -> ErrorCode:

@@ -25,6 +25,8 @@ import crc32c as _crc32c
 from kio.serial.readers import read_signed_varint, read_signed_varlong
 from kio.serial.writers import write_signed_varint, write_signed_varlong
 
+from .errors import ErrorCode, error_name
+
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # base_offset + batch_length: the bytes not counted in batch_length
 MAGIC = 2
@@ -47,10 +49,10 @@ _I16 = struct.Struct(">h")
 
 
 class InvalidBatch(ValueError):
-    """A batch that cannot be accepted. `error` is the Kafka error name the broker answers with."""
+    """A batch that cannot be accepted. `error` is the Kafka error code the broker answers with."""
 
-    def __init__(self, error: str, reason: str) -> None:
-        super().__init__(f"{error}: {reason}")
+    def __init__(self, error: ErrorCode, reason: str) -> None:
+        super().__init__(f"{error_name(error)}: {reason}")
         self.error = error
         self.reason = reason
 
@@ -145,44 +147,48 @@ def validate_batches(
     """
     total = len(records)
     if total == 0:
-        raise InvalidBatch("INVALID_RECORD", "empty record set")
+        raise InvalidBatch(ErrorCode.invalid_record, "empty record set")
     headers: list[BatchHeader] = []
     pos = 0
     while pos < total:
         if total - pos < HEADER_SIZE:
             if total - pos >= 17 and records[pos + 16] in (0, 1):
-                raise InvalidBatch("UNSUPPORTED_FOR_MESSAGE_FORMAT", "message format v0/v1")
-            raise InvalidBatch("CORRUPT_MESSAGE", f"truncated batch header at byte {pos}")
+                raise InvalidBatch(ErrorCode.unsupported_for_message_format, "message format v0/v1")
+            raise InvalidBatch(ErrorCode.corrupt_message, f"truncated batch header at byte {pos}")
         header = read_header(records, pos)
         if header.magic != MAGIC:
             if header.magic in (0, 1):
                 raise InvalidBatch(
-                    "UNSUPPORTED_FOR_MESSAGE_FORMAT", f"magic {header.magic} is not supported"
+                    ErrorCode.unsupported_for_message_format,
+                    f"magic {header.magic} is not supported",
                 )
-            raise InvalidBatch("CORRUPT_MESSAGE", f"unknown magic {header.magic}")
+            raise InvalidBatch(ErrorCode.corrupt_message, f"unknown magic {header.magic}")
         if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or pos + header.size > total:
             raise InvalidBatch(
-                "CORRUPT_MESSAGE",
+                ErrorCode.corrupt_message,
                 f"batch length {header.batch_length} does not fit the {total - pos} bytes left",
             )
         if header.size > max_batch_size:
             raise InvalidBatch(
-                "MESSAGE_TOO_LARGE", f"batch of {header.size} bytes exceeds {max_batch_size}"
+                ErrorCode.message_too_large,
+                f"batch of {header.size} bytes exceeds {max_batch_size}",
             )
         if compute_crc(records, pos, header.size) != header.crc:
-            raise InvalidBatch("CORRUPT_MESSAGE", "CRC-32C mismatch")
+            raise InvalidBatch(ErrorCode.corrupt_message, "CRC-32C mismatch")
         if header.records_count <= 0 or header.last_offset_delta != header.records_count - 1:
             raise InvalidBatch(
-                "INVALID_RECORD",
+                ErrorCode.invalid_record,
                 f"records count {header.records_count} disagrees with last offset delta "
                 f"{header.last_offset_delta}",
             )
         if header.is_control:
-            raise InvalidBatch("INVALID_RECORD", "clients may not produce control batches")
+            raise InvalidBatch(ErrorCode.invalid_record, "clients may not produce control batches")
         headers.append(header)
         pos += header.size
     if len(headers) != 1:
-        raise InvalidBatch("INVALID_RECORD", "produce v3+ carries exactly one batch per partition")
+        raise InvalidBatch(
+            ErrorCode.invalid_record, "produce v3+ carries exactly one batch per partition"
+        )
     return headers
 
 

@@ -14,15 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness.wire.errors import ErrorCode, error_name
 from harness.wire.records import BatchHeader
 from reference_broker.log.unified_log import AppendResult, UnifiedLog
 
 
 class PartitionError(Exception):
-    """A per-partition failure answered with a Kafka error name (e.g. NOT_LEADER_OR_FOLLOWER)."""
+    """A per-partition failure answered with a Kafka error code (e.g. NOT_LEADER_OR_FOLLOWER)."""
 
-    def __init__(self, error: str, message: str = "") -> None:
-        super().__init__(message or error)
+    def __init__(self, error: ErrorCode, message: str = "") -> None:
+        super().__init__(message or error_name(error))
         self.error = error
 
 
@@ -148,12 +149,12 @@ class Partition:
     ) -> AppendResult:
         if not self.is_leader:
             raise PartitionError(
-                "NOT_LEADER_OR_FOLLOWER",
+                ErrorCode.not_leader_or_follower,
                 f"broker {self.local_broker_id} does not lead {self.topic}-{self.partition}",
             )
         if required_acks == -1 and len(self.isr) < min_insync_replicas:
             raise PartitionError(
-                "NOT_ENOUGH_REPLICAS",
+                ErrorCode.not_enough_replicas,
                 f"the ISR of {self} is {list(self.isr)}, below min.insync.replicas "
                 f"{min_insync_replicas}",
             )
@@ -164,18 +165,19 @@ class Partition:
             self._maybe_increment_high_watermark()
         return result
 
-    def acks_all_outcome(self, required_offset: int, min_insync_replicas: int) -> str | None:
-        """For a waiting acks=all produce: None (keep waiting) or the error name to answer.
+    def acks_all_outcome(self, required_offset: int,
+                         min_insync_replicas: int) -> ErrorCode | None:
+        """For a waiting acks=all produce: None (keep waiting) or the error code to answer.
 
         Complete once the high watermark covers the batch; if the ISR has meanwhile shrunk
         below min.insync.replicas the write is acknowledged as NOT_ENOUGH_REPLICAS_AFTER_APPEND.
         """
         if not self.is_leader:
-            return "NOT_LEADER_OR_FOLLOWER"
+            return ErrorCode.not_leader_or_follower
         if self._high_watermark >= required_offset:
             if len(self.isr) < min_insync_replicas:
-                return "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
-            return "NONE"
+                return ErrorCode.not_enough_replicas_after_append
+            return ErrorCode.none
         return None
 
     def update_follower_fetch_state(
@@ -255,14 +257,14 @@ class Partition:
         if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
             return
         if current_leader_epoch < self.leader_epoch:
-            raise PartitionError("FENCED_LEADER_EPOCH")
-        raise PartitionError("UNKNOWN_LEADER_EPOCH")
+            raise PartitionError(ErrorCode.fenced_leader_epoch)
+        raise PartitionError(ErrorCode.unknown_leader_epoch)
 
     def read_records(
         self, fetch_offset: int, max_bytes: int, min_one_batch: bool, from_follower: bool = False
     ) -> ReadResult:
         if not self.is_leader:
-            raise PartitionError("NOT_LEADER_OR_FOLLOWER")
+            raise PartitionError(ErrorCode.not_leader_or_follower)
         bound = self.log.log_end_offset if from_follower else self._high_watermark
         records = self.log.read(fetch_offset, max_bytes, bound, min_one_batch)
         return ReadResult(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from harness.wire.errors import ErrorCode
 from reference_broker.controller.partition_state_machine import PartitionStateMachine
 from reference_broker.controller.request_batch import ControllerBrokerRequestBatch
 from reference_broker.controller.state_changes import imbalanced_partitions
@@ -21,24 +22,24 @@ log = logging.getLogger("reference_broker.controller")
 
 PREFERRED = 0
 UNCLEAN = 1
-_NOT_NEEDED = ("ELECTION_NOT_NEEDED", "Leader election not needed for topic partition.")
+_NOT_NEEDED = (ErrorCode.election_not_needed, "Leader election not needed for topic partition.")
 
 Send = Callable[[ControllerBrokerRequestBatch], None]
 
 
 def controlled_shutdown(psm: PartitionStateMachine, batch: ControllerBrokerRequestBatch,
                         send: Send, broker_id: int, broker_epoch: int
-                        ) -> tuple[str, list[tuple[str, int]]]:
+                        ) -> tuple[ErrorCode, list[tuple[str, int]]]:
     """Move leadership off ``broker_id`` and take it out of the ISRs it is a follower in.
 
-    Returns the error name and the partitions (with more than one replica) it still leads —
+    Returns the error and the partitions (with more than one replica) it still leads —
     the broker retries until that list is empty or it runs out of attempts.
     """
     ctx = psm.context
     if broker_id not in ctx.live_brokers:
-        return "BROKER_NOT_AVAILABLE", []
+        return ErrorCode.broker_not_available, []
     if broker_epoch != -1 and broker_epoch < ctx.broker_epochs[broker_id]:
-        return "STALE_BROKER_EPOCH", []
+        return ErrorCode.stale_broker_epoch, []
     ctx.shutting_down_brokers.add(broker_id)
     log.info("Controller epoch %d: controlled shutdown of broker %d", ctx.epoch, broker_id)
     hosted = [tp for tp in ctx.partitions_on_broker(broker_id)
@@ -59,12 +60,12 @@ def controlled_shutdown(psm: PartitionStateMachine, batch: ControllerBrokerReque
         batch.add_leader_and_isr(others(tp), tp)
     send(batch)
     remaining = [tp for tp in ctx.partitions_led_by(broker_id) if len(ctx.replicas(tp)) > 1]
-    return "NONE", [(tp.topic, tp.partition) for tp in remaining]
+    return ErrorCode.none, [(tp.topic, tp.partition) for tp in remaining]
 
 
 def elect_leaders(psm: PartitionStateMachine, batch: ControllerBrokerRequestBatch, send: Send,
                   election_type: int, partitions: list[tuple[str, int]] | None
-                  ) -> dict[tuple[str, int], tuple[str, str | None]]:
+                  ) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
     """ElectLeaders (KIP-460): preferred (0) moves leadership to the first replica when it is
     in sync; unclean (1) elects for partitions without a live leader, out-of-sync replicas
     allowed. ``partitions`` None means every partition."""
@@ -73,14 +74,14 @@ def elect_leaders(psm: PartitionStateMachine, batch: ControllerBrokerRequestBatc
         requested = [tp for tp in ctx.all_partitions() if tp.topic not in ctx.topics_to_delete]
     else:
         requested = [TopicPartition(topic, partition) for topic, partition in partitions]
-    results: dict[TopicPartition, tuple[str, str | None]] = {}
+    results: dict[TopicPartition, tuple[ErrorCode, str | None]] = {}
     candidates = []
     for tp in requested:
         state = ctx.partition_states.get(tp)
         if tp not in ctx.assignments or tp.topic in ctx.topics_to_delete or state is None:
-            results[tp] = ("UNKNOWN_TOPIC_OR_PARTITION", "The partition does not exist.")
+            results[tp] = (ErrorCode.unknown_topic_or_partition, "The partition does not exist.")
         elif election_type not in (PREFERRED, UNCLEAN):
-            results[tp] = ("INVALID_REQUEST", f"unknown election type {election_type}")
+            results[tp] = (ErrorCode.invalid_request, f"unknown election type {election_type}")
         elif _already_elected(election_type, state.leader, ctx.replicas(tp),
                               ctx.is_replica_online(state.leader)):
             results[tp] = _NOT_NEEDED
@@ -88,14 +89,15 @@ def elect_leaders(psm: PartitionStateMachine, batch: ControllerBrokerRequestBatc
             candidates.append(tp)
     if election_type == PREFERRED:
         elected = set(psm.elect_preferred(candidates))
-        error, strategy = "PREFERRED_LEADER_NOT_AVAILABLE", "PreferredReplicaPartitionLeader"
+        error = ErrorCode.preferred_leader_not_available
+        strategy = "PreferredReplicaPartitionLeader"
     else:
         elected = set(psm.elect_offline(candidates, allow_unclean=True))
-        error, strategy = "ELIGIBLE_LEADERS_NOT_AVAILABLE", "UncleanLeader"
+        error, strategy = ErrorCode.eligible_leaders_not_available, "UncleanLeader"
     for tp in candidates:
         if tp in elected:
             batch.add_leader_and_isr(ctx.replicas(tp), tp)
-            results[tp] = ("NONE", None)
+            results[tp] = (ErrorCode.none, None)
         else:
             results[tp] = (error, f"Failed to elect leader for partition {tp.topic}-"
                                   f"{tp.partition} under strategy {strategy}ElectionStrategy")

@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.wire.errors import ErrorCode
 from reference_broker.config import KafkaConfig
 from reference_broker.controller.broker_requests import (
     controlled_shutdown,
@@ -140,18 +141,18 @@ class KafkaController:
             self._executor.shutdown(wait=True)
 
     async def controlled_shutdown(self, broker_id: int, broker_epoch: int
-                                  ) -> tuple[str, list[tuple[str, int]]]:
-        """Move leadership off ``broker_id``; (error name, partitions it still leads)."""
+                                  ) -> tuple[ErrorCode, list[tuple[str, int]]]:
+        """Move leadership off ``broker_id``; (error, partitions it still leads)."""
         if not self._active:
-            return "NOT_CONTROLLER", []
+            return ErrorCode.not_controller, []
         return await self._call("ControlledShutdown", self._controlled_shutdown, broker_id,
                                 broker_epoch)
 
     async def elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None
-                            ) -> dict[tuple[str, int], tuple[str, str | None]]:
-        """ElectLeaders: 0 preferred, 1 unclean; per partition (error name, message)."""
+                            ) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
+        """ElectLeaders: 0 preferred, 1 unclean; per partition (error, message)."""
         if not self._active:
-            return {(tp[0], tp[1]): ("NOT_CONTROLLER", None) for tp in partitions or []}
+            return {(tp[0], tp[1]): (ErrorCode.not_controller, None) for tp in partitions or []}
         return await self._call("ElectLeaders", self._elect_leaders, election_type, partitions)
 
     # --- the event queue ----------------------------------------------------------------------
@@ -221,17 +222,18 @@ class KafkaController:
             self._after(self.channel.send, request, callback)
 
     def _on_stop_replica_response(self, request: BrokerRequest, response: Any) -> None:
-        top = int(getattr(response.error_code, "value", response.error_code))
+        top: ErrorCode = response.error_code
         errors = {tp: top for tp in request.deleted_partitions}
         for error in getattr(response, "partition_errors", ()):
             tp = TopicPartition(error.topic_name, error.partition_index)
-            if tp in errors:
-                errors[tp] = top or int(getattr(error.error_code, "value", error.error_code))
+            if tp in errors and top is ErrorCode.none:
+                errors[tp] = error.error_code
         if request.api_key == STOP_REPLICA:
             self._post("TopicDeletionStopReplicaResponseReceived",
                        self._on_deletion_response, request.broker_id, errors)
 
-    def _on_deletion_response(self, broker_id: int, errors: dict[TopicPartition, int]) -> None:
+    def _on_deletion_response(self, broker_id: int,
+                              errors: dict[TopicPartition, ErrorCode]) -> None:
         if self._active:
             self._deletion.on_stop_replica_response(broker_id, errors)
 
@@ -598,15 +600,15 @@ class KafkaController:
     # --- requests from brokers ------------------------------------------------------------------
 
     def _controlled_shutdown(self, broker_id: int, broker_epoch: int
-                             ) -> tuple[str, list[tuple[str, int]]]:
+                             ) -> tuple[ErrorCode, list[tuple[str, int]]]:
         if not self._active:
-            return "NOT_CONTROLLER", []
+            return ErrorCode.not_controller, []
         return controlled_shutdown(self._psm, self._new_batch(), self._send, broker_id,
                                    broker_epoch)
 
     def _elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None
-                       ) -> dict[tuple[str, int], tuple[str, str | None]]:
+                       ) -> dict[tuple[str, int], tuple[ErrorCode, str | None]]:
         if not self._active:
-            return {(tp[0], tp[1]): ("NOT_CONTROLLER", None) for tp in partitions or []}
+            return {(tp[0], tp[1]): (ErrorCode.not_controller, None) for tp in partitions or []}
         return elect_leaders(self._psm, self._new_batch(), self._send, election_type,
                              partitions)

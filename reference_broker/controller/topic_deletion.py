@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 
+from harness.wire.errors import ErrorCode
 from reference_broker.controller.controller_context import ControllerContext
 from reference_broker.controller.request_batch import (
     EPOCH_DURING_DELETE,
@@ -97,14 +98,14 @@ class TopicDeletionManager:
                 del self._awaiting[topic]
 
     def on_stop_replica_response(self, broker_id: int,
-                                 errors: Mapping[TopicPartition, int]) -> None:
+                                 errors: Mapping[TopicPartition, ErrorCode]) -> None:
         """Record one broker's StopReplica answer; a failed partition is retried."""
         retry = False
         for tp, error in errors.items():
             awaiting = self._awaiting.get(tp.topic)
             if awaiting is None:
                 continue
-            if error:
+            if error is not ErrorCode.none:
                 log.warning("broker %d failed to delete %s-%d (error %d); retrying", broker_id,
                             tp.topic, tp.partition, error)
                 del self._awaiting[tp.topic]

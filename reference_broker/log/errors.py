@@ -1,18 +1,20 @@
-"""Exceptions the log raises, each carrying the Kafka error name the server answers with."""
+"""Exceptions the log raises, each carrying the Kafka error code the server answers with."""
 
 from __future__ import annotations
 
+from harness.wire.errors import ErrorCode
+
 
 class LogError(Exception):
-    """Base class; `error` is the Kafka error code name for the response."""
+    """Base class; `error` is the Kafka error code for the response."""
 
-    error = "UNKNOWN_SERVER_ERROR"
+    error: ErrorCode = ErrorCode.unknown_server_error
 
 
 class OffsetOutOfRange(LogError):
     """A fetch or ListOffsets asked for an offset outside [log start, log end]."""
 
-    error = "OFFSET_OUT_OF_RANGE"
+    error = ErrorCode.offset_out_of_range
 
     def __init__(self, offset: int, log_start_offset: int, log_end_offset: int) -> None:
         super().__init__(
@@ -38,7 +40,7 @@ class UnexpectedAppendOffset(LogError):
 class CorruptRecord(LogError):
     """Follower data failed framing or CRC checks."""
 
-    error = "CORRUPT_MESSAGE"
+    error = ErrorCode.corrupt_message
 
 
 class CorruptIndex(LogError):
@@ -48,4 +50,4 @@ class CorruptIndex(LogError):
 class LogDirError(LogError):
     """A log directory cannot be used: locked by another broker, or belongs to another broker."""
 
-    error = "KAFKA_STORAGE_ERROR"
+    error = ErrorCode.kafka_storage_error

@@ -28,10 +28,11 @@ from pathlib import Path
 
 import crc32c
 
+from harness.wire.errors import ErrorCode
 from harness.wire.records import NO_SEQUENCE, BatchHeader
 
-OUT_OF_ORDER_SEQUENCE_NUMBER = "OUT_OF_ORDER_SEQUENCE_NUMBER"
-INVALID_PRODUCER_EPOCH = "INVALID_PRODUCER_EPOCH"
+OUT_OF_ORDER_SEQUENCE_NUMBER = ErrorCode.out_of_order_sequence_number
+INVALID_PRODUCER_EPOCH = ErrorCode.invalid_producer_epoch
 NUM_BATCHES_TO_RETAIN = 5
 _SEQUENCE_MODULUS = 2**31
 
@@ -68,10 +69,10 @@ class ProducerStateEntry:
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """Verdict on an incoming batch: `error` (a Kafka error name) refuses it; `duplicate` means
+    """Verdict on an incoming batch: `error` (a Kafka error code) refuses it; `duplicate` means
     it was already appended and the caller answers with these offsets without writing."""
 
-    error: str | None = None
+    error: ErrorCode | None = None
     duplicate: BatchMetadata | None = None
 
     @property

@@ -30,6 +30,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.wire.errors import ErrorCode
 from harness.wire.records import (
     BatchHeader,
     patch_base_offset,
@@ -66,7 +67,7 @@ __all__ = ["EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "AppendRes
 @dataclass(frozen=True, slots=True)
 class AppendResult:
     """What a produce response needs. `duplicate`: a retry of a batch already in the log, whose
-    original offsets are returned and nothing was written. `error`: a Kafka error name; nothing
+    original offsets are returned and nothing was written. `error`: a Kafka error code; nothing
     was written and the offsets are -1. `log_append_time_ms` is -1 for CreateTime topics."""
 
     first_offset: int
@@ -74,7 +75,7 @@ class AppendResult:
     log_append_time_ms: int
     log_start_offset: int
     duplicate: bool = False
-    error: str | None = None
+    error: ErrorCode | None = None
 
 
 class UnifiedLog:
@@ -194,9 +195,10 @@ class UnifiedLog:
         config = self._config
         size = header.size
         if size > config.max_message_bytes:
-            return self._refused("MESSAGE_TOO_LARGE")
+            return self._refused(ErrorCode.message_too_large)
         if size > config.segment_bytes:
-            return self._refused("RECORD_BATCH_TOO_LARGE")
+            # Kafka's RecordBatchTooLargeException, whose error is RECORD_LIST_TOO_LARGE.
+            return self._refused(ErrorCode.record_list_too_large)
         idempotent = header.producer_id >= 0
         if idempotent:
             verdict = self._producer_state.check(header)
@@ -236,7 +238,7 @@ class UnifiedLog:
             self.flush()
         return AppendResult(base_offset, last_offset, append_time, self._log_start_offset)
 
-    def _refused(self, error: str) -> AppendResult:
+    def _refused(self, error: ErrorCode) -> AppendResult:
         return AppendResult(-1, -1, -1, self._log_start_offset, error=error)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendResult | None:

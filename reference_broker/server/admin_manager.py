@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from harness.wire.errors import ErrorCode
 from reference_broker.config import KafkaConfig
 from reference_broker.server import topic_config
 from reference_broker.server.metadata_cache import MetadataCache, PartitionInfo, TopicInfo
@@ -28,7 +29,7 @@ _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
 class AdminError(Exception):
-    def __init__(self, error: str, message: str) -> None:
+    def __init__(self, error: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.error = error
         self.message = message
@@ -36,15 +37,16 @@ class AdminError(Exception):
 
 def validate_topic_name(name: str) -> None:
     if not name:
-        raise AdminError("INVALID_TOPIC_EXCEPTION", "Topic name is illegal, it can't be empty")
+        raise AdminError(ErrorCode.invalid_topic_exception,
+                         "Topic name is illegal, it can't be empty")
     if name in (".", ".."):
-        raise AdminError("INVALID_TOPIC_EXCEPTION", f"Topic name cannot be {name!r}")
+        raise AdminError(ErrorCode.invalid_topic_exception, f"Topic name cannot be {name!r}")
     if len(name) > MAX_NAME_LENGTH:
-        raise AdminError("INVALID_TOPIC_EXCEPTION",
+        raise AdminError(ErrorCode.invalid_topic_exception,
                          f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} "
                          "characters")
     if not _LEGAL.match(name):
-        raise AdminError("INVALID_TOPIC_EXCEPTION",
+        raise AdminError(ErrorCode.invalid_topic_exception,
                          f"Topic name {name!r} is illegal, it contains a character other than "
                          "ASCII alphanumerics, '.', '_' and '-'")
 
@@ -88,12 +90,12 @@ class AdminManager:
     def create_topic(self, new: NewTopic, validate_only: bool = False) -> TopicInfo:
         validate_topic_name(new.name)
         if self._cache.topic(new.name) is not None:
-            raise AdminError("TOPIC_ALREADY_EXISTS", f"Topic '{new.name}' already exists.")
+            raise AdminError(ErrorCode.topic_already_exists, f"Topic '{new.name}' already exists.")
         assignment = self._assignment(new)
         try:
             configs = topic_config.validate(new.configs or {})
         except topic_config.InvalidConfig as exc:
-            raise AdminError("INVALID_CONFIG", str(exc)) from None
+            raise AdminError(ErrorCode.invalid_config, str(exc)) from None
         stored = StoredTopic(new.name, uuid.uuid4(), assignment, configs)
         if validate_only:
             return self._preview(stored)
@@ -113,20 +115,21 @@ class AdminManager:
         brokers = self._live_brokers()
         if new.assignments:
             if new.num_partitions != -1 or new.replication_factor != -1:
-                raise AdminError("INVALID_REQUEST", "Both numPartitions or replicationFactor "
+                raise AdminError(ErrorCode.invalid_request,
+                                 "Both numPartitions or replicationFactor "
                                  "and replicasAssignments were set.")
             out = {}
             for p, replicas in new.assignments.items():
                 if not replicas or len(set(replicas)) != len(replicas):
-                    raise AdminError("INVALID_REPLICA_ASSIGNMENT",
+                    raise AdminError(ErrorCode.invalid_replica_assignment,
                                      f"Invalid replica list for partition {p}: {replicas}")
                 unknown = [r for r in replicas if r not in brokers]
                 if unknown:
-                    raise AdminError("INVALID_REPLICA_ASSIGNMENT",
+                    raise AdminError(ErrorCode.invalid_replica_assignment,
                                      f"Unknown broker(s) {unknown} in the assignment")
                 out[p] = list(replicas)
             if sorted(out) != list(range(len(out))):
-                raise AdminError("INVALID_REPLICA_ASSIGNMENT",
+                raise AdminError(ErrorCode.invalid_replica_assignment,
                                  "Partitions must be numbered consecutively from 0")
             return out
         partitions = self._config["num.partitions"] if new.num_partitions == -1 \
@@ -134,12 +137,13 @@ class AdminManager:
         rf = self._config["default.replication.factor"] if new.replication_factor == -1 \
             else new.replication_factor
         if partitions <= 0:
-            raise AdminError("INVALID_PARTITIONS", "Number of partitions must be larger than 0.")
+            raise AdminError(ErrorCode.invalid_partitions,
+                             "Number of partitions must be larger than 0.")
         if rf <= 0:
-            raise AdminError("INVALID_REPLICATION_FACTOR",
+            raise AdminError(ErrorCode.invalid_replication_factor,
                              "Replication factor must be larger than 0.")
         if rf > len(brokers):
-            raise AdminError("INVALID_REPLICATION_FACTOR",
+            raise AdminError(ErrorCode.invalid_replication_factor,
                              f"Replication factor: {rf} larger than available brokers: "
                              f"{len(brokers)}.")
         return assign_replicas(brokers, partitions, rf)
@@ -147,7 +151,7 @@ class AdminManager:
     def delete_topic(self, name: str) -> uuid.UUID:
         topic = self._cache.topic(name)
         if topic is None:
-            raise AdminError("UNKNOWN_TOPIC_OR_PARTITION",
+            raise AdminError(ErrorCode.unknown_topic_or_partition,
                              "This server does not host this topic-partition.")
         self._store.delete(name)
         self._cache.remove_topic(name)
@@ -160,19 +164,20 @@ class AdminManager:
         topic = self._cache.topic(name)
         stored = self._store.topics.get(name)
         if topic is None or stored is None:
-            raise AdminError("UNKNOWN_TOPIC_OR_PARTITION", f"Topic {name} does not exist.")
+            raise AdminError(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
         current = len(stored.assignment)
         if count < current:
-            raise AdminError("INVALID_PARTITIONS",
+            raise AdminError(ErrorCode.invalid_partitions,
                              f"Topic currently has {current} partitions, which is higher than "
                              f"the requested {count}.")
         if count == current:
-            raise AdminError("INVALID_PARTITIONS", f"Topic already has {current} partitions.")
+            raise AdminError(ErrorCode.invalid_partitions,
+                             f"Topic already has {current} partitions.")
         rf = len(stored.assignment[0])
         brokers = [b.broker_id for b in self._cache.brokers()]
         if assignments:
             if len(assignments) != count - current:
-                raise AdminError("INVALID_REPLICA_ASSIGNMENT",
+                raise AdminError(ErrorCode.invalid_replica_assignment,
                                  f"Increasing the number of partitions by {count - current} but "
                                  f"{len(assignments)} assignments provided.")
             extra = dict(enumerate(assignments, start=current))
@@ -188,11 +193,11 @@ class AdminManager:
     def alter_topic_configs(self, name: str, configs: dict[str, str], validate_only: bool) -> None:
         stored = self._store.topics.get(name)
         if stored is None:
-            raise AdminError("UNKNOWN_TOPIC_OR_PARTITION", f"Topic {name} does not exist.")
+            raise AdminError(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
         try:
             normalized = topic_config.validate(configs)
         except topic_config.InvalidConfig as exc:
-            raise AdminError("INVALID_CONFIG", str(exc)) from None
+            raise AdminError(ErrorCode.invalid_config, str(exc)) from None
         if validate_only:
             return
         stored.configs = normalized
@@ -205,21 +210,21 @@ class AdminManager:
     def topic_configs(self, name: str) -> dict[str, str]:
         stored = self._store.topics.get(name)
         if stored is None:
-            raise AdminError("UNKNOWN_TOPIC_OR_PARTITION", f"Topic {name} does not exist.")
+            raise AdminError(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
         return dict(stored.configs)
 
-    def init_producer_id(self, producer_id: int, epoch: int) -> tuple[str, int, int]:
+    def init_producer_id(self, producer_id: int, epoch: int) -> tuple[ErrorCode, int, int]:
         """(error, producer id, epoch): a new id, or KIP-360's epoch bump of a known one."""
         if producer_id >= 0:
             current = self._producer_epochs.get(producer_id)
             if current is not None and current != epoch:
-                return "INVALID_PRODUCER_EPOCH", -1, -1
+                return ErrorCode.invalid_producer_epoch, -1, -1
             if epoch < MAX_PRODUCER_EPOCH:
                 self._producer_epochs[producer_id] = epoch + 1
-                return "NONE", producer_id, epoch + 1
+                return ErrorCode.none, producer_id, epoch + 1
         new_id = self._next_producer_id()
         self._producer_epochs[new_id] = 0
-        return "NONE", new_id, 0
+        return ErrorCode.none, new_id, 0
 
 
     def _next_producer_id(self) -> int:

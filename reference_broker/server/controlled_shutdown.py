@@ -13,7 +13,7 @@ import asyncio
 import logging
 from typing import Any
 
-from harness.wire.protocol import error_name
+from harness.wire.errors import ErrorCode, error_name
 from reference_broker.config import KafkaConfig
 from reference_broker.network.broker_client import BrokerClient, BrokerClientError
 
@@ -29,7 +29,7 @@ async def controlled_shutdown(config: KafkaConfig, zk_broker: Any, controller: A
     backoff_s = config["controlled.shutdown.retry.backoff.ms"] / 1000
     timeout_s = config["controller.socket.timeout.ms"] / 1000
     for attempt in range(1, attempts + 1):
-        error, remaining = "NOT_CONTROLLER", []
+        remaining: list[tuple[str, int]] = []
         try:
             if controller is not None and controller.is_active:
                 error, remaining = await controller.controlled_shutdown(
@@ -37,12 +37,14 @@ async def controlled_shutdown(config: KafkaConfig, zk_broker: Any, controller: A
             else:
                 error, remaining = await _ask_remote(config, zk_broker, timeout_s)
         except (BrokerClientError, OSError) as exc:
-            error = f"unreachable controller ({exc})"
-        if error == "NONE" and not remaining:
-            log.info("Controlled shutdown succeeded")
-            return True
+            outcome = f"unreachable controller ({exc})"
+        else:
+            if error is ErrorCode.none and not remaining:
+                log.info("Controlled shutdown succeeded")
+                return True
+            outcome = error_name(error)
         log.info("Controlled shutdown attempt %d/%d: %s, %d partition(s) still led here",
-                 attempt, attempts, error, len(remaining))
+                 attempt, attempts, outcome, len(remaining))
         if attempt < attempts:
             await asyncio.sleep(backoff_s)
     log.warning("Controlled shutdown did not finish; stopping anyway")
@@ -50,13 +52,13 @@ async def controlled_shutdown(config: KafkaConfig, zk_broker: Any, controller: A
 
 
 async def _ask_remote(config: KafkaConfig, zk_broker: Any,
-                      timeout_s: float) -> tuple[str, list[tuple[str, int]]]:
+                      timeout_s: float) -> tuple[ErrorCode, list[tuple[str, int]]]:
     controller_id = await asyncio.to_thread(zk_broker.zk.get_controller_id)
     if controller_id is None:
-        return "NOT_CONTROLLER", []
+        return ErrorCode.not_controller, []
     address = zk_broker.address_of(controller_id)
     if address is None:
-        return "NOT_CONTROLLER", []
+        return ErrorCode.not_controller, []
     client = BrokerClient(*address, client_id=f"broker-{config.broker_id}-shutdown",
                           request_timeout_s=timeout_s)
     try:
@@ -64,5 +66,5 @@ async def _ask_remote(config: KafkaConfig, zk_broker: Any,
             "broker_id": config.broker_id, "broker_epoch": zk_broker.broker_epoch})
     finally:
         await client.close()
-    return error_name(response.error_code), [
+    return response.error_code, [
         (p.topic_name, p.partition_index) for p in response.remaining_partitions]

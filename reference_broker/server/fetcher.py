@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.wire.protocol import error_name
+from harness.wire.errors import ErrorCode, error_name
 from reference_broker.cluster.partition import Partition
 from reference_broker.log.errors import UnexpectedAppendOffset
 from reference_broker.network.broker_client import BrokerClient, BrokerClientError
@@ -133,9 +133,9 @@ class ReplicaFetcher:
                 current = self.partitions.get(key)
                 if current is None or key not in asks:
                     continue
-                error = error_name(p.error_code)
-                if error != "NONE":
-                    self._back_off(current, f"OffsetsForLeaderEpoch answered {error}")
+                if p.error_code is not ErrorCode.none:
+                    self._back_off(current,
+                                   f"OffsetsForLeaderEpoch answered {error_name(p.error_code)}")
                     continue
                 self._truncate_by_epoch(current, asks[key], p.leader_epoch, p.end_offset)
 
@@ -196,8 +196,8 @@ class ReplicaFetcher:
 
     def _process(self, state: _FetchState, p: Any) -> None:
         partition = state.partition
-        error = error_name(p.error_code)
-        if error == "NONE":
+        error = p.error_code
+        if error is ErrorCode.none:
             records = p.records
             if records:
                 try:
@@ -207,7 +207,7 @@ class ReplicaFetcher:
                     return
             partition.log.maybe_increment_log_start_offset(p.log_start_offset)
             partition.update_follower_high_watermark(p.high_watermark)
-        elif error == "OFFSET_OUT_OF_RANGE":
+        elif error is ErrorCode.offset_out_of_range:
             log_ = partition.log
             if log_.log_end_offset < p.log_start_offset:
                 log.info("%s is behind the leader's log start %d; starting over there",
@@ -216,7 +216,7 @@ class ReplicaFetcher:
             else:
                 state.truncating = True
         else:
-            self._back_off(state, f"Fetch answered {error}")
+            self._back_off(state, f"Fetch answered {error_name(error)}")
 
     def _back_off(self, state: _FetchState, why: str) -> None:
         log.info("Fetching %s from leader %d paused: %s", state.partition, self.leader_id, why)

@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
+from harness.wire.errors import ErrorCode
 from harness.wire.records import build_batch, decode_records, iter_headers
 from reference_broker.config import KafkaConfig
 from reference_broker.server.admin_manager import AdminError, AdminManager, NewTopic
@@ -56,10 +57,10 @@ class OffsetsTopic:
         if self._cache.topic(OFFSETS_TOPIC) is not None and not self._config.zookeeper_mode:
             self._elect_local_leaders()
 
-    def ensure_exists(self) -> str:
-        """Create the topic if missing; "NONE" or the error FindCoordinator answers."""
+    def ensure_exists(self) -> ErrorCode:
+        """Create the topic if missing; `none` or the error FindCoordinator answers."""
         if self._cache.topic(OFFSETS_TOPIC) is not None:
-            return "NONE"
+            return ErrorCode.none
         configs = {"cleanup.policy": "compact",
                    "segment.bytes": str(self._config["offsets.topic.segment.bytes"])}
         try:
@@ -67,12 +68,12 @@ class OffsetsTopic:
                 OFFSETS_TOPIC, self._config["offsets.topic.num.partitions"],
                 self._config["offsets.topic.replication.factor"], configs=configs))
         except AdminError as exc:
-            if exc.error == "TOPIC_ALREADY_EXISTS":
-                return "NONE"
+            if exc.error is ErrorCode.topic_already_exists:
+                return ErrorCode.none
             log.warning("Cannot create %s: %s", OFFSETS_TOPIC, exc.message)
-            return "COORDINATOR_NOT_AVAILABLE"
+            return ErrorCode.coordinator_not_available
         self._elect_local_leaders()
-        return "NONE"
+        return ErrorCode.none
 
     def leader_of(self, partition: int) -> PartitionInfo | None:
         topic = self._cache.topic(OFFSETS_TOPIC)
@@ -109,19 +110,19 @@ class OffsetsTopic:
         if not task.cancelled() and task.exception() is not None:
             log.error("Loading an offsets partition failed", exc_info=task.exception())
 
-    def append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> str:
+    def append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> ErrorCode:
         batch = build_batch(records, timestamp_ms=now_ms())
         result = self._replicas.append_records(OFFSETS_TOPIC, partition, batch)
-        if result.error == "NONE":
+        if result.error is ErrorCode.none:
             self._appended[partition] = result.required_offset
         return result.error
 
-    async def wait_replicated(self, partition: int) -> str:
+    async def wait_replicated(self, partition: int) -> ErrorCode:
         """Seed 000: a commit is acknowledged once the offsets partition's ISR has it
         (offsets.commit.required.acks=-1), or REQUEST_TIMED_OUT after offsets.commit.timeout.ms."""
         required = self._appended.get(partition, -1)
         if self._config["offsets.commit.required.acks"] != -1 or required < 0:
-            return "NONE"
+            return ErrorCode.none
         return await self._replicas.wait_for_acks(
             OFFSETS_TOPIC, partition, required, self._config["offsets.commit.timeout.ms"] / 1000,
             min_insync_replicas=1)

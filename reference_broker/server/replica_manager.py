@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.wire.errors import ErrorCode
 from harness.wire.records import InvalidBatch, validate_batches
 from reference_broker.cluster.partition import Partition, PartitionError, ReadResult
 from reference_broker.log.log_config import LogConfig
@@ -38,7 +39,7 @@ IsrWriter = Callable[[Partition, tuple[int, ...]], Awaitable[int | None]]
 
 @dataclass(frozen=True)
 class ProduceResult:
-    error: str = "NONE"
+    error: ErrorCode = ErrorCode.none
     base_offset: int = -1
     log_append_time: int = -1
     log_start_offset: int = -1
@@ -63,7 +64,7 @@ class PartitionState:
 
 @dataclass
 class LeadershipChange:
-    errors: dict[TopicPartition, str]
+    errors: dict[TopicPartition, ErrorCode]
     new_leaders: list[Partition]
     new_followers: list[Partition]
 
@@ -143,17 +144,17 @@ class ReplicaManager:
         for state in states:
             key = (state.topic, state.partition)
             if self.broker_id not in state.replicas:
-                change.errors[key] = "UNKNOWN_TOPIC_OR_PARTITION"
+                change.errors[key] = ErrorCode.unknown_topic_or_partition
                 continue
             current = self._partitions.get(key)
             if current is not None and state.leader_epoch < current.leader_epoch:
                 log.info("Ignoring LeaderAndIsr for %s: leader epoch %d is older than %d",
                          current, state.leader_epoch, current.leader_epoch)
-                change.errors[key] = "STALE_CONTROLLER_EPOCH"
+                change.errors[key] = ErrorCode.stale_controller_epoch
                 continue
             partition = self._get_or_create(state.topic, state.partition,
                                             log_config_of(state.topic))
-            change.errors[key] = "NONE"
+            change.errors[key] = ErrorCode.none
             if state.leader == self.broker_id:
                 if partition.make_leader(state.leader_epoch, state.replicas, state.isr,
                                          controller_epoch=state.controller_epoch,
@@ -181,17 +182,17 @@ class ReplicaManager:
                 self._wake_followers(key)
         return change
 
-    def stop_replica(self, topic: str, partition: int, delete: bool) -> str:
+    def stop_replica(self, topic: str, partition: int, delete: bool) -> ErrorCode:
         key = (topic, partition)
         if key not in self._partitions:
             if delete:
                 self.log_manager.delete_log(topic, partition)
-            return "NONE"
+            return ErrorCode.none
         # Without delete the log stays on disk, as in Kafka, and is reopened if the replica
         # is assigned here again.
         self._remove(key, delete)
         log.info("Stopped replica %s-%d%s", topic, partition, " and deleted it" if delete else "")
-        return "NONE"
+        return ErrorCode.none
 
     # --- ISR upkeep (leaders, ZooKeeper mode) --------------------------------------------------
 
@@ -246,11 +247,11 @@ class ReplicaManager:
                        min_insync_replicas: int = 1) -> ProduceResult:
         part = self._partitions.get((topic, partition))
         if part is None:
-            return ProduceResult("UNKNOWN_TOPIC_OR_PARTITION")
+            return ProduceResult(ErrorCode.unknown_topic_or_partition)
         if not part.is_leader:
-            return ProduceResult("NOT_LEADER_OR_FOLLOWER")
+            return ProduceResult(ErrorCode.not_leader_or_follower)
         if records is None:
-            return ProduceResult("INVALID_RECORD", message="null record set")
+            return ProduceResult(ErrorCode.invalid_record, message="null record set")
         try:
             (header,) = validate_batches(records, part.log.config.max_message_bytes)
         except InvalidBatch as exc:
@@ -262,8 +263,8 @@ class ReplicaManager:
             # carries base offset 0 and one that does not comes from a broken client.
             reason = f"the batch's base offset is {header.base_offset}, not 0"
             log.info("Rejected batch for %s-%d: %s", topic, partition, reason)
-            return ProduceResult("INVALID_RECORD", log_start_offset=part.log.log_start_offset,
-                                 message=reason)
+            return ProduceResult(ErrorCode.invalid_record,
+                                 log_start_offset=part.log.log_start_offset, message=reason)
         try:
             result = part.append_records_to_leader(bytearray(records), header, now_ms,
                                                    required_acks, min_insync_replicas)
@@ -272,12 +273,12 @@ class ReplicaManager:
         if result.error is not None:
             return ProduceResult(result.error, log_start_offset=result.log_start_offset)
         self._wake_followers((topic, partition))
-        return ProduceResult("NONE", result.first_offset, result.log_append_time_ms,
+        return ProduceResult(ErrorCode.none, result.first_offset, result.log_append_time_ms,
                              result.log_start_offset,
                              required_offset=result.last_offset + 1)
 
     async def wait_for_acks(self, topic: str, partition: int, required_offset: int,
-                            timeout_s: float, min_insync_replicas: int) -> str:
+                            timeout_s: float, min_insync_replicas: int) -> ErrorCode:
         """acks=all: wait until the ISR holds everything below `required_offset`."""
         key = (topic, partition)
         loop = asyncio.get_running_loop()
@@ -285,13 +286,13 @@ class ReplicaManager:
         while True:
             part = self._partitions.get(key)
             if part is None:
-                return "NOT_LEADER_OR_FOLLOWER"
+                return ErrorCode.not_leader_or_follower
             outcome = part.acks_all_outcome(required_offset, min_insync_replicas)
             if outcome is not None:
                 return outcome
             remaining = deadline - loop.time()
             if remaining <= 0:
-                return "REQUEST_TIMED_OUT"
+                return ErrorCode.request_timed_out
             await self.wait_for_data([key], remaining)
 
     # --- fetch ---------------------------------------------------------------------------------
@@ -334,8 +335,8 @@ class ReplicaManager:
 
     def read(self, topic: str, partition: int, fetch_offset: int, max_bytes: int,
              min_one_batch: bool, replica_id: int = -1,
-             current_leader_epoch: int = -1) -> tuple[str, object]:
-        """(error name, ReadResult or None) for one partition of a fetch.
+             current_leader_epoch: int = -1) -> tuple[ErrorCode, object]:
+        """(error, ReadResult or None) for one partition of a fetch.
 
         A fetch from a follower (`replica_id` >= 0) reads up to the log end and tells the
         leader how far that follower has got, which may move the high watermark or widen the
@@ -343,7 +344,7 @@ class ReplicaManager:
         """
         part = self._partitions.get((topic, partition))
         if part is None:
-            return "UNKNOWN_TOPIC_OR_PARTITION", None
+            return ErrorCode.unknown_topic_or_partition, None
         try:
             part.check_leader_epoch(current_leader_epoch)
             if replica_id >= 0 and part.is_leader \
@@ -355,56 +356,57 @@ class ReplicaManager:
                     log.info("Expanding ISR of %s from %s to %s", part, list(part.isr),
                              list(wider))
                     self._write_isr(part, wider)
-            return "NONE", part.read_records(fetch_offset, max_bytes, min_one_batch,
-                                             from_follower=replica_id >= 0)
+            return ErrorCode.none, part.read_records(fetch_offset, max_bytes, min_one_batch,
+                                                     from_follower=replica_id >= 0)
         except PartitionError as exc:
             return exc.error, None
         except OffsetOutOfRange:
-            return "OFFSET_OUT_OF_RANGE", part
+            return ErrorCode.offset_out_of_range, part
 
     def end_offset_for_epoch(self, topic: str, partition: int, leader_epoch: int,
-                             current_leader_epoch: int, replica_id: int) -> tuple[str, int, int]:
+                             current_leader_epoch: int, replica_id: int
+                             ) -> tuple[ErrorCode, int, int]:
         """OffsetsForLeaderEpoch for one partition: (error, epoch, end offset)."""
         part = self._partitions.get((topic, partition))
         if part is None:
-            return "UNKNOWN_TOPIC_OR_PARTITION", -1, -1
+            return ErrorCode.unknown_topic_or_partition, -1, -1
         if not part.is_leader and replica_id != -2:
-            return "NOT_LEADER_OR_FOLLOWER", -1, -1
+            return ErrorCode.not_leader_or_follower, -1, -1
         try:
             part.check_leader_epoch(current_leader_epoch)
         except PartitionError as exc:
             return exc.error, -1, -1
         epoch, end = part.log.end_offset_for_epoch(leader_epoch)
-        return "NONE", epoch, end
+        return ErrorCode.none, epoch, end
 
     # --- list offsets --------------------------------------------------------------------------
 
     def offset_for_timestamp(self, topic: str, partition: int,
-                             timestamp: int) -> tuple[str, int, int, int]:
+                             timestamp: int) -> tuple[ErrorCode, int, int, int]:
         """(error, timestamp, offset, leader_epoch) as ListOffsets answers it."""
         part = self._partitions.get((topic, partition))
         if part is None:
-            return "UNKNOWN_TOPIC_OR_PARTITION", -1, -1, -1
+            return ErrorCode.unknown_topic_or_partition, -1, -1, -1
         if not part.is_leader:
-            return "NOT_LEADER_OR_FOLLOWER", -1, -1, -1
+            return ErrorCode.not_leader_or_follower, -1, -1, -1
         log_ = part.log
         epoch = part.leader_epoch
         if timestamp == -2:  # EARLIEST
-            return "NONE", -1, log_.log_start_offset, epoch
+            return ErrorCode.none, -1, log_.log_start_offset, epoch
         if timestamp == -1:  # LATEST: consumers see up to the high watermark
-            return "NONE", -1, part.high_watermark, epoch
+            return ErrorCode.none, -1, part.high_watermark, epoch
         if timestamp == -4:  # EARLIEST_LOCAL (KIP-405): no tiered storage, same as earliest
-            return "NONE", -1, log_.log_start_offset, epoch
+            return ErrorCode.none, -1, log_.log_start_offset, epoch
         if timestamp == -5:  # LATEST_TIERED (KIP-1005): nothing is tiered
-            return "NONE", -1, -1, epoch
+            return ErrorCode.none, -1, -1, epoch
         if timestamp == -3:  # MAX_TIMESTAMP (KIP-734)
             found = log_.max_timestamp_offset()
         else:
             found = log_.fetch_offset_by_timestamp(timestamp)
         if found is None or found[0] >= part.high_watermark:
-            return "NONE", -1, -1, epoch
+            return ErrorCode.none, -1, -1, epoch
         offset, ts = found
-        return "NONE", ts, offset, epoch
+        return ErrorCode.none, ts, offset, epoch
 
 
 def current_ms() -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import uuid
 
+from harness.wire.errors import ErrorCode
 from reference_broker.config import KafkaConfig
 from reference_broker.server import topic_config
 from reference_broker.server.admin_manager import (
@@ -50,12 +51,12 @@ class ZkAdminManager(AdminManager):
         validate_topic_name(new.name)
         if self._cache.topic(new.name) is not None \
                 or self._zk.get_topic_assignment(new.name) is not None:
-            raise AdminError("TOPIC_ALREADY_EXISTS", f"Topic '{new.name}' already exists.")
+            raise AdminError(ErrorCode.topic_already_exists, f"Topic '{new.name}' already exists.")
         assignment = self._assignment(new)
         try:
             configs = topic_config.validate(new.configs or {})
         except topic_config.InvalidConfig as exc:
-            raise AdminError("INVALID_CONFIG", str(exc)) from None
+            raise AdminError(ErrorCode.invalid_config, str(exc)) from None
         topic_id = uuid.uuid4()
         preview = TopicInfo(new.name, topic_id, {
             p: PartitionInfo(p, -1, 0, tuple(r), tuple(r)) for p, r in assignment.items()},
@@ -68,7 +69,7 @@ class ZkAdminManager(AdminManager):
             self._zk.create_topic_assignment(
                 new.name, TopicAssignment.of(assignment, uuid_to_base64(topic_id.bytes)))
         except TopicExistsError:
-            raise AdminError("TOPIC_ALREADY_EXISTS",
+            raise AdminError(ErrorCode.topic_already_exists,
                              f"Topic '{new.name}' already exists.") from None
         log.info("Created topic %s with %d partition(s) in ZooKeeper", new.name,
                  len(assignment))
@@ -77,10 +78,10 @@ class ZkAdminManager(AdminManager):
     def delete_topic(self, name: str) -> uuid.UUID:
         found = self._zk.get_topic_assignment(name)
         if found is None:
-            raise AdminError("UNKNOWN_TOPIC_OR_PARTITION",
+            raise AdminError(ErrorCode.unknown_topic_or_partition,
                              "This server does not host this topic-partition.")
         if not self._config["delete.topic.enable"]:
-            raise AdminError("TOPIC_DELETION_DISABLED",
+            raise AdminError(ErrorCode.topic_deletion_disabled,
                              "Topic deletion is disabled (delete.topic.enable=false).")
         self._zk.create_delete_topic_request(name)
         topic = self._cache.topic(name)
@@ -91,25 +92,26 @@ class ZkAdminManager(AdminManager):
                           validate_only: bool) -> None:
         found = self._zk.get_topic_assignment(name)
         if found is None:
-            raise AdminError("UNKNOWN_TOPIC_OR_PARTITION", f"Topic {name} does not exist.")
+            raise AdminError(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
         current_assignment, version = found
         replicas = current_assignment.replicas()
         current = len(replicas)
         if count < current:
-            raise AdminError("INVALID_PARTITIONS",
+            raise AdminError(ErrorCode.invalid_partitions,
                              f"Topic currently has {current} partitions, which is higher than "
                              f"the requested {count}.")
         if count == current:
-            raise AdminError("INVALID_PARTITIONS", f"Topic already has {current} partitions.")
+            raise AdminError(ErrorCode.invalid_partitions,
+                             f"Topic already has {current} partitions.")
         brokers = self._live_brokers()
         if assignments:
             if len(assignments) != count - current:
-                raise AdminError("INVALID_REPLICA_ASSIGNMENT",
+                raise AdminError(ErrorCode.invalid_replica_assignment,
                                  f"Increasing the number of partitions by {count - current} but "
                                  f"{len(assignments)} assignments provided.")
             unknown = sorted({b for a in assignments for b in a} - set(brokers))
             if unknown:
-                raise AdminError("INVALID_REPLICA_ASSIGNMENT",
+                raise AdminError(ErrorCode.invalid_replica_assignment,
                                  f"Unknown broker(s) {unknown} in the assignment")
             extra = dict(enumerate(assignments, start=current))
         else:
@@ -123,18 +125,18 @@ class ZkAdminManager(AdminManager):
 
     def alter_topic_configs(self, name: str, configs: dict[str, str], validate_only: bool) -> None:
         if self._zk.get_topic_assignment(name) is None:
-            raise AdminError("UNKNOWN_TOPIC_OR_PARTITION", f"Topic {name} does not exist.")
+            raise AdminError(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
         try:
             normalized = topic_config.validate(configs)
         except topic_config.InvalidConfig as exc:
-            raise AdminError("INVALID_CONFIG", str(exc)) from None
+            raise AdminError(ErrorCode.invalid_config, str(exc)) from None
         if validate_only:
             return
         self._zk.set_topic_config(name, normalized)
 
     def topic_configs(self, name: str) -> dict[str, str]:
         if self._zk.get_topic_assignment(name) is None:
-            raise AdminError("UNKNOWN_TOPIC_OR_PARTITION", f"Topic {name} does not exist.")
+            raise AdminError(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
         return self._zk.get_topic_config(name)
 
     def _next_producer_id(self) -> int:

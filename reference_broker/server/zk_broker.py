@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from harness.wire.errors import ErrorCode
 from reference_broker.cluster.partition import Partition
 from reference_broker.config import KafkaConfig
 from reference_broker.log.topic_partition import TopicPartition
@@ -161,16 +162,16 @@ class ZkBroker:
     def serialized(self, action: Callable[[], Any]) -> Any:
         return self._order.run(0, action)
 
-    def _fenced(self, body: Any) -> str | None:
+    def _fenced(self, body: Any) -> ErrorCode | None:
         assert self.replicas is not None
         if body.controller_epoch < self.replicas.controller_epoch:
             log.warning("Refusing a request of controller %d at epoch %d: epoch %d is current",
                         body.controller_id, body.controller_epoch,
                         self.replicas.controller_epoch)
-            return "STALE_CONTROLLER_EPOCH"
+            return ErrorCode.stale_controller_epoch
         broker_epoch = getattr(body, "broker_epoch", -1)
         if 0 <= broker_epoch < self.broker_epoch:
-            return "STALE_BROKER_EPOCH"
+            return ErrorCode.stale_broker_epoch
         self.replicas.check_controller_epoch(body.controller_epoch)
         return None
 
@@ -193,7 +194,7 @@ class ZkBroker:
         left = [(p.topic, p.partition) for p in change.new_followers]
         for listener in self.leadership_listeners:
             listener(change.new_leaders, left)
-        return {"error_code": "NONE", "partition_errors": [
+        return {"error_code": ErrorCode.none, "partition_errors": [
             {"topic_name": t, "partition_index": p, "error_code": e}
             for (t, p), e in change.errors.items()]}
 
@@ -232,7 +233,7 @@ class ZkBroker:
                                                internal=name.startswith("__")))
             else:
                 self.cache.put_topic(existing.with_partitions(partitions))
-        return {"error_code": "NONE"}
+        return {"error_code": ErrorCode.none}
 
     async def stop_replica(self, body: Any) -> dict[str, Any]:
         assert self.replicas is not None
@@ -252,7 +253,7 @@ class ZkBroker:
                                "partition_index": p.partition_index, "error_code": error})
         for listener in self.leadership_listeners:
             listener([], dropped)
-        return {"error_code": "NONE", "partition_errors": errors}
+        return {"error_code": ErrorCode.none, "partition_errors": errors}
 
     # --- ISR changes ------------------------------------------------------------------------
 

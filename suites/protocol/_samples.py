@@ -86,11 +86,6 @@ def _ok(route: Route, body: Callable[[Names], dict[str, Any]], *errors: str,
     return Sample(route, body, codes, client_max_version, found_first)
 
 
-def _partitions(n: Names, **fields_: Any) -> list[dict[str, Any]]:
-    return [{"name": n.topic, "topic": n.topic, "partitions": [
-        {"partition_index": 0, "partition": 0, **fields_}]}]
-
-
 # A member of a group that does not exist: Kafka's classic coordinator answers
 # UNKNOWN_MEMBER_ID, its KIP-848 rewrite may answer GROUP_ID_NOT_FOUND; both say "no such
 # membership".
@@ -161,8 +156,8 @@ SAMPLES: dict[int, Sample] = {
         {"partition_index": 0, "offset": 0}]}], "timeout": 10_000}),
     22: _ok(Route.ANY, lambda n: {"transactional_id": None, "transaction_timeout": 60_000,
                                   "producer_id": -1, "producer_epoch": -1}),
-    23: _ok(Route.LEADER, lambda n: {"replica_id": -1, "topics": _partitions(
-        n, current_leader_epoch=-1, leader_epoch=0)}),
+    23: _ok(Route.LEADER, lambda n: {"replica_id": -1, "topics": [{"topic": n.topic, "partitions": [
+        {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]}),
     # v4+ (KIP-890) batches transactions for brokers verifying them; clients send v0-v3.
     24: _ok(Route.TRANSACTION_COORDINATOR, lambda n: {
         "v3_and_below_transactional_id": n.transactional_id,

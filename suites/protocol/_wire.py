@@ -75,7 +75,7 @@ def produce_body(topic: str, batch: bytes, *, acks: int = -1, partition: int = 0
 def list_offsets_body(topic: str, timestamp: int, partition: int = 0) -> dict[str, Any]:
     return {"replica_id": -1, "isolation_level": 0, "timeout": 5000, "topics": [
         {"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp,
-                                        "current_leader_epoch": -1, "max_num_offsets": 1}]}]}
+                                        "current_leader_epoch": -1}]}]}
 
 
 def timestamp_ms(value: Any) -> int:

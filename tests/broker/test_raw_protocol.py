@@ -7,6 +7,7 @@ import pytest
 from harness.raw_client import RawClient
 from harness.wire import protocol
 from harness.wire.records import build_batch, decode_records
+from tests.broker.conftest import create_topic
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, INIT_PID = 0, 1, 2, 3, 18, 22
 CREATE_TOPICS = 19
@@ -77,6 +78,15 @@ def test_bad_crc_is_corrupt_message(client, topic):
     batch = bytearray(build_batch([(b"k", b"v")]))
     batch[-1] ^= 1
     assert produce(client, topic, bytes(batch)).error_code.name == "corrupt_message"
+
+
+def test_batch_above_segment_bytes_is_record_list_too_large(broker, client):
+    # Kafka's RecordBatchTooLargeException; the broker once answered a misspelt error name,
+    # which failed to encode and closed the connection instead.
+    topic = create_topic(broker.bootstrap, config={"segment.bytes": "200"})
+    part = produce(client, topic, build_batch([(None, b"x" * 300)]))
+    assert part.error_code.name == "record_list_too_large" and part.base_offset == -1
+    assert produce(client, topic, build_batch([(None, b"fits")])).base_offset == 0
 
 
 def test_offsets_assigned_by_patching_the_header(client, topic):

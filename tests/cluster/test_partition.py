@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.wire.errors import ErrorCode
 from harness.wire.records import read_header
 from reference_broker.cluster.partition import Partition, PartitionError
 from reference_broker.log.log_config import LogConfig
@@ -69,13 +70,13 @@ def test_acks_all_outcomes(leader):
     assert leader.acks_all_outcome(required, min_insync_replicas=2) is None  # waiting
     leader.update_follower_fetch_state(2, required, now_ms=1)
     leader.update_follower_fetch_state(3, required, now_ms=1)
-    assert leader.acks_all_outcome(required, min_insync_replicas=2) == "NONE"
+    assert leader.acks_all_outcome(required, min_insync_replicas=2) == ErrorCode.none
     leader.apply_isr((1,), zk_version=1)
     assert leader.acks_all_outcome(required, min_insync_replicas=2) == \
-        "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
+        ErrorCode.not_enough_replicas_after_append
     with pytest.raises(PartitionError) as refused:
         _append(leader, 1, acks=-1, min_isr=2)
-    assert refused.value.error == "NOT_ENOUGH_REPLICAS"
+    assert refused.value.error == ErrorCode.not_enough_replicas
     _append(leader, 1, acks=1, min_isr=2)  # acks=1 ignores min.insync.replicas
 
 
@@ -91,7 +92,7 @@ def test_leader_epoch_checks_and_follower_state(leader):
     assert not leader.is_leader
     with pytest.raises(PartitionError) as not_leader:
         _append(leader, 1)
-    assert not_leader.value.error == "NOT_LEADER_OR_FOLLOWER"
+    assert not_leader.value.error == ErrorCode.not_leader_or_follower
     leader.update_follower_high_watermark(100)
     assert leader.high_watermark == 4  # never beyond its own log end
     assert leader.log.end_offset_for_epoch(5) == (5, 4)

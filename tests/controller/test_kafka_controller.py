@@ -7,6 +7,7 @@ import logging
 import pytest
 from kazoo.client import KazooClient
 
+from harness.wire.errors import ErrorCode
 from reference_broker.log.topic_partition import TopicPartition
 from reference_broker.zk.zk_data import (
     ControllerZNode,
@@ -139,10 +140,10 @@ def test_elect_leaders_unclean_and_preferred(zk_connect: str) -> None:
         await _three_brokers_one_topic(cluster, [2, 3])
         controller = cluster.controllers[1]
         assert await controller.elect_leaders(0, [("orders", 0)]) == {
-            ("orders", 0): ("ELECTION_NOT_NEEDED",
+            ("orders", 0): (ErrorCode.election_not_needed,
                             "Leader election not needed for topic partition.")}
         assert (await controller.elect_leaders(0, [("nope", 0)]))[("nope", 0)][0] == \
-            "UNKNOWN_TOPIC_OR_PARTITION"
+            ErrorCode.unknown_topic_or_partition
         state, version = cluster.admin.get_partition_state(TP)
         cluster.admin.update_partition_state(TP, LeaderIsrAndControllerEpoch(2, 0, (2,), 1),
                                              version)
@@ -152,7 +153,7 @@ def test_elect_leaders_unclean_and_preferred(zk_connect: str) -> None:
         await eventually(lambda: cluster.state(TP).leader == -1)
 
         assert await controller.elect_leaders(1, [("orders", 0)]) == {
-            ("orders", 0): ("NONE", None)}
+            ("orders", 0): (ErrorCode.none, None)}
         assert cluster.state(TP) == LeaderIsrAndControllerEpoch(3, 2, (3,), 1)
 
     run(with_cluster(zk_connect, body))
@@ -193,9 +194,9 @@ def test_controlled_shutdown_moves_leadership_away(zk_connect: str) -> None:
         await eventually(lambda: cluster.state(p2))
 
         assert await controller.controlled_shutdown(2, cluster.brokers[2].broker_epoch - 1) == (
-            "STALE_BROKER_EPOCH", [])
+            ErrorCode.stale_broker_epoch, [])
         assert await controller.controlled_shutdown(2, cluster.brokers[2].broker_epoch) == (
-            "NONE", [])
+            ErrorCode.none, [])
         assert cluster.state(TP) == LeaderIsrAndControllerEpoch(3, 1, (3,), 1)
         assert cluster.state(p1) == LeaderIsrAndControllerEpoch(3, 1, (3,), 1)
         assert cluster.state(p2).leader == 2  # a single replica cannot move
@@ -203,7 +204,7 @@ def test_controlled_shutdown_moves_leadership_away(zk_connect: str) -> None:
         assert stops[-1] == {"partition_index": 1, "leader_epoch": 0,
                              "delete_partition": False}
         assert await cluster.controllers[1].controlled_shutdown(9, 1) == (
-            "BROKER_NOT_AVAILABLE", [])
+            ErrorCode.broker_not_available, [])
 
     run(with_cluster(zk_connect, body))
 

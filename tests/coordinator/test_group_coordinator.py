@@ -4,6 +4,7 @@ import asyncio
 
 import pytest
 
+from harness.wire.errors import ErrorCode
 from harness.wire.group_records import decode_group_value, decode_key
 from reference_broker.coordinator.group import group_admin
 from reference_broker.coordinator.group.group_coordinator import (
@@ -27,13 +28,13 @@ CONFIG = GroupConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=10,
 class FakeOffsetsLog:
     def __init__(self):
         self.partitions = {p: [] for p in range(PARTITIONS)}
-        self.fail_with = "NONE"
+        self.fail_with = ErrorCode.none
 
     def append(self, partition, records):
-        if self.fail_with != "NONE":
+        if self.fail_with != ErrorCode.none:
             return self.fail_with
         self.partitions[partition].extend(records)
-        return "NONE"
+        return ErrorCode.none
 
     def read(self, partition):
         return iter(list(self.partitions[partition]))
@@ -66,12 +67,12 @@ def test_two_members_join_sync_and_survive_a_reload():
         log = FakeOffsetsLog()
         coordinator, offsets = await started(log)
         first = await coordinator.join_group(join(known_required=True))
-        assert first.error == "MEMBER_ID_REQUIRED" and first.member_id
+        assert first.error == ErrorCode.member_id_required and first.member_id
         a = await coordinator.join_group(join(first.member_id))
-        assert (a.error, a.generation_id, a.leader_id) == ("NONE", 1, a.member_id)
+        assert (a.error, a.generation_id, a.leader_id) == (ErrorCode.none, 1, a.member_id)
         b_task = asyncio.ensure_future(coordinator.join_group(join()))
         await asyncio.sleep(0)
-        assert coordinator.heartbeat("g", a.member_id, None, 1) == "REBALANCE_IN_PROGRESS"
+        assert coordinator.heartbeat("g", a.member_id, None, 1) == ErrorCode.rebalance_in_progress
         a2 = await coordinator.join_group(join(a.member_id))
         b = await b_task
         assert a2.generation_id == b.generation_id == 2
@@ -82,12 +83,12 @@ def test_two_members_join_sync_and_survive_a_reload():
         assert not b_sync.done()
         a_sync = await coordinator.sync_group("g", 2, a.member_id, None, "consumer", "range",
                                               {a.member_id: b"A", b.member_id: b"B"})
-        assert (a_sync.error, a_sync.assignment) == ("NONE", b"A")
+        assert (a_sync.error, a_sync.assignment) == (ErrorCode.none, b"A")
         assert (await b_sync).assignment == b"B"
-        assert coordinator.heartbeat("g", b.member_id, None, 2) == "NONE"
-        assert coordinator.heartbeat("g", b.member_id, None, 1) == "ILLEGAL_GENERATION"
+        assert coordinator.heartbeat("g", b.member_id, None, 2) == ErrorCode.none
+        assert coordinator.heartbeat("g", b.member_id, None, 1) == ErrorCode.illegal_generation
         assert offsets.commit("g", a.member_id, None, 2, {("t", 0): OffsetToCommit(7, 3, "m")}) \
-            == {("t", 0): "NONE"}
+            == {("t", 0): ErrorCode.none}
         group_key = [decode_key(k) for p in log.partitions.values() for k, _ in p]
         assert any(getattr(k, "topic", None) == "t" for k in group_key)
         # A new coordinator replaying the same log knows the group and its offsets.
@@ -98,7 +99,7 @@ def test_two_members_join_sync_and_survive_a_reload():
         _, fetched = offsets_again.fetch("g", [("t", 0), ("t", 1)])
         assert fetched[("t", 0)].offset == 7 and fetched[("t", 1)] is None
         again.on_resigned(partition_for("g", PARTITIONS))
-        assert again.heartbeat("g", b.member_id, None, 2) == "NOT_COORDINATOR"
+        assert again.heartbeat("g", b.member_id, None, 2) == ErrorCode.not_coordinator
         coordinator.on_resigned(partition_for("g", PARTITIONS))
 
     asyncio.run(scenario())
@@ -121,7 +122,8 @@ def test_session_expiry_evicts_and_the_survivor_rebalances():
         assert group.state is GroupState.PREPARING_REBALANCE
         rejoined = await coordinator.join_group(join(b.member_id, session=50))
         assert rejoined.leader_id == b.member_id and rejoined.generation_id == 3
-        assert coordinator.leave_group("g", [(b.member_id, None)]) == ("NONE", ["NONE"])
+        assert coordinator.leave_group("g", [(b.member_id, None)]) \
+            == (ErrorCode.none, [ErrorCode.none])
         assert (group.state, group.generation_id) == (GroupState.EMPTY, 4)
 
     asyncio.run(scenario())
@@ -130,18 +132,19 @@ def test_session_expiry_evicts_and_the_survivor_rebalances():
 def test_join_errors():
     async def scenario():
         coordinator, _ = await started(FakeOffsetsLog())
-        assert (await coordinator.join_group(join(session=5))).error == "INVALID_SESSION_TIMEOUT"
-        assert (await coordinator.join_group(join("nobody"))).error == "UNKNOWN_MEMBER_ID"
-        assert (await coordinator.join_group(join(group=""))).error == "INVALID_GROUP_ID"
+        assert (await coordinator.join_group(join(session=5))).error \
+            == ErrorCode.invalid_session_timeout
+        assert (await coordinator.join_group(join("nobody"))).error == ErrorCode.unknown_member_id
+        assert (await coordinator.join_group(join(group=""))).error == ErrorCode.invalid_group_id
         a = await coordinator.join_group(join())
         other = join(protocols=(("roundrobin", b""),))
-        assert (await coordinator.join_group(other)).error == "INCONSISTENT_GROUP_PROTOCOL"
+        assert (await coordinator.join_group(other)).error == ErrorCode.inconsistent_group_protocol
         for _ in range(2):
             assert (await coordinator.join_group(join(known_required=True))).error \
-                == "MEMBER_ID_REQUIRED"
+                == ErrorCode.member_id_required
         assert (await coordinator.join_group(join(known_required=True))).error \
-            == "GROUP_MAX_SIZE_REACHED"
-        assert a.error == "NONE"
+            == ErrorCode.group_max_size_reached
+        assert a.error == ErrorCode.none
 
     asyncio.run(scenario())
 
@@ -153,19 +156,19 @@ def test_static_member_rejoin_keeps_the_generation_and_fences_the_old_id():
         await coordinator.sync_group("g", old.generation_id, old.member_id, "i-1", None, None,
                                      {old.member_id: b"A"})
         new = await coordinator.join_group(join(instance="i-1"))
-        assert new.error == "NONE" and new.generation_id == old.generation_id
+        assert new.error == ErrorCode.none and new.generation_id == old.generation_id
         assert new.member_id != old.member_id and new.skip_assignment
         assert coordinator.heartbeat("g", old.member_id, "i-1", old.generation_id) \
-            == "FENCED_INSTANCE_ID"
+            == ErrorCode.fenced_instance_id
         assert (await coordinator.join_group(join(old.member_id, instance="i-1"))).error \
-            == "FENCED_INSTANCE_ID"
+            == ErrorCode.fenced_instance_id
         synced = await coordinator.sync_group("g", new.generation_id, new.member_id, "i-1",
                                               None, None, {})
         assert synced.assignment == b"A"
         changed = await coordinator.join_group(join(instance="i-1",
                                                     protocols=(("range", b"other"),)))
-        assert changed.error == "NONE" and changed.generation_id == new.generation_id + 1
-        assert coordinator.leave_group("g", [("", "i-1")]) == ("NONE", ["NONE"])
+        assert changed.error == ErrorCode.none and changed.generation_id == new.generation_id + 1
+        assert coordinator.leave_group("g", [("", "i-1")]) == (ErrorCode.none, [ErrorCode.none])
 
     asyncio.run(scenario())
 
@@ -175,10 +178,10 @@ def test_a_failed_store_fails_the_sync_and_rebalances():
         log = FakeOffsetsLog()
         coordinator, _ = await started(log)
         a = await coordinator.join_group(join())
-        log.fail_with = "NOT_LEADER_OR_FOLLOWER"
+        log.fail_with = ErrorCode.not_leader_or_follower
         synced = await coordinator.sync_group("g", a.generation_id, a.member_id, None, None,
                                               None, {a.member_id: b"A"})
-        assert synced.error == "NOT_COORDINATOR"
+        assert synced.error == ErrorCode.not_coordinator
         assert coordinator.manager.groups["g"].state is GroupState.PREPARING_REBALANCE
         coordinator.leave_group("g", [(a.member_id, None)])
 
@@ -190,13 +193,14 @@ def test_loading_is_refused_until_replayed():
         log = FakeOffsetsLog()
         manager = GroupMetadataManager(PARTITIONS, log.append, log.read, load_delay_ms=50)
         coordinator = GroupCoordinator(manager, CONFIG)
-        assert coordinator.heartbeat("g", "m", None, 1) == "NOT_COORDINATOR"
+        assert coordinator.heartbeat("g", "m", None, 1) == ErrorCode.not_coordinator
         loading = asyncio.ensure_future(coordinator.on_elected(partition_for("g", PARTITIONS)))
         await asyncio.sleep(0.01)
-        assert (await coordinator.join_group(join())).error == "COORDINATOR_LOAD_IN_PROGRESS"
-        assert group_admin.list_groups(manager, None, None)[0] == "COORDINATOR_LOAD_IN_PROGRESS"
+        loading_error = ErrorCode.coordinator_load_in_progress
+        assert (await coordinator.join_group(join())).error == loading_error
+        assert group_admin.list_groups(manager, None, None)[0] == loading_error
         await loading
-        assert (await coordinator.join_group(join())).error == "NONE"
+        assert (await coordinator.join_group(join())).error == ErrorCode.none
 
     asyncio.run(scenario())
 
@@ -207,24 +211,25 @@ def test_offset_rules_retention_and_group_deletion():
         coordinator, offsets = await started(log)
         tp = ("t", 0)
         assert offsets.commit("s", "", None, 5, {tp: OffsetToCommit(1, -1, None)}) \
-            == {tp: "ILLEGAL_GENERATION"}
+            == {tp: ErrorCode.illegal_generation}
         assert offsets.commit("s", "", None, -1, {tp: OffsetToCommit(1, -1, "x" * 5000)}) \
-            == {tp: "OFFSET_METADATA_TOO_LARGE"}
+            == {tp: ErrorCode.offset_metadata_too_large}
         assert offsets.commit("s", "", None, -1, {tp: OffsetToCommit(1, -1, None)}) \
-            == {tp: "NONE"}
+            == {tp: ErrorCode.none}
         a = await coordinator.join_group(join())
         assert offsets.commit("g", a.member_id, None, a.generation_id,
-                              {tp: OffsetToCommit(1, -1, None)}) == {tp: "REBALANCE_IN_PROGRESS"}
+                              {tp: OffsetToCommit(1, -1, None)}) \
+            == {tp: ErrorCode.rebalance_in_progress}
         await coordinator.sync_group("g", a.generation_id, a.member_id, None, None, None, {})
         assert offsets.commit("g", "", None, -1, {tp: OffsetToCommit(1, -1, None)}) \
-            == {tp: "UNKNOWN_MEMBER_ID"}
+            == {tp: ErrorCode.unknown_member_id}
         assert offsets.commit("g", a.member_id, None, 0, {tp: OffsetToCommit(1, -1, None)}) \
-            == {tp: "ILLEGAL_GENERATION"}
+            == {tp: ErrorCode.illegal_generation}
         assert offsets.commit("g", a.member_id, None, a.generation_id,
-                              {tp: OffsetToCommit(2, -1, None)}) == {tp: "NONE"}
-        assert group_admin.delete_group(coordinator.manager, "g") == "NON_EMPTY_GROUP"
-        assert group_admin.delete_group(coordinator.manager, "nope") == "GROUP_ID_NOT_FOUND"
-        assert offsets.delete("g", [tp]) == ("NONE", {tp: "NONE"})
+                              {tp: OffsetToCommit(2, -1, None)}) == {tp: ErrorCode.none}
+        assert group_admin.delete_group(coordinator.manager, "g") == ErrorCode.non_empty_group
+        assert group_admin.delete_group(coordinator.manager, "nope") == ErrorCode.group_id_not_found
+        assert offsets.delete("g", [tp]) == (ErrorCode.none, {tp: ErrorCode.none})
         coordinator.leave_group("g", [(a.member_id, None)])
         await asyncio.sleep(0.06)
         assert coordinator.manager.expire_offsets(CONFIG.offsets_retention_ms) == 1
@@ -246,8 +251,9 @@ def test_list_groups_filters_by_state(states, expected):
         coordinator, _ = await started(FakeOffsetsLog())
         await coordinator.join_group(join(group="a"))
         error, listed = group_admin.list_groups(coordinator.manager, states, None)
-        assert error == "NONE" and [g for g, _t, _s in listed] == expected
-        assert group_admin.list_groups(coordinator.manager, None, {"consumer"}) == ("NONE", [])
+        assert error == ErrorCode.none and [g for g, _t, _s in listed] == expected
+        assert group_admin.list_groups(coordinator.manager, None, {"consumer"}) \
+            == (ErrorCode.none, [])
         coordinator.on_resigned(partition_for("a", PARTITIONS))
 
     asyncio.run(scenario())
@@ -288,7 +294,7 @@ def test_resigning_during_a_load_abandons_it():
         coordinator.on_resigned(partition)
         await loading
         assert manager.groups == {} and partition not in manager.owned
-        assert manager.ownership_error("g") == "NOT_COORDINATOR"
+        assert manager.ownership_error("g") == ErrorCode.not_coordinator
         assert writer.manager.groups["g"].offsets
 
     asyncio.run(scenario())

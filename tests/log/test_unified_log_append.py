@@ -1,5 +1,6 @@
 import pytest
 
+from harness.wire.errors import ErrorCode
 from harness.wire.records import iter_headers, patch_base_offset, read_header
 from reference_broker.log.errors import CorruptRecord, UnexpectedAppendOffset
 from reference_broker.log.log_config import LogConfig
@@ -55,9 +56,9 @@ def test_log_append_time_is_stamped_when_configured(tmp_path):
 def test_oversized_batches_are_refused_without_writing(tmp_path):
     log = open_log(tmp_path / "t-0", LogConfig(max_message_bytes=200, segment_bytes=150))
     result = append(log, batch(1, value=b"x" * 300))
-    assert result.error == "MESSAGE_TOO_LARGE" and result.first_offset == -1
+    assert result.error == ErrorCode.message_too_large and result.first_offset == -1
     result = append(log, batch(1, value=b"x" * 100))
-    assert result.error == "RECORD_BATCH_TOO_LARGE"
+    assert result.error == ErrorCode.record_list_too_large
     assert log.log_end_offset == 0 and log.size_in_bytes == 0
     log.close()
 
@@ -161,10 +162,10 @@ def test_duplicate_on_log_append_time_topic_reports_the_original_append_time(tmp
 
 def test_out_of_order_and_fenced_batches_are_refused(tmp_path):
     log = open_log(tmp_path / "t-0")
-    assert append(log, idempotent(1)).error == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    assert append(log, idempotent(1)).error == ErrorCode.out_of_order_sequence_number
     append(log, idempotent(0, epoch=2))
-    assert append(log, idempotent(5, epoch=2)).error == "OUT_OF_ORDER_SEQUENCE_NUMBER"
-    assert append(log, idempotent(1, epoch=1)).error == "INVALID_PRODUCER_EPOCH"
+    assert append(log, idempotent(5, epoch=2)).error == ErrorCode.out_of_order_sequence_number
+    assert append(log, idempotent(1, epoch=1)).error == ErrorCode.invalid_producer_epoch
     assert log.log_end_offset == 1
     log.close()
 
@@ -181,7 +182,7 @@ def test_producer_state_survives_reopen(tmp_path, clean):
     reopened = open_log(directory, had_clean_shutdown=clean)
     retry = append(reopened, idempotent(4))
     assert retry.duplicate and retry.first_offset == results[4].first_offset
-    assert append(reopened, idempotent(6)).error == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    assert append(reopened, idempotent(6)).error == ErrorCode.out_of_order_sequence_number
     assert append(reopened, idempotent(5)).first_offset == 5
     reopened.close()
 
@@ -291,7 +292,7 @@ def test_truncate_fully_and_start_at(tmp_path):
     append(log, idempotent(0))
     log.truncate_fully_and_start_at(500)
     assert (log.log_start_offset, log.log_end_offset) == (500, 500)
-    assert append(log, idempotent(1)).error == "OUT_OF_ORDER_SEQUENCE_NUMBER"  # state reset
+    assert append(log, idempotent(1)).error == ErrorCode.out_of_order_sequence_number  # state reset
     assert append(log, batch(1)).first_offset == 500
     log.close()
     reopened = open_log(directory)

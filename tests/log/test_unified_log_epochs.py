@@ -2,6 +2,7 @@
 
 import logging
 
+from harness.wire.errors import ErrorCode
 from reference_broker.log.log_config import LogConfig
 from tests.log.log_testing import append, batch, open_log
 
@@ -44,7 +45,8 @@ def test_leader_appends_record_each_new_epoch_at_its_first_offset(tmp_path):
 
 def test_refused_and_duplicate_appends_record_no_epoch(tmp_path):
     log = open_log(tmp_path / "t-0", LogConfig(max_message_bytes=200))
-    assert append(log, batch(1, value=b"x" * 300), leader_epoch=3).error == "MESSAGE_TOO_LARGE"
+    refused = append(log, batch(1, value=b"x" * 300), leader_epoch=3)
+    assert refused.error == ErrorCode.message_too_large
     assert log.latest_epoch is None
     idempotent = batch(1, producer_id=PID, producer_epoch=0, base_sequence=0)
     append(log, bytearray(idempotent), leader_epoch=0)

@@ -1,5 +1,6 @@
 import pytest
 
+from harness.wire.errors import ErrorCode
 from harness.wire.records import decode_records
 from reference_broker.log.errors import OffsetOutOfRange
 from reference_broker.log.log_config import LogConfig
@@ -81,7 +82,7 @@ def test_offsets_outside_the_log_are_out_of_range(tmp_path):
     log = filled(tmp_path, 2)
     with pytest.raises(OffsetOutOfRange) as info:
         log.read(5, 100, 10)
-    assert info.value.error == "OFFSET_OUT_OF_RANGE"
+    assert info.value.error == ErrorCode.offset_out_of_range
     assert log.read(4, 100, 10).total_size == 0  # the log end itself is fine: nothing yet
     log.truncate_fully_and_start_at(10)
     with pytest.raises(OffsetOutOfRange):

@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.wire import records
+from harness.wire.errors import ErrorCode
 from harness.wire.records import InvalidBatch, build_batch, decode_records, validate_batches
 
 
@@ -41,7 +42,7 @@ def test_patches_keep_crc_valid_and_records_untouched():
     assert {r.timestamp for r in decode_records(batch)} == {999}
 
 
-def _error(data: bytes, limit: int = 1 << 20) -> str:
+def _error(data: bytes, limit: int = 1 << 20) -> ErrorCode:
     with pytest.raises(InvalidBatch) as info:
         validate_batches(data, limit)
     return info.value.error
@@ -50,42 +51,42 @@ def _error(data: bytes, limit: int = 1 << 20) -> str:
 def test_corrupt_crc():
     batch = bytearray(build_batch([(b"k", b"value")]))
     batch[-1] ^= 0xFF
-    assert _error(bytes(batch)) == "CORRUPT_MESSAGE"
+    assert _error(bytes(batch)) == ErrorCode.corrupt_message
 
 
 def test_truncated_and_overlong_batches():
     batch = build_batch([(b"k", b"value")])
-    assert _error(batch[:30]) == "CORRUPT_MESSAGE"
-    assert _error(batch[:-1]) == "CORRUPT_MESSAGE"
+    assert _error(batch[:30]) == ErrorCode.corrupt_message
+    assert _error(batch[:-1]) == ErrorCode.corrupt_message
 
 
 def test_wrong_magic():
     batch = bytearray(build_batch([(b"k", b"v")]))
     batch[16] = 1
-    assert _error(bytes(batch)) == "UNSUPPORTED_FOR_MESSAGE_FORMAT"
+    assert _error(bytes(batch)) == ErrorCode.unsupported_for_message_format
     batch[16] = 9
-    assert _error(bytes(batch)) == "CORRUPT_MESSAGE"
+    assert _error(bytes(batch)) == ErrorCode.corrupt_message
 
 
 def test_too_large():
     batch = build_batch([(None, b"x" * 1000)])
-    assert _error(batch, limit=500) == "MESSAGE_TOO_LARGE"
+    assert _error(batch, limit=500) == ErrorCode.message_too_large
 
 
 def test_count_mismatch_is_invalid_record():
     batch = bytearray(build_batch([(b"k", b"v")] * 2))
     struct.pack_into(">i", batch, 57, 5)  # records_count lies
     struct.pack_into(">I", batch, 17, records.compute_crc(batch, 0, len(batch)))
-    assert _error(bytes(batch)) == "INVALID_RECORD"
+    assert _error(bytes(batch)) == ErrorCode.invalid_record
 
 
 def test_two_batches_in_one_partition_is_invalid_record():
     batch = build_batch([(b"k", b"v")])
-    assert _error(batch + batch) == "INVALID_RECORD"
+    assert _error(batch + batch) == ErrorCode.invalid_record
 
 
 def test_empty_is_invalid_record():
-    assert _error(b"") == "INVALID_RECORD"
+    assert _error(b"") == ErrorCode.invalid_record
 
 
 @given(st.lists(st.tuples(st.none() | st.binary(max_size=20), st.binary(max_size=50)),

@@ -18,6 +18,7 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 
+from harness.wire.errors import ErrorCode, error_name
 from reference_broker.coordinator.group.group_metadata import (
     GroupMetadata,
     GroupState,
@@ -58,7 +59,7 @@ class JoinRequest:
 
 @dataclass(frozen=True)
 class JoinResult:
-    error: str
+    error: ErrorCode
     member_id: str = ""
     generation_id: int = -1
     protocol_type: str | None = None
@@ -70,7 +71,7 @@ class JoinResult:
 
 @dataclass(frozen=True)
 class SyncResult:
-    error: str
+    error: ErrorCode
     assignment: bytes = b""
     protocol_type: str | None = None
     protocol_name: str | None = None
@@ -102,12 +103,12 @@ class GroupCoordinator:
             self._cancel_join_timer(group)
             for member_id in [*group.members, *group.pending_members]:
                 self._cancel_session_timer(member_id)
-                self._answer_join(member_id, JoinResult("NOT_COORDINATOR", member_id))
-                self._answer_sync(member_id, SyncResult("NOT_COORDINATOR"))
+                self._answer_join(member_id, JoinResult(ErrorCode.not_coordinator, member_id))
+                self._answer_sync(member_id, SyncResult(ErrorCode.not_coordinator))
 
-    def _group_error(self, group_id: str) -> str:
+    def _group_error(self, group_id: str) -> ErrorCode:
         if not group_id:
-            return "INVALID_GROUP_ID"
+            return ErrorCode.invalid_group_id
         return self.manager.ownership_error(group_id)
 
     def _now(self) -> int:
@@ -117,29 +118,29 @@ class GroupCoordinator:
 
     async def join_group(self, req: JoinRequest) -> JoinResult:
         error = self._group_error(req.group_id)
-        if error != "NONE":
+        if error is not ErrorCode.none:
             return JoinResult(error, req.member_id)
         config = self.config
         if not config.min_session_timeout_ms <= req.session_timeout_ms \
                 <= config.max_session_timeout_ms:
-            return JoinResult("INVALID_SESSION_TIMEOUT", req.member_id)
+            return JoinResult(ErrorCode.invalid_session_timeout, req.member_id)
         group = self.manager.groups.get(req.group_id)
         if group is None:
             if req.member_id:
-                return JoinResult("UNKNOWN_MEMBER_ID", req.member_id)
+                return JoinResult(ErrorCode.unknown_member_id, req.member_id)
             group = GroupMetadata(req.group_id, current_state_timestamp=self._now())
             self.manager.groups[req.group_id] = group
         if group.is_state(GroupState.DEAD):
-            return JoinResult("COORDINATOR_NOT_AVAILABLE", req.member_id)
+            return JoinResult(ErrorCode.coordinator_not_available, req.member_id)
         if not group.supports_protocols(req.protocol_type, [n for n, _ in req.protocols]):
-            return JoinResult("INCONSISTENT_GROUP_PROTOCOL", req.member_id)
+            return JoinResult(ErrorCode.inconsistent_group_protocol, req.member_id)
         if not req.member_id:
             return await self._join_unknown_member(group, req)
         return await self._join_known_member(group, req)
 
     async def _join_unknown_member(self, group: GroupMetadata, req: JoinRequest) -> JoinResult:
         if group.size >= self.config.max_size:
-            return JoinResult("GROUP_MAX_SIZE_REACHED")
+            return JoinResult(ErrorCode.group_max_size_reached)
         prefix = req.group_instance_id if req.group_instance_id is not None else req.client_id
         new_id = f"{prefix}-{uuid.uuid4()}"
         if req.group_instance_id is not None:
@@ -151,7 +152,7 @@ class GroupCoordinator:
             # retries does not leave a phantom member behind.
             group.pending_members.add(new_id)
             self._schedule_session_expiry(group, new_id, req.session_timeout_ms)
-            return JoinResult("MEMBER_ID_REQUIRED", new_id)
+            return JoinResult(ErrorCode.member_id_required, new_id)
         return await self._add_and_join(group, req, new_id)
 
     async def _rejoin_static_member(self, group: GroupMetadata, req: JoinRequest,
@@ -160,15 +161,15 @@ class GroupCoordinator:
         unchanged metadata in a Stable group nothing is rebalanced."""
         old_id = group.static_members[req.group_instance_id or ""]
         self._cancel_session_timer(old_id)
-        self._answer_join(old_id, JoinResult("FENCED_INSTANCE_ID", old_id))
-        self._answer_sync(old_id, SyncResult("FENCED_INSTANCE_ID"))
+        self._answer_join(old_id, JoinResult(ErrorCode.fenced_instance_id, old_id))
+        self._answer_sync(old_id, SyncResult(ErrorCode.fenced_instance_id))
         member = group.replace_static_member(req.group_instance_id or "", new_id)
         unchanged = member.matches(req.protocols)
         _update(member, req)
         self._schedule_session_expiry(group, new_id, member.session_timeout_ms)
         if group.is_state(GroupState.STABLE) and unchanged:
             error = self.manager.store_group(group)
-            if error != "NONE":
+            if error is not ErrorCode.none:
                 return JoinResult(error, new_id)
             return self._current_generation(group, member, skip_assignment=True)
         return await self._wait_for_join(group, member)
@@ -179,18 +180,18 @@ class GroupCoordinator:
             if len(group.members) >= self.config.max_size:
                 group.pending_members.discard(member_id)
                 self._cancel_session_timer(member_id)
-                return JoinResult("GROUP_MAX_SIZE_REACHED", member_id)
+                return JoinResult(ErrorCode.group_max_size_reached, member_id)
             self._cancel_session_timer(member_id)
             return await self._add_and_join(group, req, member_id)
         if req.group_instance_id is not None:
             current = group.static_member_id(req.group_instance_id)
             if current is None:
-                return JoinResult("UNKNOWN_MEMBER_ID", member_id)
+                return JoinResult(ErrorCode.unknown_member_id, member_id)
             if current != member_id:
-                return JoinResult("FENCED_INSTANCE_ID", member_id)
+                return JoinResult(ErrorCode.fenced_instance_id, member_id)
         member = group.members.get(member_id)
         if member is None or group.state in (GroupState.EMPTY, GroupState.DEAD):
-            return JoinResult("UNKNOWN_MEMBER_ID", member_id)
+            return JoinResult(ErrorCode.unknown_member_id, member_id)
         if group.is_state(GroupState.PREPARING_REBALANCE):
             _update(member, req)
             return await self._wait_for_join(group, member)
@@ -215,7 +216,7 @@ class GroupCoordinator:
                        ) -> asyncio.Future[JoinResult]:
         previous = self._joins.pop(member.member_id, None)
         if previous is not None and not previous.done():
-            previous.set_result(JoinResult("REBALANCE_IN_PROGRESS", member.member_id))
+            previous.set_result(JoinResult(ErrorCode.rebalance_in_progress, member.member_id))
         future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
         self._joins[member.member_id] = future
         member.awaiting_join = True
@@ -228,8 +229,8 @@ class GroupCoordinator:
     def _current_generation(self, group: GroupMetadata, member: MemberMetadata,
                             skip_assignment: bool = False) -> JoinResult:
         is_leader = member.member_id == group.leader_id
-        return JoinResult("NONE", member.member_id, group.generation_id, group.protocol_type,
-                          group.protocol_name, group.leader_id or "",
+        return JoinResult(ErrorCode.none, member.member_id, group.generation_id,
+                          group.protocol_type, group.protocol_name, group.leader_id or "",
                           group.member_list() if is_leader else [],
                           skip_assignment and is_leader)
 
@@ -239,7 +240,7 @@ class GroupCoordinator:
         if group.is_state(GroupState.COMPLETING_REBALANCE):
             group.reset_assignments()
             for member_id in group.members:
-                self._answer_sync(member_id, SyncResult("REBALANCE_IN_PROGRESS"))
+                self._answer_sync(member_id, SyncResult(ErrorCode.rebalance_in_progress))
         initial = group.is_state(GroupState.EMPTY)
         group.transition_to(GroupState.PREPARING_REBALANCE, self._now())
         log.info("Preparing to rebalance group %s in generation %d (%s)", group.group_id,
@@ -281,13 +282,14 @@ class GroupCoordinator:
             return
         for member in group.not_yet_rejoined():
             if member.group_instance_id is None:  # static members keep their place (KIP-345)
-                self._remove_member(group, member.member_id, "UNKNOWN_MEMBER_ID")
+                self._remove_member(group, member.member_id, ErrorCode.unknown_member_id)
         group.elect_joined_leader()
         group.init_next_generation(self._now())
         if group.is_state(GroupState.EMPTY):
             error = self.manager.store_group(group)
-            if error != "NONE":
-                log.warning("Could not store empty group %s: %s", group.group_id, error)
+            if error is not ErrorCode.none:
+                log.warning("Could not store empty group %s: %s", group.group_id,
+                            error_name(error))
             return
         log.info("Group %s stabilizing generation %d with %d member(s), protocol %s",
                  group.group_id, group.generation_id, len(group.members), group.protocol_name)
@@ -311,28 +313,28 @@ class GroupCoordinator:
                          protocol_name: str | None, assignments: dict[str, bytes]
                          ) -> SyncResult:
         error = self._group_error(group_id)
-        if error != "NONE":
+        if error is not ErrorCode.none:
             return SyncResult(error)
         group = self.manager.groups.get(group_id)
         if group is None or not group.has_member(member_id):
             if group is not None and group.is_state(GroupState.DEAD):
-                return SyncResult("COORDINATOR_NOT_AVAILABLE")
-            return SyncResult("UNKNOWN_MEMBER_ID")
+                return SyncResult(ErrorCode.coordinator_not_available)
+            return SyncResult(ErrorCode.unknown_member_id)
         if group.is_fenced(instance_id, member_id):
-            return SyncResult("FENCED_INSTANCE_ID")
+            return SyncResult(ErrorCode.fenced_instance_id)
         if generation_id != group.generation_id:
-            return SyncResult("ILLEGAL_GENERATION")
+            return SyncResult(ErrorCode.illegal_generation)
         if (protocol_type is not None and protocol_type != group.protocol_type) or \
                 (protocol_name is not None and protocol_name != group.protocol_name):
-            return SyncResult("INCONSISTENT_GROUP_PROTOCOL")
+            return SyncResult(ErrorCode.inconsistent_group_protocol)
         member = group.members[member_id]
         self._schedule_session_expiry(group, member_id, member.session_timeout_ms)
         if group.is_state(GroupState.PREPARING_REBALANCE):
-            return SyncResult("REBALANCE_IN_PROGRESS")
+            return SyncResult(ErrorCode.rebalance_in_progress)
         if group.is_state(GroupState.STABLE):
             return self._assignment_of(group, member)
         future: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
-        self._answer_sync(member_id, SyncResult("REBALANCE_IN_PROGRESS"))
+        self._answer_sync(member_id, SyncResult(ErrorCode.rebalance_in_progress))
         self._syncs[member_id] = future
         if member_id == group.leader_id:
             self._complete_sync(group, assignments)
@@ -341,11 +343,12 @@ class GroupCoordinator:
     def _complete_sync(self, group: GroupMetadata, assignments: dict[str, bytes]) -> None:
         group.set_assignments(assignments)
         error = self.manager.store_group(group)
-        if error != "NONE":
+        if error is not ErrorCode.none:
             group.reset_assignments()
             for member_id in group.members:
                 self._answer_sync(member_id, SyncResult(error))
-            self._prepare_rebalance(group, f"storing the assignment failed: {error}")
+            self._prepare_rebalance(group,
+                                    f"storing the assignment failed: {error_name(error)}")
             return
         group.transition_to(GroupState.STABLE, self._now())
         log.info("Group %s is Stable in generation %d", group.group_id, group.generation_id)
@@ -354,65 +357,69 @@ class GroupCoordinator:
 
     @staticmethod
     def _assignment_of(group: GroupMetadata, member: MemberMetadata) -> SyncResult:
-        return SyncResult("NONE", member.assignment, group.protocol_type, group.protocol_name)
+        return SyncResult(ErrorCode.none, member.assignment, group.protocol_type,
+                          group.protocol_name)
 
     # --- Heartbeat, LeaveGroup, session expiry -----------------------------------------------
 
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
-                  generation_id: int) -> str:
+                  generation_id: int) -> ErrorCode:
         error = self._group_error(group_id)
-        if error != "NONE":
+        if error is not ErrorCode.none:
             return error
         group = self.manager.groups.get(group_id)
         if group is None or group.is_state(GroupState.EMPTY):
-            return "UNKNOWN_MEMBER_ID"
+            return ErrorCode.unknown_member_id
         if group.is_state(GroupState.DEAD):
-            return "COORDINATOR_NOT_AVAILABLE"
+            return ErrorCode.coordinator_not_available
         if group.is_fenced(instance_id, member_id):
-            return "FENCED_INSTANCE_ID"
+            return ErrorCode.fenced_instance_id
         member = group.members.get(member_id)
         if member is None:
-            return "UNKNOWN_MEMBER_ID"
+            return ErrorCode.unknown_member_id
         if group.is_state(GroupState.PREPARING_REBALANCE):
             self._schedule_session_expiry(group, member_id, member.session_timeout_ms)
-            return "REBALANCE_IN_PROGRESS"
+            return ErrorCode.rebalance_in_progress
         if generation_id != group.generation_id:
-            return "ILLEGAL_GENERATION"
+            return ErrorCode.illegal_generation
         self._schedule_session_expiry(group, member_id, member.session_timeout_ms)
-        return "NONE"
+        return ErrorCode.none
 
     def leave_group(self, group_id: str,
-                    leaving: list[tuple[str, str | None]]) -> tuple[str, list[str]]:
+                    leaving: list[tuple[str, str | None]]
+                    ) -> tuple[ErrorCode, list[ErrorCode]]:
         """(group error, one error per leaving (member id, instance id)) — v3+ leaves in batches
         and a static member may leave by instance id alone."""
         error = self._group_error(group_id)
-        if error != "NONE":
+        if error is not ErrorCode.none:
             return error, [error] * len(leaving)
         group = self.manager.groups.get(group_id)
         if group is None:
-            return "NONE", ["UNKNOWN_MEMBER_ID"] * len(leaving)
+            return ErrorCode.none, [ErrorCode.unknown_member_id] * len(leaving)
         if group.is_state(GroupState.DEAD):
-            return "COORDINATOR_NOT_AVAILABLE", ["COORDINATOR_NOT_AVAILABLE"] * len(leaving)
-        return "NONE", [self._leave_one(group, m, i) for m, i in leaving]
+            unavailable = ErrorCode.coordinator_not_available
+            return unavailable, [unavailable] * len(leaving)
+        return ErrorCode.none, [self._leave_one(group, m, i) for m, i in leaving]
 
-    def _leave_one(self, group: GroupMetadata, member_id: str, instance_id: str | None) -> str:
+    def _leave_one(self, group: GroupMetadata, member_id: str,
+                   instance_id: str | None) -> ErrorCode:
         if instance_id is not None:
             current = group.static_member_id(instance_id)
             if current is None:
-                return "UNKNOWN_MEMBER_ID"
+                return ErrorCode.unknown_member_id
             if member_id and member_id != current:
-                return "FENCED_INSTANCE_ID"
+                return ErrorCode.fenced_instance_id
             member_id = current
         elif member_id in group.pending_members:
             group.pending_members.discard(member_id)
             self._cancel_session_timer(member_id)
             self._maybe_complete_join(group)
-            return "NONE"
+            return ErrorCode.none
         if not group.has_member(member_id):
-            return "UNKNOWN_MEMBER_ID"
+            return ErrorCode.unknown_member_id
         log.info("Member %s left group %s", member_id, group.group_id)
         self._remove_member_and_update_group(group, member_id)
-        return "NONE"
+        return ErrorCode.none
 
     def _schedule_session_expiry(self, group: GroupMetadata, member_id: str,
                                  session_timeout_ms: int) -> None:
@@ -445,14 +452,14 @@ class GroupCoordinator:
                  member_id, group.group_id, session_timeout_ms)
         self._remove_member_and_update_group(group, member_id)
 
-    def _remove_member(self, group: GroupMetadata, member_id: str, answer: str) -> None:
+    def _remove_member(self, group: GroupMetadata, member_id: str, answer: ErrorCode) -> None:
         group.remove(member_id)
         self._cancel_session_timer(member_id)
         self._answer_join(member_id, JoinResult(answer, member_id))
         self._answer_sync(member_id, SyncResult(answer))
 
     def _remove_member_and_update_group(self, group: GroupMetadata, member_id: str) -> None:
-        self._remove_member(group, member_id, "UNKNOWN_MEMBER_ID")
+        self._remove_member(group, member_id, ErrorCode.unknown_member_id)
         if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
             self._prepare_rebalance(group, f"removing member {member_id}")
         elif group.is_state(GroupState.PREPARING_REBALANCE):

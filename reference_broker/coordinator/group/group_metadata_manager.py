@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from harness.wire.errors import ErrorCode
 from harness.wire.group_records import (
     GroupValue,
     MemberValue,
@@ -45,24 +46,24 @@ from reference_broker.coordinator.group.group_metadata import (
 log = logging.getLogger("reference_broker.coordinator.group")
 
 KeyValue = tuple[bytes, bytes | None]
-AppendToPartition = Callable[[int, list[KeyValue]], str]
-"""Append records to an offsets partition; returns a Kafka error name, "NONE" on success."""
+AppendToPartition = Callable[[int, list[KeyValue]], ErrorCode]
+"""Append records to an offsets partition; returns a Kafka error code, `none` on success."""
 ReadPartition = Callable[[int], Iterable[tuple[bytes | None, bytes | None]]]
 """Every (key, value) of an offsets partition up to its log end, in offset order."""
 
 _INT_MIN = -(2**31)
 
 # How an append failure reads to a client (Kafka maps produce errors the same way).
-_APPEND_ERRORS = {
-    "UNKNOWN_TOPIC_OR_PARTITION": "COORDINATOR_NOT_AVAILABLE",
-    "NOT_ENOUGH_REPLICAS": "COORDINATOR_NOT_AVAILABLE",
-    "NOT_ENOUGH_REPLICAS_AFTER_APPEND": "COORDINATOR_NOT_AVAILABLE",
-    "REQUEST_TIMED_OUT": "COORDINATOR_NOT_AVAILABLE",
-    "NOT_LEADER_OR_FOLLOWER": "NOT_COORDINATOR",
-    "KAFKA_STORAGE_ERROR": "NOT_COORDINATOR",
-    "MESSAGE_TOO_LARGE": "UNKNOWN_SERVER_ERROR",
-    "RECORD_LIST_TOO_LARGE": "UNKNOWN_SERVER_ERROR",
-    "INVALID_FETCH_SIZE": "UNKNOWN_SERVER_ERROR",
+_APPEND_ERRORS: dict[ErrorCode, ErrorCode] = {
+    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
+    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
+    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
+    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
+    ErrorCode.message_too_large: ErrorCode.unknown_server_error,
+    ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
+    ErrorCode.invalid_fetch_size: ErrorCode.unknown_server_error,
 }
 
 
@@ -106,14 +107,14 @@ class GroupMetadataManager:
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)
 
-    def ownership_error(self, group_id: str) -> str:
+    def ownership_error(self, group_id: str) -> ErrorCode:
         """NONE if this coordinator serves the group now, else the error the client must see."""
         partition = self.partition_for(group_id)
         if partition in self.loading:
-            return "COORDINATOR_LOAD_IN_PROGRESS"
+            return ErrorCode.coordinator_load_in_progress
         if partition not in self.owned:
-            return "NOT_COORDINATOR"
-        return "NONE"
+            return ErrorCode.not_coordinator
+        return ErrorCode.none
 
     # --- loading and unloading ---------------------------------------------------------------
 
@@ -205,11 +206,11 @@ class GroupMetadataManager:
 
     # --- writing -----------------------------------------------------------------------------
 
-    def _write(self, group_id: str, records: list[KeyValue]) -> str:
+    def _write(self, group_id: str, records: list[KeyValue]) -> ErrorCode:
         error = self._append(self.partition_for(group_id), records)
         return _APPEND_ERRORS.get(error, error)
 
-    def store_group(self, group: GroupMetadata) -> str:
+    def store_group(self, group: GroupMetadata) -> ErrorCode:
         """Persist the group's generation and assignment (after SyncGroup or an emptied join)."""
         members = tuple(
             MemberValue(m.member_id, m.group_instance_id, m.client_id, m.client_host,
@@ -223,7 +224,7 @@ class GroupMetadataManager:
                                              encode_group_value(value))])
 
     def store_offsets(self, group: GroupMetadata,
-                      offsets: dict[TopicPartition, CommittedOffset]) -> str:
+                      offsets: dict[TopicPartition, CommittedOffset]) -> ErrorCode:
         records: list[KeyValue] = [
             (encode_offset_key(group.group_id, topic, partition),
              encode_offset_value(OffsetValue(o.offset, o.leader_epoch, o.metadata,
@@ -231,34 +232,35 @@ class GroupMetadataManager:
             for (topic, partition), o in offsets.items()
         ]
         error = self._write(group.group_id, records)
-        if error == "UNKNOWN_SERVER_ERROR":
-            return "INVALID_COMMIT_OFFSET_SIZE"
-        if error == "NONE":
+        if error is ErrorCode.unknown_server_error:
+            return ErrorCode.invalid_commit_offset_size
+        if error is ErrorCode.none:
             for tp, o in offsets.items():
                 group.commit(tp, o)
         return error
 
-    def delete_offsets(self, group: GroupMetadata, partitions: list[TopicPartition]) -> str:
+    def delete_offsets(self, group: GroupMetadata,
+                       partitions: list[TopicPartition]) -> ErrorCode:
         records: list[KeyValue] = [(encode_offset_key(group.group_id, t, p), None)
                                    for t, p in partitions if (t, p) in group.offsets]
         if records:
             error = self._write(group.group_id, records)
-            if error != "NONE":
+            if error is not ErrorCode.none:
                 return error
         group.remove_offsets(partitions)
-        return "NONE"
+        return ErrorCode.none
 
-    def delete_group(self, group: GroupMetadata) -> str:
+    def delete_group(self, group: GroupMetadata) -> ErrorCode:
         """Tombstone the group and all its offsets, then forget it (DeleteGroups, expiry)."""
         records: list[KeyValue] = [(encode_offset_key(group.group_id, t, p), None)
                                    for t, p in group.offsets]
         records.append((encode_group_key(group.group_id), None))
         error = self._write(group.group_id, records)
-        if error != "NONE":
+        if error is not ErrorCode.none:
             return error
         group.transition_to(GroupState.DEAD, self.now_ms())
         self.groups.pop(group.group_id, None)
-        return "NONE"
+        return ErrorCode.none
 
     def expire_offsets(self, retention_ms: int) -> int:
         """offsets.retention.minutes: drop expired offsets; an Empty group left with none dies."""
@@ -268,7 +270,7 @@ class GroupMetadataManager:
             if self.partition_for(group.group_id) in self.loading:
                 continue
             expired = group.expired_offsets(now, retention_ms)
-            if expired and self.delete_offsets(group, expired) == "NONE":
+            if expired and self.delete_offsets(group, expired) is ErrorCode.none:
                 removed += len(expired)
             if group.is_state(GroupState.EMPTY) and not group.offsets \
                     and not group.pending_members:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.wire.errors import ErrorCode
 from harness.wire.group_records import RecordFormatError, subscribed_topics
 from reference_broker.coordinator.group.group_coordinator import GroupConfig
 from reference_broker.coordinator.group.group_metadata import (
@@ -34,19 +35,19 @@ class OffsetCommits:
 
     def commit(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int,
                offsets: dict[TopicPartition, OffsetToCommit],
-               retention_ms: int = -1) -> dict[TopicPartition, str]:
+               retention_ms: int = -1) -> dict[TopicPartition, ErrorCode]:
         """The error per partition; a group-level error is answered for every partition."""
         error, group = self._validate(group_id, member_id, instance_id, generation_id)
-        if error != "NONE" or group is None:
+        if error is not ErrorCode.none or group is None:
             return dict.fromkeys(offsets, error)
         now = self._manager.now_ms()
         expire = now + retention_ms if retention_ms >= 0 else -1
-        result: dict[TopicPartition, str] = {}
+        result: dict[TopicPartition, ErrorCode] = {}
         accepted: dict[TopicPartition, CommittedOffset] = {}
         for tp, wanted in offsets.items():
             metadata = wanted.metadata or ""
             if len(metadata.encode()) > self._config.offset_metadata_max_bytes:
-                result[tp] = "OFFSET_METADATA_TOO_LARGE"
+                result[tp] = ErrorCode.offset_metadata_too_large
             else:
                 accepted[tp] = CommittedOffset(wanted.offset, wanted.leader_epoch, metadata,
                                                now, expire)
@@ -56,63 +57,69 @@ class OffsetCommits:
         return {tp: result[tp] for tp in offsets}
 
     def _validate(self, group_id: str, member_id: str, instance_id: str | None,
-                  generation_id: int) -> tuple[str, GroupMetadata | None]:
-        error = "INVALID_GROUP_ID" if not group_id else self._manager.ownership_error(group_id)
-        if error != "NONE":
+                  generation_id: int) -> tuple[ErrorCode, GroupMetadata | None]:
+        error = self._group_error(group_id)
+        if error is not ErrorCode.none:
             return error, None
         group = self._manager.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
                 # A generation of a group this coordinator never saw: an older incarnation.
-                return "ILLEGAL_GENERATION", None
+                return ErrorCode.illegal_generation, None
             group = GroupMetadata(group_id, current_state_timestamp=self._manager.now_ms())
             self._manager.groups[group_id] = group
         if group.is_state(GroupState.DEAD):
-            return "COORDINATOR_NOT_AVAILABLE", None
+            return ErrorCode.coordinator_not_available, None
         if generation_id < 0 and group.is_state(GroupState.EMPTY):
-            return "NONE", group
+            return ErrorCode.none, group
         if group.is_fenced(instance_id, member_id):
-            return "FENCED_INSTANCE_ID", None
+            return ErrorCode.fenced_instance_id, None
         if group.is_state(GroupState.COMPLETING_REBALANCE):
-            return "REBALANCE_IN_PROGRESS", None
+            return ErrorCode.rebalance_in_progress, None
         if not group.has_member(member_id):
-            return "UNKNOWN_MEMBER_ID", None
+            return ErrorCode.unknown_member_id, None
         if generation_id != group.generation_id:
-            return "ILLEGAL_GENERATION", None
-        return "NONE", group
+            return ErrorCode.illegal_generation, None
+        return ErrorCode.none, group
 
     def fetch(self, group_id: str, partitions: list[TopicPartition] | None
-              ) -> tuple[str, dict[TopicPartition, CommittedOffset | None]]:
+              ) -> tuple[ErrorCode, dict[TopicPartition, CommittedOffset | None]]:
         """(group error, committed offset or None per partition; every one when `partitions`
         is None). No transactional commits exist here, so `require_stable` never waits."""
-        error = "INVALID_GROUP_ID" if not group_id else self._manager.ownership_error(group_id)
-        if error != "NONE":
+        error = self._group_error(group_id)
+        if error is not ErrorCode.none:
             return error, {}
         group = self._manager.groups.get(group_id)
         committed = group.offsets if group is not None else {}
         if partitions is None:
-            return "NONE", dict(committed)
-        return "NONE", {tp: committed.get(tp) for tp in partitions}
+            return ErrorCode.none, dict(committed)
+        return ErrorCode.none, {tp: committed.get(tp) for tp in partitions}
 
     def delete(self, group_id: str, partitions: list[TopicPartition]
-               ) -> tuple[str, dict[TopicPartition, str]]:
+               ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
         """OffsetDelete: refused per partition while a live consumer group subscribes to it."""
-        error = "INVALID_GROUP_ID" if not group_id else self._manager.ownership_error(group_id)
-        if error != "NONE":
+        error = self._group_error(group_id)
+        if error is not ErrorCode.none:
             return error, {}
         group = self._manager.groups.get(group_id)
         if group is None or group.is_state(GroupState.DEAD):
-            return "GROUP_ID_NOT_FOUND", {}
+            return ErrorCode.group_id_not_found, {}
         subscribed: frozenset[str] = frozenset()
         if not group.is_state(GroupState.EMPTY):
             if group.protocol_type != "consumer":
-                return "NON_EMPTY_GROUP", {}
+                return ErrorCode.non_empty_group, {}
             subscribed = _subscriptions(group)
-        result = {tp: "GROUP_SUBSCRIBED_TO_TOPIC" for tp in partitions if tp[0] in subscribed}
+        result = {tp: ErrorCode.group_subscribed_to_topic
+                  for tp in partitions if tp[0] in subscribed}
         deletable = [tp for tp in partitions if tp not in result]
         stored = self._manager.delete_offsets(group, deletable)
         result.update(dict.fromkeys(deletable, stored))
-        return "NONE", {tp: result[tp] for tp in partitions}
+        return ErrorCode.none, {tp: result[tp] for tp in partitions}
+
+    def _group_error(self, group_id: str) -> ErrorCode:
+        if not group_id:
+            return ErrorCode.invalid_group_id
+        return self._manager.ownership_error(group_id)
 
 
 def _subscriptions(group: GroupMetadata) -> frozenset[str]:

@@ -6,6 +6,7 @@ import asyncio
 import uuid
 from typing import Any
 
+from harness.wire.errors import ErrorCode
 from reference_broker.server import topic_config
 from reference_broker.server.admin_manager import AdminError, NewTopic
 from reference_broker.server.broker_services import BrokerServices
@@ -26,7 +27,7 @@ def handle_create_topics(services: BrokerServices, request: Any, conn: Any) -> A
             continue
         seen.add(t.name)
         if t.name in duplicates:
-            results.append(_failed(t.name, "INVALID_REQUEST",
+            results.append(_failed(t.name, ErrorCode.invalid_request,
                                    f"Create topics request from client contains duplicate topic "
                                    f"{t.name}"))
             continue
@@ -42,13 +43,13 @@ def handle_create_topics(services: BrokerServices, request: Any, conn: Any) -> A
             continue
         first = topic.partitions[0]
         results.append({
-            "name": topic.name, "topic_id": topic.topic_id, "error_code": 0,
+            "name": topic.name, "topic_id": topic.topic_id, "error_code": ErrorCode.none,
             "error_message": None, "num_partitions": len(topic.partitions),
             "replication_factor": len(first.replicas),
             "configs": _described_configs(services, topic.configs),
         })
     response = {"throttle_time": 0, "topics": results}
-    created = [r["name"] for r in results if r["error_code"] == 0]
+    created = [r["name"] for r in results if r["error_code"] is ErrorCode.none]
     if services.config.zookeeper_mode and created and not body.validate_only:
         return _when_led(services, response, created, body.timeout)
     return response
@@ -77,7 +78,7 @@ async def _when_led(services: BrokerServices, response: dict[str, Any], topics: 
     return response
 
 
-def _failed(name: str, error: str, message: str) -> dict[str, Any]:
+def _failed(name: str, error: ErrorCode, message: str) -> dict[str, Any]:
     return {"name": name, "topic_id": ZERO_UUID, "error_code": error, "error_message": message,
             "num_partitions": -1, "replication_factor": -1, "configs": []}
 
@@ -102,7 +103,7 @@ def handle_delete_topics(services: BrokerServices, request: Any, conn: Any) -> d
                 if topic_id not in (None, ZERO_UUID) else None
             if topic is None:
                 responses.append({"name": None, "topic_id": topic_id or ZERO_UUID,
-                                  "error_code": "UNKNOWN_TOPIC_ID",
+                                  "error_code": ErrorCode.unknown_topic_id,
                                   "error_message": "This server does not host this topic ID."})
                 continue
             name = topic.name
@@ -112,7 +113,7 @@ def handle_delete_topics(services: BrokerServices, request: Any, conn: Any) -> d
             responses.append({"name": name, "topic_id": topic_id or ZERO_UUID,
                               "error_code": exc.error, "error_message": exc.message})
             continue
-        responses.append({"name": name, "topic_id": deleted_id, "error_code": 0,
+        responses.append({"name": name, "topic_id": deleted_id, "error_code": ErrorCode.none,
                           "error_message": None})
     return {"throttle_time": 0, "responses": responses}
 
@@ -130,5 +131,5 @@ def handle_create_partitions(services: BrokerServices, request: Any, conn: Any) 
             results.append({"name": t.name, "error_code": exc.error,
                             "error_message": exc.message})
             continue
-        results.append({"name": t.name, "error_code": 0, "error_message": None})
+        results.append({"name": t.name, "error_code": ErrorCode.none, "error_message": None})
     return {"throttle_time": 0, "results": results}

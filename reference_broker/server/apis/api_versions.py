@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.wire.errors import ErrorCode
 from reference_broker.server import kafka_apis
 from reference_broker.server.kafka_apis import api
 
@@ -20,7 +21,7 @@ def advertised(zookeeper_mode: bool = True) -> list[dict[str, int]]:
 
 def unsupported_version_response(zookeeper_mode: bool) -> dict[str, Any]:
     """KIP-511: a v0 body with UNSUPPORTED_VERSION and our range, so the client can downgrade."""
-    return {"error_code": "UNSUPPORTED_VERSION", "api_keys": advertised(zookeeper_mode),
+    return {"error_code": ErrorCode.unsupported_version, "api_keys": advertised(zookeeper_mode),
             "throttle_time": 0}
 
 
@@ -31,5 +32,5 @@ def handle_api_versions(services: Any, request: Any, conn: Any) -> dict[str, Any
     which is what Apache Kafka 3.9 answers; a standalone broker has no cluster and answers
     Kafka's "unknown" epoch, -1."""
     zookeeper_mode = services.config.zookeeper_mode
-    return {"error_code": 0, "api_keys": advertised(zookeeper_mode), "throttle_time": 0,
-            "finalized_features_epoch": 0 if zookeeper_mode else -1}
+    return {"error_code": ErrorCode.none, "api_keys": advertised(zookeeper_mode),
+            "throttle_time": 0, "finalized_features_epoch": 0 if zookeeper_mode else -1}

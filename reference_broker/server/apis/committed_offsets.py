@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Awaitable
 from typing import Any
 
+from harness.wire.errors import ErrorCode
 from reference_broker.coordinator.group.group_metadata import CommittedOffset, TopicPartition
 from reference_broker.coordinator.group.offset_commits import OffsetToCommit
 from reference_broker.server.apis.group_membership import in_connection_order, millis
@@ -25,14 +26,18 @@ TOP_LEVEL_FETCH_ERROR_VERSION = 2
 ZERO_UUID = uuid.UUID(int=0)
 
 
-def _resolve(services: BrokerServices, topic: Any) -> tuple[str | None, str]:
+def _resolve(services: BrokerServices, topic: Any) -> tuple[str | None, ErrorCode]:
     """(topic name, error for its partitions if unknown) from a name or a topic id."""
     cache = services.metadata_cache
     name = getattr(topic, "name", None)
     if name is not None:
-        return name, "NONE" if cache.topic(name) is not None else "UNKNOWN_TOPIC_OR_PARTITION"
+        if cache.topic(name) is None:
+            return name, ErrorCode.unknown_topic_or_partition
+        return name, ErrorCode.none
     found = cache.topic_by_id(topic.topic_id)
-    return (found.name, "NONE") if found is not None else (None, "UNKNOWN_TOPIC_ID")
+    if found is None:
+        return None, ErrorCode.unknown_topic_id
+    return found.name, ErrorCode.none
 
 
 def _hosted(services: BrokerServices, name: str | None, partition: int) -> bool:
@@ -47,47 +52,54 @@ def handle_offset_commit(
     body = request.body
     retention = getattr(body, "retention_time", None)
     wanted: dict[TopicPartition, OffsetToCommit] = {}
-    refused: dict[tuple[int, int], str] = {}
+    refused: dict[tuple[int, int], ErrorCode] = {}
     names: list[str | None] = []
     for t_index, topic in enumerate(body.topics):
         name, error = _resolve(services, topic)
         names.append(name)
         for p in topic.partitions:
-            if error != "NONE" or name is None or not _hosted(services, name, p.partition_index):
-                refused[(t_index, p.partition_index)] = \
-                    error if error != "NONE" else "UNKNOWN_TOPIC_OR_PARTITION"
-            else:
+            if error is ErrorCode.none and name is not None \
+                    and _hosted(services, name, p.partition_index):
                 wanted[(name, p.partition_index)] = OffsetToCommit(
                     p.committed_offset, getattr(p, "committed_leader_epoch", -1),
                     p.committed_metadata)
+            else:
+                refused[(t_index, p.partition_index)] = \
+                    error if error is not ErrorCode.none else ErrorCode.unknown_topic_or_partition
     results = services.offset_commits.commit(
         body.group_id, body.member_id, getattr(body, "group_instance_id", None),
         body.generation_id_or_member_epoch, wanted,
         -1 if retention is None else millis(retention))
-    written = any(error == "NONE" for error in results.values())
+    written = any(error is ErrorCode.none for error in results.values())
     if written and services.config.zookeeper_mode:
         return _after_replication(services, body, refused, names, results)
     return _commit_response(body, refused, names, results)
 
 
-async def _after_replication(services: BrokerServices, body: Any, refused: dict,
-                             names: list[str | None], results: dict) -> dict[str, Any]:
+async def _after_replication(services: BrokerServices, body: Any,
+                             refused: dict[tuple[int, int], ErrorCode], names: list[str | None],
+                             results: dict[TopicPartition, ErrorCode]) -> dict[str, Any]:
     """Acknowledge only once the offsets partition's ISR holds the commit (seed 000)."""
     partition = services.group_coordinator.manager.partition_for(body.group_id)
     error = await services.offsets_topic.wait_replicated(partition)
-    if error != "NONE":
-        results = {tp: error if e == "NONE" else e for tp, e in results.items()}
+    if error is not ErrorCode.none:
+        results = {tp: error if e is ErrorCode.none else e for tp, e in results.items()}
     return _commit_response(body, refused, names, results)
 
 
-def _commit_response(body: Any, refused: dict, names: list[str | None],
-                     results: dict) -> dict[str, Any]:
+def _commit_response(body: Any, refused: dict[tuple[int, int], ErrorCode],
+                     names: list[str | None],
+                     results: dict[TopicPartition, ErrorCode]) -> dict[str, Any]:
     topics = []
     for t_index, topic in enumerate(body.topics):
+        name = names[t_index]
+        # Not `refused.get(...) or ...`: an ErrorCode is an IntEnum and `none` is falsy. Every
+        # partition of a topic that did not resolve (name None) is among the refused.
         partitions = [
             {"partition_index": p.partition_index,
-             "error_code": refused.get((t_index, p.partition_index))
-             or results[(names[t_index], p.partition_index)]}
+             "error_code": refused[(t_index, p.partition_index)]
+             if (t_index, p.partition_index) in refused or name is None
+             else results[(name, p.partition_index)]}
             for p in topic.partitions]
         topics.append({"name": getattr(topic, "name", None),
                        "topic_id": getattr(topic, "topic_id", ZERO_UUID),
@@ -111,14 +123,14 @@ def handle_offset_fetch(services: BrokerServices, request: Any, conn: Any) -> di
 def _fetch_group(services: BrokerServices, group_id: str, topics: Any,
                  version: int) -> dict[str, Any]:
     by_id = version >= 10
-    requested: list[tuple[Any, str | None, str, list[int]]] | None = None
+    requested: list[tuple[Any, str | None, ErrorCode, list[int]]] | None = None
     if topics is not None:
         requested = [(t, *_resolve(services, t), list(t.partition_indexes)) for t in topics]
     wanted = None if requested is None else [
         (name, p) for _t, name, error, parts in requested
-        if error == "NONE" and name is not None for p in parts]
+        if error is ErrorCode.none and name is not None for p in parts]
     error, offsets = services.offset_commits.fetch(group_id, wanted)
-    if error != "NONE":
+    if error is not ErrorCode.none:
         if version >= TOP_LEVEL_FETCH_ERROR_VERSION or requested is None:
             return {"error_code": error, "topics": []}
         # v0-v1 have no top-level error: every requested partition carries it.
@@ -131,7 +143,7 @@ def _fetch_group(services: BrokerServices, group_id: str, topics: Any,
         listed: dict[str, list[int]] = {}
         for listed_name, p in sorted(offsets):
             listed.setdefault(listed_name, []).append(p)
-        requested = [(None, name, "NONE", parts) for name, parts in listed.items()
+        requested = [(None, name, ErrorCode.none, parts) for name, parts in listed.items()
                      if not by_id or services.metadata_cache.topic(name) is not None]
     out = []
     for topic, name, topic_error, parts in requested:
@@ -139,20 +151,25 @@ def _fetch_group(services: BrokerServices, group_id: str, topics: Any,
         if topic_id is None and by_id and name is not None:
             info = services.metadata_cache.topic(name)  # listed above only if it exists
             topic_id = None if info is None else info.topic_id
-        out.append({"name": name, "topic_id": topic_id or ZERO_UUID, "partitions": [
-            _fetched(p, None if topic_error != "NONE" or name is None else offsets.get((name, p)),
-                     topic_error if version >= TOP_LEVEL_FETCH_ERROR_VERSION else "NONE")
-            for p in parts]})
-    return {"error_code": "NONE", "topics": out}
+        fetched: dict[str, Any] = {"name": name, "partitions": [
+            _fetched(p, None if topic_error is not ErrorCode.none or name is None
+                     else offsets.get((name, p)),
+                     topic_error if version >= TOP_LEVEL_FETCH_ERROR_VERSION else ErrorCode.none)
+            for p in parts]}
+        if by_id:  # only v10's topic entity has the field; v0-v7's is another class
+            fetched["topic_id"] = topic_id or ZERO_UUID
+        out.append(fetched)
+    return {"error_code": ErrorCode.none, "topics": out}
 
 
-def _fetched(partition: int, committed: CommittedOffset | None, error: str) -> dict[str, Any]:
+def _fetched(partition: int, committed: CommittedOffset | None,
+             error: ErrorCode) -> dict[str, Any]:
     if committed is None:
         return {"partition_index": partition, "committed_offset": -1,
                 "committed_leader_epoch": -1, "metadata": "", "error_code": error}
     return {"partition_index": partition, "committed_offset": committed.offset,
             "committed_leader_epoch": committed.leader_epoch, "metadata": committed.metadata,
-            "error_code": "NONE"}
+            "error_code": ErrorCode.none}
 
 
 @api(OFFSET_DELETE, range(0, 1))
@@ -163,7 +180,7 @@ def handle_offset_delete(services: BrokerServices, request: Any, conn: Any) -> d
     return {
         "throttle_time": 0,
         "error_code": error,
-        "topics": [] if error != "NONE" else [
+        "topics": [] if error is not ErrorCode.none else [
             {"name": t.name, "partitions": [
                 {"partition_index": p.partition_index,
                  "error_code": results[(t.name, p.partition_index)]}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.wire.errors import ErrorCode
 from reference_broker.config import DEFINITIONS
 from reference_broker.server import topic_config
 from reference_broker.server.admin_manager import AdminError
@@ -81,17 +82,18 @@ def handle_describe_configs(services: BrokerServices, request: Any, conn: Any) -
                                          body.include_synonyms, docs)
             elif res.resource_type == BROKER:
                 if res.resource_name not in ("", str(services.broker_id)):
-                    raise AdminError("INVALID_REQUEST",
+                    raise AdminError(ErrorCode.invalid_request,
                                      f"Unexpected broker id, expected {services.broker_id}")
                 configs = _broker_entries(services, keys, docs)
             else:
-                raise AdminError("INVALID_REQUEST",
+                raise AdminError(ErrorCode.invalid_request,
                                  f"Unsupported resource type {res.resource_type}")
         except AdminError as exc:
             results.append({**base, "error_code": exc.error, "error_message": exc.message,
                             "configs": []})
             continue
-        results.append({**base, "error_code": 0, "error_message": None, "configs": configs})
+        results.append({**base, "error_code": ErrorCode.none, "error_message": None,
+                        "configs": configs})
     return {"throttle_time": 0, "results": results}
 
 
@@ -104,7 +106,8 @@ def handle_incremental_alter_configs(services: BrokerServices, request: Any,
         base = {"resource_type": res.resource_type, "resource_name": res.resource_name}
         try:
             if res.resource_type != TOPIC:
-                raise AdminError("INVALID_REQUEST", "Only topic configs can be altered; broker "
+                raise AdminError(ErrorCode.invalid_request,
+                                 "Only topic configs can be altered; broker "
                                  "configs are static on the reference broker")
             configs = _apply_ops(services.admin_manager.topic_configs(res.resource_name),
                                  res.configs)
@@ -113,7 +116,7 @@ def handle_incremental_alter_configs(services: BrokerServices, request: Any,
         except AdminError as exc:
             responses.append({**base, "error_code": exc.error, "error_message": exc.message})
             continue
-        responses.append({**base, "error_code": 0, "error_message": None})
+        responses.append({**base, "error_code": ErrorCode.none, "error_message": None})
     return {"throttle_time": 0, "responses": responses}
 
 
@@ -121,20 +124,21 @@ def _apply_ops(current: dict[str, str], ops: Any) -> dict[str, str]:
     result = dict(current)
     names = [op.name for op in ops]
     if len(names) != len(set(names)):
-        raise AdminError("INVALID_REQUEST", "Error due to duplicate config keys")
+        raise AdminError(ErrorCode.invalid_request, "Error due to duplicate config keys")
     for op in ops:
         definition = topic_config.DEFS.get(op.name)
         if definition is None:
-            raise AdminError("INVALID_CONFIG", f"Unknown topic config name: {op.name}")
+            raise AdminError(ErrorCode.invalid_config, f"Unknown topic config name: {op.name}")
         if op.config_operation == SET:
             if op.value is None:
-                raise AdminError("INVALID_REQUEST", f"Null value not supported for {op.name}")
+                raise AdminError(ErrorCode.invalid_request,
+                                 f"Null value not supported for {op.name}")
             result[op.name] = op.value
         elif op.config_operation == DELETE:
             result.pop(op.name, None)
         elif op.config_operation in (APPEND, SUBTRACT):
             if definition.config_type != 7:
-                raise AdminError("INVALID_CONFIG",
+                raise AdminError(ErrorCode.invalid_config,
                                  f"Config value append is not allowed for config key: {op.name}")
             items = [x for x in result.get(op.name, "").split(",") if x]
             for item in (op.value or "").split(","):
@@ -144,5 +148,6 @@ def _apply_ops(current: dict[str, str], ops: Any) -> dict[str, str]:
                     items.remove(item)
             result[op.name] = ",".join(items)
         else:
-            raise AdminError("INVALID_REQUEST", f"Unknown config operation {op.config_operation}")
+            raise AdminError(ErrorCode.invalid_request,
+                             f"Unknown config operation {op.config_operation}")
     return result

@@ -13,6 +13,7 @@ import asyncio
 import uuid
 from typing import Any
 
+from harness.wire.errors import ErrorCode
 from harness.wire.protocol import Deferred
 from reference_broker.server.broker_services import BrokerServices
 from reference_broker.server.kafka_apis import api
@@ -28,7 +29,7 @@ def handle_fetch(services: BrokerServices, request: Any, conn: Any) -> Any:
     session_id = getattr(body, "session_id", 0)
     session_epoch = getattr(body, "session_epoch", -1)
     if session_id != INVALID_SESSION_ID and session_epoch > 0:
-        return {"throttle_time": 0, "error_code": "FETCH_SESSION_ID_NOT_FOUND",
+        return {"throttle_time": 0, "error_code": ErrorCode.fetch_session_id_not_found,
                 "session_id": 0, "responses": []}
     result = _read_all(services, body)
     max_wait_s = body.max_wait.total_seconds()
@@ -72,11 +73,11 @@ class _FetchResult:
         return self.has_error or self.total_bytes >= min_bytes
 
     def response(self) -> dict[str, Any]:
-        return {"throttle_time": 0, "error_code": 0, "session_id": INVALID_SESSION_ID,
-                "responses": self.topics}
+        return {"throttle_time": 0, "error_code": ErrorCode.none,
+                "session_id": INVALID_SESSION_ID, "responses": self.topics}
 
 
-def _partition_error(index: int, error: str) -> dict[str, Any]:
+def _partition_error(index: int, error: ErrorCode) -> dict[str, Any]:
     return {"partition_index": index, "error_code": error, "high_watermark": -1,
             "last_stable_offset": -1, "log_start_offset": -1, "records": None,
             "aborted_transactions": None, "preferred_read_replica": -1}
@@ -97,8 +98,8 @@ def _read_all(services: BrokerServices, body: Any) -> _FetchResult:
             if topic is None:
                 out.has_error = True
                 partitions.append(_partition_error(
-                    fp.partition, "UNKNOWN_TOPIC_OR_PARTITION" if name is not None
-                    else "UNKNOWN_TOPIC_ID"))
+                    fp.partition, ErrorCode.unknown_topic_or_partition if name is not None
+                    else ErrorCode.unknown_topic_id))
                 continue
             out.keys.append((topic.name, fp.partition))
             partitions.append(_read_partition(replicas, topic.name, fp, budget, out,
@@ -115,14 +116,14 @@ def _read_partition(replicas: Any, topic: str, fp: Any, budget: int,
     error, read = replicas.read(topic, fp.partition, fp.fetch_offset, max_bytes,
                                 min_one_batch=out.total_bytes == 0, replica_id=replica_id,
                                 current_leader_epoch=getattr(fp, "current_leader_epoch", -1))
-    if error == "OFFSET_OUT_OF_RANGE":
+    if error is ErrorCode.offset_out_of_range:
         out.has_error = True
         response = _partition_error(fp.partition, error)
         response.update(high_watermark=read.high_watermark,
                         last_stable_offset=read.high_watermark,
                         log_start_offset=read.log.log_start_offset)
         return response
-    if error != "NONE":
+    if error is not ErrorCode.none:
         out.has_error = True
         return _partition_error(fp.partition, error)
     records = b""
@@ -130,7 +131,7 @@ def _read_partition(replicas: Any, topic: str, fp: Any, budget: int,
         # The socket layer sends these file regions with sendfile: no copy through Python.
         records = Deferred(read.records.regions)
         out.total_bytes += records.size
-    return {"partition_index": fp.partition, "error_code": 0,
+    return {"partition_index": fp.partition, "error_code": ErrorCode.none,
             "high_watermark": read.high_watermark, "last_stable_offset": read.last_stable_offset,
             "log_start_offset": read.log_start_offset, "aborted_transactions": None,
             "preferred_read_replica": -1, "records": records}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.wire.errors import ErrorCode
 from reference_broker.server.broker_services import BrokerServices
 from reference_broker.server.kafka_apis import api
 
@@ -30,20 +31,20 @@ def handle_find_coordinator(services: BrokerServices, request: Any,
 
 def find(services: BrokerServices, key: str, key_type: int) -> dict[str, Any]:
     if key_type != GROUP_KEY_TYPE:
-        return _failed("INVALID_REQUEST", f"key type {key_type} has no coordinator here")
+        return _failed(ErrorCode.invalid_request, f"key type {key_type} has no coordinator here")
     if not key:
-        return _failed("INVALID_GROUP_ID", "the group id must not be empty")
+        return _failed(ErrorCode.invalid_group_id, "the group id must not be empty")
     error = services.offsets_topic.ensure_exists()
-    if error != "NONE":
+    if error is not ErrorCode.none:
         return _failed(error, "the offsets topic cannot be created yet")
     partition = services.group_coordinator.manager.partition_for(key)
     info = services.offsets_topic.leader_of(partition)
     broker = services.metadata_cache.broker(info.leader) if info is not None else None
     if broker is None:
-        return _failed("COORDINATOR_NOT_AVAILABLE", "the offsets partition has no leader")
-    return {"error_code": 0, "error_message": None, "node_id": broker.broker_id,
+        return _failed(ErrorCode.coordinator_not_available, "the offsets partition has no leader")
+    return {"error_code": ErrorCode.none, "error_message": None, "node_id": broker.broker_id,
             "host": broker.host, "port": broker.port}
 
 
-def _failed(error: str, message: str) -> dict[str, Any]:
+def _failed(error: ErrorCode, message: str) -> dict[str, Any]:
     return {"error_code": error, "error_message": message, "node_id": -1, "host": "", "port": -1}

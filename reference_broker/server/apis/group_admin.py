@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.wire.errors import ErrorCode
 from reference_broker.coordinator.group import group_admin
 from reference_broker.server.broker_services import BrokerServices
 from reference_broker.server.kafka_apis import api
@@ -23,9 +24,9 @@ def handle_describe_groups(services: BrokerServices, request: Any,
     for group_id in request.body.groups:
         summary = group_admin.describe_group(manager, group_id)
         error = summary.error
-        if error == "NONE" and request.api_version >= NOT_FOUND_VERSION \
+        if error is ErrorCode.none and request.api_version >= NOT_FOUND_VERSION \
                 and group_id not in manager.groups:
-            error = "GROUP_ID_NOT_FOUND"
+            error = ErrorCode.group_id_not_found
         described.append({
             "error_code": error,
             "error_message": None,

@@ -12,6 +12,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from harness.wire.errors import ErrorCode
 from reference_broker.coordinator.group.group_coordinator import JoinRequest, JoinResult
 from reference_broker.server.broker_services import BrokerServices
 from reference_broker.server.kafka_apis import api
@@ -86,7 +87,7 @@ async def handle_sync_group(services: BrokerServices, request: Any, conn: Any) -
     body = request.body
     if request.api_version >= 5 and (body.protocol_type is None or body.protocol_name is None):
         # KIP-559: mandatory from v5; Kafka refuses a null one before looking at the group.
-        return {"throttle_time": 0, "error_code": "INCONSISTENT_GROUP_PROTOCOL",
+        return {"throttle_time": 0, "error_code": ErrorCode.inconsistent_group_protocol,
                 "assignment": b"", "protocol_type": None, "protocol_name": None}
     synced = await services.group_coordinator.sync_group(
         body.group_id, body.generation_id, body.member_id,
@@ -114,13 +115,14 @@ def handle_leave_group(services: BrokerServices, request: Any, conn: Any) -> dic
     coordinator = services.group_coordinator
     if request.api_version < 3:
         error, (member_error,) = coordinator.leave_group(body.group_id, [(body.member_id, None)])
-        return {"throttle_time": 0, "error_code": member_error if error == "NONE" else error}
+        return {"throttle_time": 0,
+                "error_code": member_error if error is ErrorCode.none else error}
     leaving = [(m.member_id, m.group_instance_id) for m in body.members]
     error, errors = coordinator.leave_group(body.group_id, leaving)
     return {
         "throttle_time": 0,
         "error_code": error,
-        "members": [] if error != "NONE" else [
+        "members": [] if error is not ErrorCode.none else [
             {"member_id": m, "group_instance_id": i, "error_code": e}
             for (m, i), e in zip(leaving, errors, strict=True)],
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.wire.errors import ErrorCode
 from reference_broker.server.broker_services import BrokerServices
 from reference_broker.server.kafka_apis import api
 
@@ -16,7 +17,7 @@ def handle_init_producer_id(services: BrokerServices, request: Any, conn: Any) -
     base = {"throttle_time": 0, "producer_id": -1, "producer_epoch": -1}
     if body.transactional_id is not None:
         # No transaction coordinator: say so the way a broker without one would.
-        return {**base, "error_code": "COORDINATOR_NOT_AVAILABLE"}
+        return {**base, "error_code": ErrorCode.coordinator_not_available}
     error, producer_id, epoch = services.admin_manager.init_producer_id(
         getattr(body, "producer_id", -1), getattr(body, "producer_epoch", -1))
     return {**base, "error_code": error, "producer_id": producer_id, "producer_epoch": epoch}

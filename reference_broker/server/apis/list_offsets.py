@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.wire.errors import ErrorCode
 from reference_broker.server.broker_services import BrokerServices
 from reference_broker.server.kafka_apis import api
 
@@ -21,8 +22,9 @@ def handle_list_offsets(services: BrokerServices, request: Any, conn: Any) -> di
             error, ts, offset, epoch = replicas.offset_for_timestamp(
                 topic.name, p.partition_index, p.timestamp)
             current_epoch = getattr(p, "current_leader_epoch", -1)
-            if error == "NONE" and current_epoch >= 0 and current_epoch != epoch:
-                error = "FENCED_LEADER_EPOCH" if current_epoch < epoch else "UNKNOWN_LEADER_EPOCH"
+            if error is ErrorCode.none and current_epoch >= 0 and current_epoch != epoch:
+                error = ErrorCode.fenced_leader_epoch if current_epoch < epoch \
+                    else ErrorCode.unknown_leader_epoch
                 ts, offset = -1, -1
             partitions.append({"partition_index": p.partition_index, "error_code": error,
                                "timestamp": ts, "offset": offset, "leader_epoch": epoch})

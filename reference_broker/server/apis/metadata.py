@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from harness.wire.errors import ErrorCode
 from reference_broker.server.admin_manager import AdminError, NewTopic
 from reference_broker.server.broker_services import BrokerServices
 from reference_broker.server.kafka_apis import api
@@ -17,13 +18,13 @@ ZERO_UUID = uuid.UUID(int=0)
 
 def topic_metadata(topic: TopicInfo) -> dict[str, Any]:
     return {
-        "error_code": 0,
+        "error_code": ErrorCode.none,
         "name": topic.name,
         "topic_id": topic.topic_id,
         "is_internal": topic.internal,
         "partitions": [
             {
-                "error_code": "LEADER_NOT_AVAILABLE" if p.leader < 0 else 0,
+                "error_code": ErrorCode.leader_not_available if p.leader < 0 else ErrorCode.none,
                 "partition_index": p.partition,
                 "leader_id": p.leader,
                 "leader_epoch": p.leader_epoch,
@@ -37,15 +38,16 @@ def topic_metadata(topic: TopicInfo) -> dict[str, Any]:
     }
 
 
-def maybe_auto_create(services: BrokerServices, name: str) -> tuple[str, TopicInfo | None]:
-    """(error name, topic) for a topic a client named that does not exist yet."""
+def maybe_auto_create(services: BrokerServices,
+                      name: str) -> tuple[ErrorCode, TopicInfo | None]:
+    """(error, topic) for a topic a client named that does not exist yet."""
     if not services.config["auto.create.topics.enable"]:
-        return "UNKNOWN_TOPIC_OR_PARTITION", None
+        return ErrorCode.unknown_topic_or_partition, None
     try:
-        return "NONE", services.admin_manager.create_topic(NewTopic(name))
+        return ErrorCode.none, services.admin_manager.create_topic(NewTopic(name))
     except AdminError as exc:
-        if exc.error == "TOPIC_ALREADY_EXISTS":
-            return "NONE", services.metadata_cache.topic(name)
+        if exc.error is ErrorCode.topic_already_exists:
+            return ErrorCode.none, services.metadata_cache.topic(name)
         return exc.error, None
 
 
@@ -72,7 +74,7 @@ def handle_metadata(services: BrokerServices, request: Any, conn: Any) -> dict[s
         "controller_id": cache.controller_id,
         "topics": topics,
         "cluster_authorized_operations": NO_OPERATIONS,
-        "error_code": 0,
+        "error_code": ErrorCode.none,
     }
 
 
@@ -83,13 +85,13 @@ def _one_topic(services: BrokerServices, wanted: Any, allow_create: bool) -> dic
     if name is None:
         topic = cache.topic_by_id(topic_id) if topic_id not in (None, ZERO_UUID) else None
         if topic is None:
-            return {"error_code": "UNKNOWN_TOPIC_ID", "name": None,
+            return {"error_code": ErrorCode.unknown_topic_id, "name": None,
                     "topic_id": topic_id or ZERO_UUID, "partitions": [],
                     "topic_authorized_operations": NO_OPERATIONS}
         return topic_metadata(topic)
     topic = cache.topic(name)
     if topic is None:
-        error = "UNKNOWN_TOPIC_OR_PARTITION"
+        error = ErrorCode.unknown_topic_or_partition
         if allow_create:
             error, topic = maybe_auto_create(services, name)
         if topic is None:

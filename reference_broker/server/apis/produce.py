@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Awaitable
 from typing import Any
 
+from harness.wire.errors import ErrorCode, error_name
 from harness.wire.protocol import ProtocolError
 from reference_broker.server import topic_config
 from reference_broker.server.broker_services import BrokerServices
@@ -34,9 +35,10 @@ def handle_produce(
         partitions = []
         for data in topic_data.partition_data:
             if acks not in (0, 1, -1):
-                result = {"index": data.index, "error_code": "INVALID_REQUIRED_ACKS"}
+                result = {"index": data.index, "error_code": ErrorCode.invalid_required_acks}
             elif topic is None:
-                error = "UNKNOWN_TOPIC_OR_PARTITION" if name is not None else "UNKNOWN_TOPIC_ID"
+                error = ErrorCode.unknown_topic_or_partition if name is not None \
+                    else ErrorCode.unknown_topic_id
                 result = {"index": data.index, "error_code": error}
             else:
                 min_isr = topic_config.effective(services.config, topic.configs,
@@ -53,13 +55,14 @@ def handle_produce(
                     "error_message": outcome.message,
                     "record_errors": [{"batch_index": 0,
                                        "batch_index_error_message": outcome.message}]
-                    if outcome.error == "INVALID_RECORD" else [],
+                    if outcome.error is ErrorCode.invalid_record else [],
                 }
-                if acks == -1 and outcome.error == "NONE":
+                if acks == -1 and outcome.error is ErrorCode.none:
                     waiting.append((result, topic.name, data.index, outcome.required_offset,
                                     min_isr))
-            if result["error_code"] != "NONE":
-                failed.append(f"{name or topic_id}-{data.index}: {result['error_code']}")
+            if result["error_code"] is not ErrorCode.none:
+                failed.append(f"{name or topic_id}-{data.index}: "
+                              f"{error_name(result['error_code'])}")
             result.setdefault("base_offset", -1)
             result.setdefault("log_append_time", -1)
             result.setdefault("log_start_offset", -1)
@@ -81,7 +84,7 @@ def handle_produce(
 def _replicated(services: BrokerServices, waiting: tuple) -> bool:
     _result, topic, partition, required, min_isr = waiting
     part = services.replica_manager.partition(topic, partition)
-    return part is not None and part.acks_all_outcome(required, min_isr) == "NONE"
+    return part is not None and part.acks_all_outcome(required, min_isr) is ErrorCode.none
 
 
 async def _await_isr(services: BrokerServices, response: dict[str, Any],

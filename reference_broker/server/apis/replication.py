@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.wire.errors import ErrorCode
 from harness.wire.protocol import ProtocolError
 from reference_broker.server.broker_services import BrokerServices
 from reference_broker.server.kafka_apis import api
@@ -78,17 +79,17 @@ async def handle_elect_leaders(services: BrokerServices, request: Any,
     if controller is None:
         # Standalone: every partition's only replica leads already.
         results = {
-            (t, p): ("ELECTION_NOT_NEEDED", None)
+            (t, p): (ErrorCode.election_not_needed, None)
             if services.metadata_cache.partition(t, p) is not None
-            else ("UNKNOWN_TOPIC_OR_PARTITION", None)
+            else (ErrorCode.unknown_topic_or_partition, None)
             for t, p in wanted or []}
     elif not controller.is_active:
-        results = {tp: ("NOT_CONTROLLER", None) for tp in wanted or []}
+        results = {tp: (ErrorCode.not_controller, None) for tp in wanted or []}
     else:
         results = await controller.elect_leaders(election_type, wanted)
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, partition), (error, message) in sorted(results.items()):
         by_topic.setdefault(topic, []).append(
             {"partition_id": partition, "error_code": error, "error_message": message})
-    return {"throttle_time": 0, "error_code": "NONE", "replica_election_results": [
+    return {"throttle_time": 0, "error_code": ErrorCode.none, "replica_election_results": [
         {"topic": t, "partition_result": r} for t, r in by_topic.items()]}
