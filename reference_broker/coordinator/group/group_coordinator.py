@@ -316,12 +316,16 @@ class GroupCoordinator:
         if error is not ErrorCode.none:
             return SyncResult(error)
         group = self.manager.groups.get(group_id)
-        if group is None or not group.has_member(member_id):
-            if group is not None and group.is_state(GroupState.DEAD):
-                return SyncResult(ErrorCode.coordinator_not_available)
+        if group is None:
             return SyncResult(ErrorCode.unknown_member_id)
+        if group.is_state(GroupState.DEAD):
+            return SyncResult(ErrorCode.coordinator_not_available)
+        # As Kafka's doSyncGroup: a static member's fencing is checked before its membership,
+        # so another process using the same group.instance.id learns it must stop.
         if group.is_fenced(instance_id, member_id):
             return SyncResult(ErrorCode.fenced_instance_id)
+        if not group.has_member(member_id):
+            return SyncResult(ErrorCode.unknown_member_id)
         if generation_id != group.generation_id:
             return SyncResult(ErrorCode.illegal_generation)
         if (protocol_type is not None and protocol_type != group.protocol_type) or \
