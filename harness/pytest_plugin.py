@@ -209,19 +209,11 @@ def consumer(cluster: Target) -> Iterator[Callable[..., Any]]:
 
 @pytest.fixture
 def raw_client(cluster: Target) -> Iterator[Callable[..., Any]]:
-    from harness.raw_client import RawClient
+    from harness.raw_client import RawClients
 
-    made: list[RawClient] = []
-
-    def make(address: str | None = None, **kwargs: Any) -> RawClient:
-        host, _, port = (address or cluster.bootstrap.split(",")[0]).rpartition(":")
-        client = RawClient(host, int(port), **kwargs)
-        made.append(client)
-        return client
-
-    yield make
-    for client in made:
-        client.close()
+    clients = RawClients(cluster.bootstrap)
+    yield clients
+    clients.close()
 
 
 @pytest.hookimpl(wrapper=True)

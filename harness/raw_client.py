@@ -81,3 +81,23 @@ class RawClient:
             chunks.append(chunk)
             remaining -= len(chunk)
         return b"".join(chunks)
+
+
+class RawClients:
+    """Raw connections opened on demand — to ``bootstrap`` (the first address of a bootstrap
+    list) or to any ``host:port`` — and closed together, so a test leaves none open."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap.split(",")[0]
+        self._made: list[RawClient] = []
+
+    def __call__(self, address: str | None = None, **options: Any) -> RawClient:
+        host, _, port = (address or self.bootstrap).rpartition(":")
+        client = RawClient(host, int(port), **options)
+        self._made.append(client)
+        return client
+
+    def close(self) -> None:
+        for client in self._made:
+            client.close()
+        self._made.clear()

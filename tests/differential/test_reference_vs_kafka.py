@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.targets import Target, start_target
-from harness.raw_client import RawClient
+from harness.raw_client import RawClients
 from harness.wire import protocol
 from suites.protocol._exchange import exchange
 from suites.protocol._samples import SAMPLES, Names
@@ -61,7 +61,7 @@ BROKER_PROPERTIES = {"group.initial.rebalance.delay.ms": 0, "offsets.topic.repli
 class Side:
     target: Target
     wire: Wire
-    clients: list[RawClient]
+    clients: RawClients
 
     def names(self, topic: str, version: int) -> Names:
         return Names(topic, self.wire.topic_id(topic), f"{SAME_NAMES}-group",
@@ -70,15 +70,8 @@ class Side:
 
 def _side(kind: str, run_dir: Path) -> Side:
     target = start_target(kind, brokers=1, run_dir=run_dir, properties=BROKER_PROPERTIES)
-    clients: list[RawClient] = []
-
-    def connect(address: str | None = None, **options: Any) -> RawClient:
-        host, _, port = (address or target.bootstrap.split(",")[0]).rpartition(":")
-        client = RawClient(host, int(port), **options)
-        clients.append(client)
-        return client
-
-    return Side(target, Wire(connect, target.bootstrap.split(",")[0]), clients)
+    clients = RawClients(target.bootstrap)
+    return Side(target, Wire(clients, clients.bootstrap), clients)
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +87,7 @@ def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Side]]
         yield made
     finally:
         for side in made.values():
-            for client in side.clients:
-                client.close()
+            side.clients.close()
             side.target.close()
 
 
