@@ -48,7 +48,10 @@ _STATE = pytest.StashKey[dict[str, Any]]()
 
 # Broker settings of the reference target, as Kafka's own integration tests set them: the first
 # JoinGroup of a new group is not held back by group.initial.rebalance.delay.ms (3 s otherwise).
-SUITE_BROKER_PROPERTIES = {"group.initial.rebalance.delay.ms": 0}
+# Groups start at once (no initial rebalance delay), and a group is full at 6 members (the suites
+# use at most 3), so the groups suite can see GROUP_MAX_SIZE_REACHED: Kafka's default,
+# 2147483647, cannot be reached.
+SUITE_BROKER_PROPERTIES = {"group.initial.rebalance.delay.ms": 0, "group.max.size": 6}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

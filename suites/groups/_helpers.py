@@ -27,12 +27,12 @@ from harness.wire.protocol import error_name
 
 OFFSET_COMMIT, OFFSET_FETCH, METADATA, FIND_COORDINATOR = 8, 9, 3, 10
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS = 11, 12, 13, 14, 15
-API_VERSIONS, DELETE_GROUPS, OFFSET_DELETE = 18, 42, 47
+API_VERSIONS, DELETE_GROUPS, OFFSET_DELETE, DESCRIBE_CONFIGS = 18, 42, 47, 32
 
 # The versions the suites speak (see the module docstring for why these).
 V = {FIND_COORDINATOR: 3, JOIN_GROUP: 5, SYNC_GROUP: 3, HEARTBEAT: 3, LEAVE_GROUP: 3,
      OFFSET_COMMIT: 7, OFFSET_FETCH: 6, DESCRIBE_GROUPS: 4, DELETE_GROUPS: 1, OFFSET_DELETE: 0,
-     METADATA: 1}
+     METADATA: 1, DESCRIBE_CONFIGS: 1}
 
 # What a client retries while a coordinator moves or loads [protocol guide, error codes].
 RETRIABLE_COORDINATOR_ERRORS = frozenset(

@@ -12,7 +12,9 @@ from __future__ import annotations
 import pytest
 
 from harness.cluster.targets import Target
+from harness.raw_client import RawClient
 from suites.groups._helpers import (
+    DESCRIBE_CONFIGS,
     HEARTBEAT,
     JOIN_GROUP,
     LEAVE_GROUP,
@@ -23,10 +25,12 @@ from suites.groups._helpers import (
     V,
     coordinator_client,
     err,
+    find_coordinator,
     heartbeat,
     join,
     join_body,
     leave,
+    rejoin_when_rebalancing,
     stable_member,
     sync,
     wait_until,
@@ -34,6 +38,8 @@ from suites.groups._helpers import (
 from suites.support import unique_name
 
 MADE_UP_MEMBER = "made-up-member-0000"
+BROKER_RESOURCE = 4
+MAX_GROUP_TO_FILL = 64
 
 
 def _group(request: pytest.FixtureRequest) -> str:
@@ -114,6 +120,50 @@ def test_a_static_join_with_another_members_id_is_fenced(
     stable_member(client, group, instance="instance-1")
     body = join_body(group, MADE_UP_MEMBER, instance="instance-1")
     assert err(client.request(JOIN_GROUP, V[JOIN_GROUP], body)) == "FENCED_INSTANCE_ID"
+
+
+def test_a_new_member_beyond_group_max_size_is_refused(
+        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+    """A group holds at most group.max.size members; a new member joining a full group is
+    refused with GROUP_MAX_SIZE_REACHED. Members that were only handed an id by
+    MEMBER_ID_REQUIRED do not count [KIP-389; Apache Kafka 3.9 and 4.4 answer so].
+
+    The group is filled as clients fill it: one member leads a first generation, the others
+    join (their JoinGroups wait for the rebalance), and the first rejoins."""
+    group = _group(request)
+    probe = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT,
+                               DESCRIBE_CONFIGS)
+    limit = _group_max_size(probe, find_coordinator(probe, group).node_id)
+    if limit > MAX_GROUP_TO_FILL:
+        pytest.skip(f"the target's group.max.size is {limit}; the suite fills a group of at "
+                    f"most {MAX_GROUP_TO_FILL} members (the harness's own targets set 6)")
+    other = f"{group}-pending"
+    waiting = coordinator_client(raw_client, other, JOIN_GROUP)
+    pending = [err(waiting.request(JOIN_GROUP, V[JOIN_GROUP], join_body(other)))
+               for _ in range(limit + 1)]
+    assert pending == ["MEMBER_ID_REQUIRED"] * (limit + 1), "pending members were counted"
+
+    first = stable_member(probe, group)
+    joining = [BackgroundJoin(coordinator_client(raw_client, group), group)
+               for _ in range(limit - 1)]
+    rejoined = rejoin_when_rebalancing(probe, group, first)
+    answers = [rejoined, *(member.answer() for member in joining)]
+    assert [err(a) for a in answers] == ["NONE"] * limit
+    assert len(rejoined.members) == limit
+    assert err(probe.request(JOIN_GROUP, V[JOIN_GROUP], join_body(group))) \
+        == "GROUP_MAX_SIZE_REACHED"
+
+
+def _group_max_size(client: RawClient, node: int) -> int:
+    """group.max.size of broker ``node``, the one behind ``client``: a broker describes only its
+    own static configs."""
+    answer = client.request(DESCRIBE_CONFIGS, V[DESCRIBE_CONFIGS], {"resources": [{
+        "resource_type": BROKER_RESOURCE, "resource_name": str(node),
+        "configuration_keys": ["group.max.size"]}], "include_synonyms": False})
+    (result,) = answer.results
+    assert err(result) == "NONE", f"DescribeConfigs of broker {node}: {err(result)}"
+    (config,) = [c for c in result.configs if c.name == "group.max.size"]
+    return int(config.value)
 
 
 # --- SyncGroup ----------------------------------------------------------------------------------

@@ -139,12 +139,20 @@ def test_join_errors():
         a = await coordinator.join_group(join())
         other = join(protocols=(("roundrobin", b""),))
         assert (await coordinator.join_group(other)).error == ErrorCode.inconsistent_group_protocol
-        for _ in range(2):
+        assert a.error == ErrorCode.none
+        # As in Apache Kafka, members only handed an id (MEMBER_ID_REQUIRED) do not count
+        # towards group.max.size: more of them than the limit are all handed one.
+        for _ in range(CONFIG.max_size + 1):
             assert (await coordinator.join_group(join(known_required=True))).error \
                 == ErrorCode.member_id_required
+        group = coordinator.manager.groups["g"]
+        newcomers = [asyncio.create_task(coordinator.join_group(join())) for _ in range(2)]
+        while group.state is not GroupState.PREPARING_REBALANCE:
+            await asyncio.sleep(0.01)
+        joined = await asyncio.gather(coordinator.join_group(join(a.member_id)), *newcomers)
+        assert [j.error for j in joined] == [ErrorCode.none] * CONFIG.max_size
         assert (await coordinator.join_group(join(known_required=True))).error \
             == ErrorCode.group_max_size_reached
-        assert a.error == ErrorCode.none
 
     asyncio.run(scenario())
 

@@ -139,7 +139,8 @@ class GroupCoordinator:
         return await self._join_known_member(group, req)
 
     async def _join_unknown_member(self, group: GroupMetadata, req: JoinRequest) -> JoinResult:
-        if group.size >= self.config.max_size:
+        # Members only handed an id by MEMBER_ID_REQUIRED do not count, as in Apache Kafka.
+        if len(group.members) >= self.config.max_size:
             return JoinResult(ErrorCode.group_max_size_reached)
         prefix = req.group_instance_id if req.group_instance_id is not None else req.client_id
         new_id = f"{prefix}-{uuid.uuid4()}"

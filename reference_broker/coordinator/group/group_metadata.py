@@ -174,10 +174,6 @@ class GroupMetadata:
         current = self.static_member_id(instance_id)
         return current is not None and current != member_id
 
-    @property
-    def size(self) -> int:
-        return len(self.members) + len(self.pending_members)
-
     def has_all_members_joined(self) -> bool:
         return not self.pending_members and all(m.awaiting_join for m in self.members.values())
 
