@@ -38,6 +38,11 @@ from suites.groups._helpers import (
 from suites.support import unique_name
 
 MADE_UP_MEMBER = "made-up-member-0000"
+# Not a missing capability: librdkafka's mock cluster runs inside the test process, and a
+# JoinGroup with no protocols crashes it (segmentation fault), ending the whole session instead
+# of failing one test.
+MOCK_CRASHES = ("librdkafka's mock cluster crashes the test process (segmentation fault) on a "
+                "JoinGroup with no protocols")
 BROKER_RESOURCE = 4
 MAX_GROUP_TO_FILL = 64
 
@@ -93,6 +98,8 @@ def test_the_first_join_without_a_protocol_type_or_protocols_is_inconsistent_gro
         protocol_type: str, protocols: list[tuple[str, bytes]]) -> None:
     """An empty group accepts a first member only with a protocol type and at least one
     protocol; otherwise INCONSISTENT_GROUP_PROTOCOL [Kafka GroupMetadata.supportsProtocols]."""
+    if cluster.kind == "librdkafka-mock" and not protocols:
+        pytest.skip(MOCK_CRASHES)
     group = _group(request)
     client = coordinator_client(raw_client, group, JOIN_GROUP)
     body = join_body(group, protocol_type=protocol_type)
