@@ -253,6 +253,13 @@ SAMPLES: dict[int, Sample] = {
     69: _ok(Route.GROUP_COORDINATOR, lambda n: {"group_ids": [n.group],
                                                 "include_authorized_operations": False},
             "NONE", "GROUP_ID_NOT_FOUND", KIP_848_OFF),
+    # KIP-714: a client with no instance id yet is given one (and the broker's subscriptions);
+    # a push for a subscription the broker never handed out is refused.
+    71: _ok(Route.ANY, lambda n: {"client_instance_id": ZERO_UUID}),
+    72: _ok(Route.ANY, lambda n: {"client_instance_id": ZERO_UUID, "subscription_id": 0,
+                                  "terminating": False, "compression_type": 0,
+                                  "metrics": b""},
+            "UNKNOWN_SUBSCRIPTION_ID", "INVALID_REQUEST"),
     74: _ok(Route.ANY, lambda n: {"resource_types": []}),
     75: _ok(Route.ANY, lambda n: {"topics": [{"name": n.topic}], "response_partition_limit": 100,
                                   "cursor": None}),
