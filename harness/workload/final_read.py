@@ -41,12 +41,17 @@ def read_partition(bootstrap: str, topic: str, partition: int, recorder: Recorde
     records = 0
     try:
         # Right after a leadership change the client may still ask the old leader, which
-        # answers NOT_LEADER_OR_FOLLOWER (Apache Kafka does, after an unclean election); the
-        # next try goes to the new leader once the client's metadata has caught up.
-        _, high = wait_for(
-            lambda: consumer.get_watermark_offsets(TopicPartition(topic, partition),
-                                                   timeout=5.0, cached=False),
-            timeout_s, f"the high watermark of {topic}-{partition}")
+        # answers NOT_LEADER_OR_FOLLOWER (Apache Kafka does, after an unclean election), or
+        # hold metadata from a broker that had just started and did not know the topic yet
+        # (librdkafka then says "Unknown partition" until its next refresh, minutes away). Each
+        # try asks for the topic's metadata afresh, as a client does after such an answer.
+        def high_watermark() -> tuple[int, int]:
+            consumer.list_topics(topic, timeout=5.0)
+            return consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                  timeout=5.0, cached=False)
+
+        _, high = wait_for(high_watermark, timeout_s,
+                           f"the high watermark of {topic}-{partition}")
         tp = TopicPartition(topic, partition, OFFSET_BEGINNING)
         consumer.assign([tp])
         assign_op = recorder.next_op()
