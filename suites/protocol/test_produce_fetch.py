@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
+from harness.waiting import wait_for
 from harness.wire.records import build_batch
 from suites.protocol._records import batch_headers, fetched_records, values
 from suites.protocol._wire import (
@@ -156,6 +157,10 @@ def test_parked_fetch_wakes_when_records_arrive(wire: Wire,
                                                 new_topic: Callable[..., str]) -> None:
     """A Fetch parked for lack of data is answered once an append gives it min_bytes, before max_wait [protocol guide, Fetch: min_bytes; Kafka DelayedFetch]."""  # noqa: E501
     topic = new_topic(1, exact=False)
+    # A new topic is in every broker's metadata a moment before its leader serves it (Kafka 4
+    # in KRaft mode answers such a Fetch at once with an error): park only once it is served.
+    wait_for(lambda: wire.fetch(topic, 0, max_wait=0).error_code.value == 0, BOUND_S,
+             f"the leader of {topic} to serve Fetch")
     leader = wire.connect(wire.leader_address(topic))
     version, body = wire.fetch_request(topic, 0, max_wait=30_000, min_bytes=1)
     parked = leader.send(FETCH, version, body)
@@ -167,7 +172,9 @@ def test_parked_fetch_wakes_when_records_arrive(wire: Wire,
         pytest.fail("the parked Fetch was not answered within 10 s of the append")
     assert correlation == parked
     assert time.monotonic() - started < BOUND_S
-    assert values(answer.responses[0].partitions[0].records) == [b"wake"]
+    woken = answer.responses[0].partitions[0]
+    assert values(woken.records) == [b"wake"], \
+        f"answered {woken.error_code!r} with high watermark {woken.high_watermark} and no record"
 
 
 def test_create_time_topic_keeps_the_producer_timestamp(
