@@ -50,13 +50,27 @@ def err(response: Any) -> str:
 
 def require_apis(client: RawClient, *api_keys: int) -> None:
     """Skip the test when the target does not implement each API at the suite's version."""
-    answer = client.request(API_VERSIONS, 0, {})
-    ranges = {int(k.api_key): (k.min_version, k.max_version) for k in answer.api_keys}
+    ranges = _advertised(client)
     for key in api_keys:
-        low, high = ranges.get(key, (0, -1))
-        if not low <= V[key] <= high:
-            pytest.skip(f"needs API key {key} at version {V[key]}; the target offers "
-                        f"{'none' if high < 0 else f'versions {low}-{high}'}")
+        _require(ranges, key, V[key])
+
+
+def require_version(client: RawClient, api_key: int, version: int) -> int:
+    """``version`` of ``api_key`` if the target implements it, else a precise skip."""
+    _require(_advertised(client), api_key, version)
+    return version
+
+
+def _advertised(client: RawClient) -> dict[int, tuple[int, int]]:
+    answer = client.request(API_VERSIONS, 0, {})
+    return {int(k.api_key): (k.min_version, k.max_version) for k in answer.api_keys}
+
+
+def _require(ranges: dict[int, tuple[int, int]], api_key: int, version: int) -> None:
+    low, high = ranges.get(api_key, (0, -1))
+    if not low <= version <= high:
+        pytest.skip(f"needs API key {api_key} at version {version}; the target offers "
+                    f"{'none' if high < 0 else f'versions {low}-{high}'}")
 
 
 def wait_until(predicate: Callable[[], Any], what: str, timeout: float = WAIT_S,

@@ -31,6 +31,7 @@ from suites.groups._helpers import (
     join_body,
     leave,
     rejoin_when_rebalancing,
+    require_version,
     stable_member,
     sync,
     wait_until,
@@ -250,7 +251,7 @@ def test_sync_naming_a_protocol_the_group_did_not_choose_is_inconsistent_group_p
     group = _group(request)
     client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP)
     joined = stable_member(client, group)
-    version = _require_version(client, SYNC_GROUP, 5)
+    version = require_version(client, SYNC_GROUP, 5)
     base = {"group_id": group, "generation_id": joined.generation_id,
             "member_id": joined.member_id, "group_instance_id": None, "assignments": []}
     wrong_name = client.request(SYNC_GROUP, version,
@@ -365,14 +366,3 @@ def test_leave_with_an_empty_group_id_is_invalid_group_id(
     level [Kafka GroupCoordinator validateGroupStatus]."""
     answer = leave(raw_client(), "", (MADE_UP_MEMBER, None))
     assert err(answer) == "INVALID_GROUP_ID"
-
-
-def _require_version(client, api_key: int, version: int) -> int:
-    """``version`` of ``api_key`` if the target offers it, else a precise skip."""
-    answer = client.request(18, 0, {})
-    ranges = {int(k.api_key): (k.min_version, k.max_version) for k in answer.api_keys}
-    low, high = ranges.get(api_key, (0, -1))
-    if not low <= version <= high:
-        pytest.skip(f"needs API key {api_key} at version {version}; the target offers "
-                    f"{'none' if high < 0 else f'versions {low}-{high}'}")
-    return version
