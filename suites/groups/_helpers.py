@@ -112,8 +112,10 @@ def fetch_offsets(client: RawClient, group: str, topic: str | None = None,
     return client.request(OFFSET_FETCH, V[OFFSET_FETCH], {"group_id": group, "topics": topics})
 
 
-def wait_coordinator_ready(client: RawClient, group: str, timeout: float = WAIT_S) -> list[str]:
-    """Retry an OffsetFetch until the coordinator serves the group; the retriable errors seen.
+def wait_coordinator_ready(client: RawClient, group: str, timeout: float = WAIT_S, *,
+                           interval: float = 0.1) -> list[str]:
+    """Retry an OffsetFetch every `interval` s until the coordinator serves the group; the
+    retriable errors seen, in order.
 
     Anything but NONE or a retriable coordinator error fails: a client could not recover."""
     seen: list[str] = []
@@ -129,7 +131,7 @@ def wait_coordinator_ready(client: RawClient, group: str, timeout: float = WAIT_
         seen.append(answer)
         return False
 
-    wait_until(served, f"the coordinator of {group} to serve it", timeout)
+    wait_until(served, f"the coordinator of {group} to serve it", timeout, interval)
     return seen
 
 

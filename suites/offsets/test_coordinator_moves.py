@@ -10,7 +10,9 @@ COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR) and recovers by finding the coord
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -19,6 +21,7 @@ from confluent_kafka import TopicPartition
 from harness.cluster.targets import Target
 from harness.raw_client import RawClient
 from suites.groups._helpers import (
+    API_VERSIONS,
     HEARTBEAT,
     JOIN_GROUP,
     OFFSET_COMMIT,
@@ -43,6 +46,8 @@ from suites.offsets._helpers import (
 from suites.support import unique_name
 
 COMMITTED = {0: (4, "before"), 1: (9, "before")}
+# What the load test commits before the restart: enough that replaying it takes a while.
+LOAD_PARTITIONS, LOAD_COMMITS, LOAD_METADATA = 50, 60, "m" * 1000
 
 
 @pytest.mark.requires_multi_broker
@@ -128,18 +133,97 @@ def test_commits_survive_a_restart_of_the_coordinator(
     coordinator = find_coordinator(client, group)
     address = broker_addresses(client)[coordinator.node_id]
     client.close()
-
-    nodes = cluster.nodes
-    for broker_id in nodes.running_broker_ids():
-        if broker_id != coordinator.node_id:
-            nodes.stop_broker(broker_id)
-    nodes.stop_broker(coordinator.node_id)
-    nodes.start_broker(coordinator.node_id)
+    _restart_alone(cluster, coordinator.node_id)
 
     restarted = raw_client(address)
     assert find_coordinator(restarted, group).node_id == coordinator.node_id
     seen = wait_coordinator_ready(restarted, group)
     assert _committed(restarted, group, topic) == COMMITTED, f"retriable errors first: {seen}"
+
+
+@pytest.mark.requires_process_faults
+@pytest.mark.requires_multi_broker
+def test_a_restarted_coordinator_answers_load_in_progress_until_it_has_replayed(
+        cluster: Target, raw_client: RawFactory, make_topic: Callable[..., str],
+        request: pytest.FixtureRequest) -> None:
+    """While a coordinator replays its offsets partition it answers the group's requests with
+    COORDINATOR_LOAD_IN_PROGRESS — not NONE with offsets still missing — and then serves every
+    acknowledged offset [Kafka GroupMetadataManager: a partition is "loading" until replayed;
+    protocol guide, COORDINATOR_LOAD_IN_PROGRESS].
+
+    Forced for real: the group commits a few thousand offsets, every broker stops, and the
+    coordinator starts alone, so it must replay its own log before it can answer; the test asks
+    as fast as it can from the moment the broker is back. Apache Kafka 3.9 answers
+    NOT_COORDINATOR until it leads the partition again, then COORDINATOR_LOAD_IN_PROGRESS for
+    tens of requests (it replays the fifty offsets partitions one after another)."""
+    topic = make_topic(partitions=LOAD_PARTITIONS)
+    group = unique_name(request, "g-")
+    client = offsets_client(raw_client, group, [topic], OFFSET_COMMIT)
+    for offset in range(LOAD_COMMITS):
+        offsets = {p: offset for p in range(LOAD_PARTITIONS)}
+        assert set(commit(client, group, topic, offsets, metadata=LOAD_METADATA)) == {"NONE"}
+    coordinator = find_coordinator(client, group)
+    address = broker_addresses(client)[coordinator.node_id]
+    client.close()
+    _stop_all(cluster, coordinator.node_id)
+    with ThreadPoolExecutor(1) as pool:
+        restarting = pool.submit(cluster.nodes.start_broker, coordinator.node_id)
+        restarted = _first_connection(raw_client, address, restarting)
+        seen = wait_coordinator_ready(restarted, group, interval=0)
+        restarting.result()
+    assert "COORDINATOR_LOAD_IN_PROGRESS" in seen, \
+        f"the restarted coordinator never said it was loading; it answered {_runs(seen)}"
+    fetched = committed(restarted, group, topic, list(range(LOAD_PARTITIONS)))
+    last = LOAD_COMMITS - 1
+    assert fetched == {p: (last, LOAD_METADATA, "NONE") for p in range(LOAD_PARTITIONS)}
+
+
+def _restart_alone(cluster: Target, broker_id: int) -> None:
+    """Stop every broker, then start `broker_id` alone: the last of every ISR it was in, it
+    leads its partitions again and must replay their logs (no follower can serve them)."""
+    _stop_all(cluster, broker_id)
+    cluster.nodes.start_broker(broker_id)
+
+
+def _stop_all(cluster: Target, last: int) -> None:
+    """Stop every broker, `last` last (so it is the last of every ISR it is in)."""
+    nodes = cluster.nodes
+    for other in nodes.running_broker_ids():
+        if other != last:
+            nodes.stop_broker(other)
+    nodes.stop_broker(last)
+
+
+def _first_connection(raw_client: RawFactory, address: str, restarting: Future[None]
+                      ) -> RawClient:
+    """A connection the restarting broker answers on, as soon as there is one (the restart
+    itself waits for ZooKeeper registration, by when a fast replay could be over). A proxy in
+    front of the broker accepts at once and closes when the broker is not there yet; so a
+    connection counts once the broker has answered ApiVersions on it."""
+    def connect() -> RawClient | None:
+        if restarting.done():
+            restarting.result()  # a failed restart fails here, with its own error
+        try:
+            client = raw_client(address, timeout=5)
+        except ConnectionRefusedError:
+            return None
+        try:
+            client.request(API_VERSIONS, 0, {})
+        except (ConnectionError, TimeoutError):
+            client.close()
+            return None
+        return client
+
+    return wait_until(connect, f"the broker at {address} to answer", interval=0.005)
+
+
+def _runs(answers: list[str]) -> str:
+    """``["A", "A", "B"]`` → ``"A ×2, B"``: a long list of answers, readable in a message."""
+    out: list[str] = []
+    for name, group in itertools.groupby(answers):
+        count = len(list(group))
+        out.append(name if count == 1 else f"{name} ×{count}")
+    return ", ".join(out) or "nothing but NONE"
 
 
 def _committed(client: RawClient, group: str, topic: str) -> dict[int, tuple[int, str | None]]:

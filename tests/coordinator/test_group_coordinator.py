@@ -213,6 +213,43 @@ def test_loading_is_refused_until_replayed():
     asyncio.run(scenario())
 
 
+def test_a_long_replay_answers_other_requests_and_partitions_replay_one_at_a_time():
+    """No delay configured: a replay of many records still leaves the event loop free between
+    slices (the group answers COORDINATOR_LOAD_IN_PROGRESS meanwhile, as Kafka's does), and a
+    second partition waits for the first, as with Kafka's single loader thread."""
+    async def scenario():
+        log = FakeOffsetsLog()
+        replays = []
+
+        def read(partition):
+            replays.append(("start", partition))
+            yield from log.read(partition)
+            replays.append(("end", partition))
+
+        manager = GroupMetadataManager(PARTITIONS, log.append, read)
+        offsets = OffsetCommits(manager, CONFIG)
+        first, second = partition_for("g", PARTITIONS), (partition_for("g", PARTITIONS) + 1) % 3
+        other = next(f"h{i}" for i in range(100) if partition_for(f"h{i}", PARTITIONS) == second)
+        await manager.load_partition(first, lambda _g: None)
+        tp = ("t", 0)
+        for offset in range(2000):
+            offsets.commit("g", "", None, -1, {tp: OffsetToCommit(offset, -1, None)})
+        manager.unload_partition(first)
+        replays.clear()
+
+        loads = [asyncio.ensure_future(manager.load_partition(p, lambda _g: None))
+                 for p in (first, second)]
+        await asyncio.sleep(0)
+        assert manager.ownership_error("g") == ErrorCode.coordinator_load_in_progress
+        assert manager.ownership_error(other) == ErrorCode.coordinator_load_in_progress
+        await asyncio.gather(*loads)
+        assert replays == [("start", first), ("end", first), ("start", second), ("end", second)]
+        assert manager.ownership_error("g") == ErrorCode.none
+        assert manager.groups["g"].offsets[tp].offset == 1999
+
+    asyncio.run(scenario())
+
+
 def test_offset_rules_retention_and_group_deletion():
     async def scenario():
         log = FakeOffsetsLog()

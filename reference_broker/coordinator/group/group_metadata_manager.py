@@ -4,8 +4,12 @@ The coordinator's memory is a cache of the offsets topic: every commit, every co
 rebalance and every deletion is appended there first (in Kafka's own key/value layouts, see
 `harness.wire.group_records`), and on taking over an offsets partition the cache is rebuilt by
 replaying it. Until that replay is finished the partition's groups answer
-COORDINATOR_LOAD_IN_PROGRESS; a configurable delay before the replay makes that window long
-enough for tests to observe.
+COORDINATOR_LOAD_IN_PROGRESS. As in Kafka, partitions are replayed one at a time (Kafka's
+GroupMetadataManager loads on a scheduler with one thread) and the broker keeps answering
+requests meanwhile (the replay yields to the event loop every few hundred records), so a client
+of a restarted coordinator really meets COORDINATOR_LOAD_IN_PROGRESS — Apache Kafka 3.9 answers
+it for a few hundred milliseconds after a restart even with little to replay. A configurable
+delay before the replay makes that window as long as a unit test needs.
 
 The manager does not know how records reach the log: the server hands it two callables at
 start-up (append to an offsets partition, read one back), which is what lets the cluster mode
@@ -52,6 +56,8 @@ ReadPartition = Callable[[int], Iterable[tuple[bytes | None, bytes | None]]]
 """Every (key, value) of an offsets partition up to its log end, in offset order."""
 
 _INT_MIN = -(2**31)
+# Records replayed between two yields to the event loop (other requests are served meanwhile).
+_REPLAY_SLICE = 256
 
 # How an append failure reads to a client (Kafka maps produce errors the same way).
 _APPEND_ERRORS: dict[ErrorCode, ErrorCode] = {
@@ -103,6 +109,7 @@ class GroupMetadataManager:
         self.groups: dict[str, GroupMetadata] = {}
         self.owned: set[int] = set()
         self.loading: set[int] = set()
+        self._loader: asyncio.Lock | None = None  # one replay at a time; made on the loop
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)
@@ -127,12 +134,15 @@ class GroupMetadataManager:
         self.loading.add(partition)
         started = time.monotonic()
         log.debug("Loading group metadata from __consumer_offsets-%d", partition)
+        if self._loader is None:
+            self._loader = asyncio.Lock()
         try:
-            if self._load_delay_s > 0:
-                await asyncio.sleep(self._load_delay_s)
-            if partition not in self.owned:
-                return  # resigned while waiting: the new leader loads it
-            replayed = self._replay(partition)
+            async with self._loader:
+                if self._load_delay_s > 0:
+                    await asyncio.sleep(self._load_delay_s)
+                replayed = await self._replay(partition)
+            if replayed is None:
+                return  # resigned while waiting or replaying: the new leader loads it
             for group in self._restore(replayed):
                 self.groups[group.group_id] = group
                 on_loaded(group)
@@ -144,10 +154,18 @@ class GroupMetadataManager:
                 "Finished loading %d group(s) from __consumer_offsets-%d in %d ms", loaded,
                 partition, (time.monotonic() - started) * 1000)
 
-    def _replay(self, partition: int) -> _Replayed:
+    async def _replay(self, partition: int) -> _Replayed | None:
+        """The partition's groups and offsets as its log ends, or None if this broker stopped
+        leading the partition before the replay finished."""
         groups: dict[str, GroupValue] = {}
         offsets: dict[str, dict[TopicPartition, OffsetValue]] = {}
-        for key_bytes, value_bytes in self._read(partition):
+        if partition not in self.owned:
+            return None
+        for count, (key_bytes, value_bytes) in enumerate(self._read(partition), 1):
+            if count % _REPLAY_SLICE == 0:
+                await asyncio.sleep(0)
+                if partition not in self.owned:
+                    return None
             if key_bytes is None:
                 continue
             try:
