@@ -2,9 +2,15 @@
 
 Each module in `server/apis/` registers its handlers with `@api(key, versions)`; the versions
 advertised by ApiVersions are read from this registry, so the broker never claims a version it
-does not implement. A handler receives the broker's services and the decoded request and returns
-a plain-dict response body (built into the negotiated version's kio type by `harness.wire`), None
-for "no response" (acks=0 produce), or an awaitable of either.
+does not implement. Each declares Apache Kafka 3.9's range, the line the broker is modelled on,
+cut only where harness.wire has no types: the old versions Kafka 4 removed (KIP-896), which kio
+lacks, and all but one version of each controller -> broker API. The tests hold the advertised
+ranges to what Kafka 3.9.2 answered (`tests/kafka_api_versions.py` lists every difference with
+its reason).
+
+A handler receives the broker's services and the decoded request and returns a plain-dict
+response body (built into the negotiated version's kio type by `harness.wire`), None for "no
+response" (acks=0 produce), or an awaitable of either.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from harness.raw_client import RawClient
 from harness.wire import protocol
 from harness.wire.records import build_batch
+from tests import kafka_api_versions
 
 METADATA, API_VERSIONS, PRODUCE = 3, 18, 0
 
@@ -60,7 +61,9 @@ def test_unsupported_api_versions_version_gets_kip511_answer(broker):
         assert correlation == 42
         assert body.error_code.value == 35  # UNSUPPORTED_VERSION
         keys = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
-        assert keys[API_VERSIONS] == (0, 4)
+        # The same ranges as a valid ApiVersions: Kafka 3.9's (tests/kafka_api_versions.py).
+        assert keys == kafka_api_versions.expected_reference_ranges(zookeeper_mode=False)
+        assert keys[API_VERSIONS] == kafka_api_versions.load()[API_VERSIONS]
 
 
 def _valid_frames() -> list[bytes]:

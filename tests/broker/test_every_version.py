@@ -1,18 +1,41 @@
-"""Every API the broker advertises, at every advertised version: encoded, answered, decoded."""
+"""Every API the broker implements, at every version Apache Kafka 3.9 serves: encoded,
+answered, decoded.
+
+The versions are Kafka's (``tests/kafka_api_versions.py``), not the broker's registry, so a
+version Kafka serves and the broker drops shows up here. The old versions the broker cannot
+decode (kio has no types for them) are listed as skipped with that reason, not left out.
+"""
 
 import uuid
 
 import pytest
 
 from harness.raw_client import RawClient
+from harness.wire import protocol
 from harness.wire.records import build_batch
-from reference_broker.server.kafka_apis import registry
+from tests import kafka_api_versions as kafka
 
 from .conftest import create_topic
 
-# Controller → broker APIs are served only in ZooKeeper mode (tests/cluster_mode covers them).
-ADVERTISED = sorted((h.api_key, v) for h in registry().values() if not h.zk_only
-                    for v in range(h.min_version, h.max_version + 1))
+
+def _cases() -> list:
+    """(api key, version) for every version of every API Kafka 3.9 advertises, except the APIs
+    the broker does not implement and the controller -> broker APIs, which it serves only in
+    ZooKeeper mode (tests/cluster_mode covers them)."""
+    cases = []
+    for api_key in sorted(kafka.expected_reference_ranges(zookeeper_mode=False)):
+        lowest = kafka.LOWEST_DECODABLE.get(api_key, 0)
+        for version in kafka.versions(api_key):
+            if version < lowest:
+                reason = (f"{protocol.api_name(api_key)} v{version}: Kafka 3.9 serves it, "
+                          "kio (Kafka 4's schemas, KIP-896) cannot decode it")
+                cases.append(pytest.param(api_key, version, marks=pytest.mark.skip(reason)))
+            else:
+                cases.append((api_key, version))
+    return cases
+
+
+CASES = _cases()
 
 
 def _sample(api_key: int, version: int, topic: str, topic_id: uuid.UUID) -> dict:
@@ -111,12 +134,13 @@ def target(broker):
         yield raw, name, md.topics[0].topic_id
 
 
-def test_registry_covers_the_issue_apis():
-    assert {h for h, _ in ADVERTISED} >= {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19,
-                                          20, 22, 32, 37, 42, 44, 47}
+def test_the_cases_cover_the_issue_apis():
+    tried = {case.values[0] if hasattr(case, "values") else case[0] for case in CASES}
+    assert tried >= {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 22, 32, 37, 42,
+                     44, 47}
 
 
-@pytest.mark.parametrize("api_key,version", ADVERTISED)
+@pytest.mark.parametrize("api_key,version", CASES)
 def test_advertised_version_is_served(target, api_key, version):
     raw, topic, topic_id = target
     response = raw.request(api_key, version, _sample(api_key, version, topic, topic_id))

@@ -29,6 +29,7 @@ from suites.protocol._exchange import exchange
 from suites.protocol._samples import SAMPLES, Names
 from suites.protocol._wire import METADATA, Wire, encodable_versions
 from suites.protocol.test_malformed_frames import BAD_FRAME_NAMES, CLOSE_WAIT_S, _bad_frames
+from tests import kafka_api_versions
 
 # Fields whose values belong to one broker instance or moment, not to the protocol.
 MAY_DIFFER = {
@@ -45,8 +46,8 @@ MAY_DIFFER = {
     "producer_id": "allocated from the cluster's own producer-id blocks",
     "log_append_time": "the broker's clock",
     "timestamp": "the broker's clock",
-    "api_keys": "which APIs and versions a broker implements is its own; each broker is held "
-                "to what it advertises by the protocol suite",
+    "api_keys": "compared on their own, with the declared differences: "
+                "test_the_reference_broker_advertises_kafka_39s_ranges",
 }
 # Kafka topic configs the reference broker does not implement (it does not list them and
 # refuses them): its segments are deleted at once, and it compacts at every pass whatever the
@@ -131,6 +132,29 @@ def test_differences_skip_only_the_declared_fields() -> None:
     configs = [{"name": n, "config_source": 5} for n in ("b", "file.delete.delay.ms", "a")]
     assert comparable({"configs": configs}) == {"configs": [
         {"name": "a", "config_source": 5}, {"name": "b", "config_source": 5}]}
+
+
+def test_the_recorded_kafka_api_versions_are_current(sides: dict[str, Side]) -> None:
+    """``tests/data/kafka-3.9.2-api-versions.json``, which the project's own tests take their
+    ApiVersions expectations from, is what the running Kafka advertises — at every ApiVersions
+    version — so the file cannot go stale unnoticed. Regenerate it with
+    ``python -m tests.kafka_api_versions``."""
+    kafka = sides["apache-kafka"]
+    assert kafka.target.version == kafka_api_versions.KAFKA_VERSION
+    recorded = kafka_api_versions.load()
+    for version in kafka_api_versions.versions(kafka_api_versions.API_VERSIONS, recorded):
+        assert kafka_api_versions.advertised(kafka.wire.bootstrap, version) == recorded, \
+            f"Kafka {kafka.target.version} advertises otherwise at ApiVersions v{version}"
+
+
+def test_the_reference_broker_advertises_kafka_39s_ranges(sides: dict[str, Side]) -> None:
+    """The reference broker in ZooKeeper mode advertises Kafka 3.9's range for every API,
+    but for the differences ``tests/kafka_api_versions.py`` declares with their reasons."""
+    kafka, reference = (side.wire.bootstrap for side in (sides["apache-kafka"],
+                                                          sides["reference"]))
+    expected = kafka_api_versions.expected_reference_ranges(
+        kafka_api_versions.advertised(kafka), zookeeper_mode=True)
+    assert kafka_api_versions.advertised(reference) == expected
 
 
 @pytest.mark.parametrize("api_key", sorted(SAMPLES), ids=protocol.api_name)

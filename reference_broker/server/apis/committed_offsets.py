@@ -1,8 +1,9 @@
-"""OffsetCommit v2-v10, OffsetFetch v1-v10 (multi-group from v8) and OffsetDelete v0.
+"""OffsetCommit v2-v9, OffsetFetch v1-v9 (multi-group from v8) and OffsetDelete v0.
 
-Topics are named up to v9 and identified by topic id from v10; partitions the broker does not
-host are refused per partition (UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID) before anything
-reaches the coordinator, which decides the rest.
+Partitions the broker does not host are refused per partition (UNKNOWN_TOPIC_OR_PARTITION /
+UNKNOWN_TOPIC_ID) before anything reaches the coordinator, which decides the rest. The handlers
+also know v10's topic ids (Kafka 4), but the broker advertises Kafka 3.9's ranges, which end at
+v9, so no client can send v10.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def _hosted(services: BrokerServices, name: str | None, partition: int) -> bool:
     return name is not None and services.metadata_cache.partition(name, partition) is not None
 
 
-@api(OFFSET_COMMIT, range(2, 11))
+@api(OFFSET_COMMIT, range(2, 10))  # Kafka 3.9: v0-v9; kio has no v0-v1
 @in_connection_order
 def handle_offset_commit(
     services: BrokerServices, request: Any, conn: Any
@@ -107,7 +108,7 @@ def _commit_response(body: Any, refused: dict[tuple[int, int], ErrorCode],
     return {"throttle_time": 0, "topics": topics}
 
 
-@api(OFFSET_FETCH, range(1, 11))
+@api(OFFSET_FETCH, range(1, 10))  # Kafka 3.9: v0-v9; kio has no v0
 @in_connection_order
 def handle_offset_fetch(services: BrokerServices, request: Any, conn: Any) -> dict[str, Any]:
     body = request.body

@@ -23,7 +23,7 @@ ZERO_UUID = uuid.UUID(int=0)
 INVALID_SESSION_ID = 0
 
 
-@api(FETCH, range(4, 19))
+@api(FETCH, range(4, 18))  # Kafka 3.9: v0-v17; kio has no v0-v3
 def handle_fetch(services: BrokerServices, request: Any, conn: Any) -> Any:
     body = request.body
     session_id = getattr(body, "session_id", 0)

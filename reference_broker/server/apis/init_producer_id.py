@@ -11,7 +11,7 @@ from reference_broker.server.kafka_apis import api
 INIT_PRODUCER_ID = 22
 
 
-@api(INIT_PRODUCER_ID, range(0, 7))
+@api(INIT_PRODUCER_ID, range(0, 6))  # Kafka 3.9: v0-v5
 def handle_init_producer_id(services: BrokerServices, request: Any, conn: Any) -> dict[str, Any]:
     body = request.body
     base = {"throttle_time": 0, "producer_id": -1, "producer_epoch": -1}

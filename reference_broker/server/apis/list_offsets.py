@@ -11,7 +11,7 @@ from reference_broker.server.kafka_apis import api
 LIST_OFFSETS = 2
 
 
-@api(LIST_OFFSETS, range(1, 12))
+@api(LIST_OFFSETS, range(1, 10))  # Kafka 3.9: v0-v9; kio has no v0
 def handle_list_offsets(services: BrokerServices, request: Any, conn: Any) -> dict[str, Any]:
     body = request.body
     replicas = services.replica_manager

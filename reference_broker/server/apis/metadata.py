@@ -51,7 +51,7 @@ def maybe_auto_create(services: BrokerServices,
         return exc.error, None
 
 
-@api(METADATA, range(0, 14))
+@api(METADATA, range(0, 13))  # Kafka 3.9: v0-v12
 def handle_metadata(services: BrokerServices, request: Any, conn: Any) -> dict[str, Any]:
     body = request.body
     cache = services.metadata_cache

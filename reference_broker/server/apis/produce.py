@@ -17,7 +17,7 @@ PRODUCE = 0
 ZERO_UUID = uuid.UUID(int=0)
 
 
-@api(PRODUCE, range(3, 14))
+@api(PRODUCE, range(3, 12))  # Kafka 3.9: v0-v11; kio has no v0-v2
 def handle_produce(
     services: BrokerServices, request: Any, conn: Any
 ) -> dict[str, Any] | None | Awaitable[dict[str, Any]]:
