@@ -12,6 +12,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -21,9 +22,33 @@ from harness.nemesis import process as process_faults
 from harness.nemesis.schedule import CONTROLLER, NETWORK_FAULTS, Step, parse_role
 from harness.workload.recorder import Recorder
 
-LATENCY = {"latency": 100, "jitter": 50}
-TOXIC_FAULTS = frozenset({"latency"})  # faults made of Toxiproxy toxics
-_LATENCY_TOXIC = "nemesis-latency"
+
+@dataclass(frozen=True)
+class ToxicFault:
+    """A degraded link made of one Toxiproxy toxic on a broker's client link."""
+
+    type: str
+    attributes: dict[str, int] = field(hash=False)
+    stream: str  # "downstream": the broker's answers; "upstream": the clients' requests
+
+    @property
+    def name(self) -> str:
+        return f"nemesis-{self.type}"
+
+    def account(self) -> str:
+        values = ", ".join(f"{k}={v}" for k, v in self.attributes.items())
+        return f"{self.type} {values} on the {self.stream} stream"
+
+
+# Faults made of Toxiproxy toxics. Each delays what crosses the link by a known floor, which
+# the degraded-network suite checks against the acknowledgements: latency adds at least
+# latency - jitter ms to every answer; bandwidth (KB/s) makes a request of n bytes take at
+# least n / rate ms to reach the broker.
+TOXICS = {
+    "latency": ToxicFault("latency", {"latency": 100, "jitter": 50}, "downstream"),
+    "bandwidth": ToxicFault("bandwidth", {"rate": 2}, "upstream"),
+}
+TOXIC_FAULTS = frozenset(TOXICS)
 _PROCESS_FAULT = {"kill": "kill", "pause": "pause", "stop": "stop",
                   "lose-unflushed": "lose_unflushed"}
 _PROCESS_HEAL = {"kill": "restart", "pause": "resume", "stop": "restart"}
@@ -64,10 +89,12 @@ class FaultTarget:
             shape, _, node = step.target.partition(" ")
             cut = network.isolate(node) if shape == "isolate" else getattr(network, shape)()
             return f"{len(cut)} directed links cut"
-        if step.fault == "latency":
-            self._network(step.fault).add_toxic(f"client->{step.target}", "latency", LATENCY,
-                                                name=_LATENCY_TOXIC)
-            return f"latency {LATENCY['latency']}±{LATENCY['jitter']} ms"
+        if step.fault in TOXICS:
+            toxic, node = TOXICS[step.fault], self._node(step)
+            self._network(step.fault).add_toxic(f"client->{node}", toxic.type, toxic.attributes,
+                                                stream=toxic.stream, name=toxic.name)
+            done = toxic.account()
+            return done if node == step.target else f"{step.target} was {node}: {done}"
         if step.fault == "crash-client":
             if self.crash_client is None:
                 raise RuntimeError("cannot crash-client: no workload clients to crash")
@@ -78,8 +105,8 @@ class FaultTarget:
         return done if node == step.target else f"{step.target} was {node}: {done}"
 
     def _node(self, step: Step) -> str:
-        """The node a process fault acts on: the step's own, or the broker holding its role
-        (leader, controller) now; the heal of the step acts on the same one."""
+        """The node a process or link fault acts on: the step's own, or the broker holding its
+        role (leader, controller) now; the heal of the step acts on the same one."""
         if step not in self._resolved:
             role = parse_role(step.target)
             if role is not None:
@@ -97,8 +124,9 @@ class FaultTarget:
     def heal(self, step: Step) -> str:
         if step.fault == "partition":
             self._network(step.fault).heal()
-        elif step.fault == "latency":
-            self._network(step.fault).remove_toxic(f"client->{step.target}", _LATENCY_TOXIC)
+        elif step.fault in TOXICS:
+            self._network(step.fault).remove_toxic(f"client->{self._node(step)}",
+                                                   TOXICS[step.fault].name)
         elif step.fault in _PROCESS_HEAL:
             process_faults.apply(self.cluster, _PROCESS_HEAL[step.fault], self._node(step))
         return "healed"

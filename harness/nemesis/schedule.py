@@ -5,8 +5,9 @@ seed again, and a test can check the schedule without a cluster. Faults come one
 Jepsen's Kafka test: a quiet interval, a fault held for a while, its heal, another quiet interval;
 the last heal is due ``tail_s`` before the workload ends so the cluster can settle under load.
 
-:func:`repeated` is the other shape, Kafka's own system tests' (``replication_test.py``): one
-process fault on one *role* — the leader of a partition, or the controller — again and again.
+:func:`repeated` is the other shape, Kafka's own system tests' (``replication_test.py``,
+``network_degrade_test.py``): one fault — a process fault or a degraded link — on one *role*,
+the leader of a partition or the controller, again and again.
 A role is named in the step (``"leader of workload-0"``, ``"controller"``) and resolved to a
 broker only when the fault is applied, because the leader moves with every fault.
 """
@@ -24,11 +25,15 @@ FAULTS = {
     "stop": "gracefully stop a broker (controlled shutdown); heal starts it again",
     "lose-unflushed": "kill a broker, cut its logs to the last flush, start it (heals itself)",
     "latency": "add latency (jitter) on one broker's client link; heal removes it",
+    "bandwidth": "limit one broker's client link (the clients' requests) to a few KB/s; heal "
+                 "removes it",
     "crash-client": "SIGKILL one workload client; the generator replaces it",
 }
-NETWORK_FAULTS = frozenset({"partition", "latency"})
+NETWORK_FAULTS = frozenset({"partition", "latency", "bandwidth"})
 _SHAPES = ("isolate", "halves", "ring", "bridge")
 PROCESS_FAULTS = frozenset({"kill", "pause", "stop", "lose-unflushed"})
+# Faults on one node (or a role: leader, controller), which :func:`repeated` can schedule.
+NODE_FAULTS = PROCESS_FAULTS | {"latency", "bandwidth"}
 CONTROLLER = "controller"
 LEADER_OF = "leader of "
 
@@ -114,8 +119,8 @@ def repeated(fault: str, target: str, times: int, *, start_s: float, held_s: flo
              quiet_s: float) -> list[Step]:
     """``fault`` on ``target`` (a node or a role) ``times`` times: held ``held_s`` each time
     (0 bounces it: the heal follows at once), ``quiet_s`` between a heal and the next fault."""
-    if fault not in PROCESS_FAULTS:
-        raise ValueError(f"repeated faults are process faults ({', '.join(sorted(PROCESS_FAULTS))}"
+    if fault not in NODE_FAULTS:
+        raise ValueError(f"repeated faults act on one node ({', '.join(sorted(NODE_FAULTS))}"
                          f"), not {fault!r}")
     steps = []
     at = start_s

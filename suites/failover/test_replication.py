@@ -7,8 +7,9 @@ shut down or bounced, cleanly or hard, again and again; afterwards every acknowl
 must have been consumed. Here each failure mode is a fixed nemesis schedule
 (:func:`harness.nemesis.schedule.repeated`) on a run of the harness's own (a cluster of the
 target's kind, started for the test, as the chaos suite does), and the history of every send,
-poll, commit and fault is judged by the checker's rules: a lost acknowledged write, a read of
-something never written, offsets going backwards, a commit regressing — all fail the test.
+poll, commit and fault is judged by the checker's rules (:mod:`suites.failover.judged`): a lost
+acknowledged write, a read of something never written, offsets going backwards, a commit
+regressing — all fail the test.
 
 The modes, as Kafka's test defines them:
 
@@ -16,9 +17,7 @@ The modes, as Kafka's test defines them:
   stays down until its leadership has moved, then starts again;
 * ``clean_bounce`` / ``hard_bounce``: the same, started again at once.
 
-Idempotence on and off, and compression, vary as in Kafka's matrix. The checker used is the
-pure-Python engine, held equal to the PySpark one by a property test (a Spark session per test
-would cost more than the run itself).
+Idempotence on and off, and compression, vary as in Kafka's matrix.
 """
 
 from __future__ import annotations
@@ -26,17 +25,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
-from harness.checker.result import GUARANTEES
 from harness.cluster.local import ClusterSpec
 from harness.cluster.targets import Target
 from harness.nemesis.schedule import CONTROLLER, leader_of, repeated
-from harness.runner import INFRASTRUCTURE, Run, RunOptions, RunResult
-from suites.support import own_cluster_options
+from harness.runner import RunResult
+from suites.failover.judged import judged_run
 
 TOPIC = "replication"
-GUARANTEE = "at-least-once"
 TIMES = 2            # faults per run (Kafka's test: 3 shutdowns or 5 bounces)
 START_S = 5.0        # workload before the first fault
 REJOIN_S = 8.0       # after each heal: the broker restarts and catches up into the ISR
@@ -61,26 +57,9 @@ def _replicate(cluster: Target, request: pytest.FixtureRequest, tmp_path: Path, 
                compression: str = "none") -> RunResult:
     fault, held_s = MODES[mode]
     schedule = repeated(fault, role, TIMES, start_s=START_S, held_s=held_s, quiet_s=REJOIN_S)
-    duration = schedule[-1].heal_at_s + REJOIN_S + TAIL_S
-    options = RunOptions(
-        duration_s=duration, brokers=3, nemesis=(fault,), seed=0, guarantee=GUARANTEE,
-        run_dir=tmp_path / f"replication-{mode}", topic=TOPIC, partitions=3, producers=2,
-        consumers=1, rate=100.0, consumer_mode="group", commit="after", acks="all",
-        idempotence=idempotence, compression=compression, engine="python",
-        schedule=tuple(schedule), **own_cluster_options(cluster, request))
-    result = Run(options, Console(stderr=True)).execute()
-    where = f"run directory {result.dir}"
-    assert result.exit_code != INFRASTRUCTURE, f"the run could not be carried out: " \
-                                               f"{result.error}; {where}"
-    failed = [step for step in result.nemesis if "error" in step]
-    assert not failed, f"faults that could not be applied: {failed}; {where}"
-    assert len(result.nemesis) >= 2 * TIMES, f"the schedule was cut short: {result.nemesis}"
-    forbidden = {name: count for name, count in result.anomalies.items()
-                 if count and name in GUARANTEES[GUARANTEE]}
-    assert result.valid, f"the checker found what {GUARANTEE} forbids: {forbidden}; " \
-                         f"report {result.report}; {where}"
-    assert result.stats["sends_ok"] > 0, f"no send was acknowledged; {where}"
-    return result
+    return judged_run(cluster, request, tmp_path / f"replication-{mode}", schedule,
+                      REJOIN_S + TAIL_S, topic=TOPIC, idempotence=idempotence,
+                      compression=compression)
 
 
 @pytest.mark.parametrize("mode", ["hard_bounce", "clean_shutdown"])

@@ -66,8 +66,10 @@ def test_repeated_faults_on_a_role_as_kafkas_replication_test_makes_them():
     assert parse_role(CONTROLLER) is None and parse_role("broker-2") is None
     bounces = repeated("stop", CONTROLLER, 2, start_s=1, held_s=0, quiet_s=3)
     assert [(s.at_s, s.heal_at_s) for s in bounces] == [(1, 1), (4, 4)]
-    with pytest.raises(ValueError, match="process faults"):
+    with pytest.raises(ValueError, match="act on one node"):
         repeated("partition", "halves", 1, start_s=0, held_s=1, quiet_s=1)
+    (slow,) = repeated("bandwidth", leader_of("t", 0), 1, start_s=2, held_s=5, quiet_s=0)
+    assert (slow.fault, slow.at_s, slow.heal_at_s) == ("bandwidth", 2, 7)
 
 
 class _Roles:
@@ -101,3 +103,40 @@ def test_a_role_is_resolved_when_applied_and_its_heal_acts_on_the_same_broker(mo
     assert "was broker-1" in target.apply(controller)
     assert acted == [("kill", "broker-2"), ("restart", "broker-2"),
                      ("kill", "broker-3"), ("restart", "broker-3"), ("stop", "broker-1")]
+
+
+class _Toxics:
+    """Just enough of a network mechanism to see which toxics a FaultTarget adds and removes."""
+
+    offers_toxics = True
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def add_toxic(self, link, type, attributes, *, stream, name):  # noqa: A002
+        self.calls.append(("add", link, type, dict(attributes), stream, name))
+        return name
+
+    def remove_toxic(self, link, name):
+        self.calls.append(("remove", link, name))
+
+
+def test_a_degraded_link_follows_its_role_and_its_heal_removes_the_same_toxic():
+    from harness.nemesis import executor
+    from harness.nemesis.schedule import leader_of, repeated
+
+    network = _Toxics()
+    target = executor.FaultTarget(_Roles(), network)  # type: ignore[arg-type]
+    latency, bandwidth = (repeated(fault, leader_of("t", 0), 1, start_s=0, held_s=1,
+                                   quiet_s=0)[0] for fault in ("latency", "bandwidth"))
+    assert target.apply(latency).startswith("leader of t-0 was broker-2: latency")
+    target.heal(latency)
+    target.apply(bandwidth)
+    target.heal(bandwidth)
+    assert network.calls == [
+        ("add", "client->broker-2", "latency", {"latency": 100, "jitter": 50}, "downstream",
+         "nemesis-latency"),
+        ("remove", "client->broker-2", "nemesis-latency"),
+        ("add", "client->broker-3", "bandwidth", {"rate": 2}, "upstream", "nemesis-bandwidth"),
+        ("remove", "client->broker-3", "nemesis-bandwidth"),
+    ]
