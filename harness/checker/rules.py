@@ -227,28 +227,47 @@ def _commit_regressions(h: _History) -> list[Instance]:
 
 
 def _group_exclusivity(h: _History) -> list[Instance]:
-    first_reads: dict[tuple[str, int, str, int], dict[int, Event]] = defaultdict(dict)
+    """Per (group, generation, t/p): fail when two processes' reads of it interleave in time.
+
+    Each process's reads span [first, last]; sorted by first, a process that starts reading
+    before an earlier one's last read overlaps it. Processes that read one after the other do
+    not: KIP-345 hands a static member's assignment to its replacement in the same generation.
+    """
+    spans: dict[tuple[str, int, str, int], dict[int, list[Any]]] = defaultdict(dict)
     for e in h.reads:
         if e.group is None or e.generation < 0:
             continue
-        firsts = first_reads[(e.group, e.generation, _topic(e), e.partition)]
-        if e.process not in firsts or e.seq < firsts[e.process].seq:
-            firsts[e.process] = e
+        per_process = spans[(e.group, e.generation, _topic(e), e.partition)]
+        span = per_process.setdefault(e.process, [e, e.time_ns, e.time_ns])
+        if e.seq < span[0].seq:
+            span[0] = e
+        span[1], span[2] = min(span[1], e.time_ns), max(span[2], e.time_ns)
     found: list[Instance] = []
-    for key, firsts in first_reads.items():
-        if len(firsts) < 2:
+    for key, per_process in spans.items():
+        if not _interleave([(first, last, p) for p, (_, first, last) in per_process.items()]):
             continue
-        processes = sorted(firsts)[:ROWS_PER_EXAMPLE]
+        processes = sorted(per_process)[:ROWS_PER_EXAMPLE]
         fields = {
             "group": key[0],
             "generation": key[1],
             "topic": key[2],
             "partition": key[3],
-            "process_count": len(firsts),
+            "process_count": len(per_process),
             "processes": processes,
         }
-        found.append((fields, [firsts[p] for p in processes]))
+        found.append((fields, [per_process[p][0] for p in processes]))
     return found
+
+
+def _interleave(spans: list[tuple[int, int, int]]) -> bool:
+    """Whether any of the (first, last, process) spans starts before an earlier one ends
+    (sorted by first, the longer span first on a tie, then by process: as spark.py does)."""
+    latest_end: int | None = None
+    for first, last, _ in sorted(spans, key=lambda s: (s[0], -s[1], s[2])):
+        if latest_end is not None and first < latest_end:
+            return True
+        latest_end = last if latest_end is None else max(latest_end, last)
+    return False
 
 
 def _redeliveries(h: _History) -> list[Instance]:

@@ -236,18 +236,28 @@ def _commit_regressions(by_process: DataFrame) -> DataFrame:
 
 
 def _group_exclusivity(reads: DataFrame) -> DataFrame:
+    """Processes of one group whose reads of a t/p in one generation interleave in time: each
+    process's reads span [first, last]; sorted by first (the longer span first on a tie, as in
+    rules.py), a process that starts before an earlier one's last read overlaps it. A clean
+    hand-over (KIP-345) does not."""
     keys = ["group", "generation", *TP]
     firsts = F.array_sort(F.collect_list(F.struct("process", "seq")))
+    by_first = Window.partitionBy(*keys).orderBy("first_ns", F.desc("last_ns"), "process")
+    earlier = by_first.rowsBetween(Window.unboundedPreceding, -1)
     return (
         reads.where(F.col("group").isNotNull() & (F.col("generation") >= 0))
         .groupBy(*keys, "process")
-        .agg(F.min("seq").alias("seq"))
+        .agg(F.min("seq").alias("seq"), F.min("time_ns").alias("first_ns"),
+             F.max("time_ns").alias("last_ns"))
+        .withColumn("overlaps", F.col("first_ns") < F.max("last_ns").over(earlier))
         .groupBy(*keys)
         .agg(
             F.count(F.lit(1)).alias("process_count"),
+            F.max(F.coalesce("overlaps", F.lit(False))).alias("overlap"),
             F.slice(firsts, 1, R.ROWS_PER_EXAMPLE).alias("sel_rows"),
         )
-        .where(F.col("process_count") > 1)
+        .where(F.col("overlap"))
+        .drop("overlap")
         .withColumn("processes", F.transform("sel_rows", lambda r: r["process"]))
     )
 
@@ -458,6 +468,7 @@ def _judge(
             "value",
             "group",
             "generation",
+            "time_ns",
             _is_read().alias("read"),
             _is_known().alias("known"),
         ),

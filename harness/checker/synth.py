@@ -22,8 +22,9 @@ so no two plants interact. What each plant does, and what the checker must count
 - nonmonotonic_send: n and n+1 land in the log swapped, acks saying so. nonmonotonic_send +1.
 - nonmonotonic_poll: the consumer re-reads n-1 and n inside the same poll. nonmonotonic_poll +1.
 - commit_regression: the consumer commits offset 0 mid-poll. commit_regression +1.
-- group_exclusivity: another process of the group, same generation, reads n. group_exclusivity
-  +1 per partition with such a plant, redelivery +1 per plant.
+- group_exclusivity: another process of the group, same generation, reads n while the
+  partition's own consumer reads on (their reads interleave). group_exclusivity +1 per
+  partition with such a plant, redelivery +1 per plant.
 - redelivery: a process of the group in a later generation reads n again. redelivery +1.
 - unseen: the last `unseen` fraction of each partition is never read. unseen +1 per message.
 """

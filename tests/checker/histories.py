@@ -177,11 +177,13 @@ def zoo() -> tuple[Builder, dict[str, int]]:
     b.commit(13, 3, topic="commit", group="g2")
     b.commit(13, 1, topic="commit", group="g2", outcome="fail")
     b.commit(13, 0, topic="commit", group=None)
-    # group_exclusivity: two processes of g3, generation 1, read one partition.
+    # group_exclusivity: two processes of g3, generation 1, read one partition, interleaved.
     b.send(1, "excl-q", 0, topic="excl")
     b.send(1, "excl-r", 1, topic="excl")
+    b.send(1, "excl-t", 2, topic="excl")
     b.poll(14, [(0, "excl-q")], topic="excl", group="g3", generation=1)
-    b.poll(15, [(1, "excl-r")], topic="excl", group="g3", generation=1)
+    b.poll(15, [(2, "excl-t")], topic="excl", group="g3", generation=1)
+    b.poll(14, [(1, "excl-r")], topic="excl", group="g3", generation=1)
     # redelivery: g4 reads offset 0 in two polls, in generations 1 and 2.
     b.send(1, "redeliv-s", 0, topic="redeliv")
     b.poll(16, [(0, "redeliv-s")], topic="redeliv", group="g4", generation=1)

@@ -147,10 +147,17 @@ def test_commit_regression_orders_by_time_and_ignores_failures_and_null_groups()
 def test_group_exclusivity_counts_group_generation_partition():
     b = Builder()
     b.send(1, "a", 0)
+    b.send(1, "b", 1)
     for process in (2, 3, 4):
         b.poll(process, [(0, "a")], group="g", generation=1)
+    b.poll(2, [(1, "b")], group="g", generation=1)  # 2 reads on after 3 and 4 began: overlap
     b.poll(5, [(0, "a")], group="g", generation=2)
     b.poll(6, [(0, "a")], group="g", generation=-1)  # unknown generation: not compared
+    # A hand-over inside one generation (KIP-345: a static member's replacement takes its
+    # assignment without a rebalance): 7 stops reading before 8 starts. Not an anomaly.
+    b.poll(7, [(0, "a")], group="g", generation=3)
+    b.poll(7, [(1, "b")], group="g", generation=3)
+    b.poll(8, [(1, "b")], group="g", generation=3)
     result = rules.check_events(b.events)
     assert counts(b)["group_exclusivity"] == 1
     example = result.anomalies["group_exclusivity"].examples[0]
