@@ -113,6 +113,7 @@ class RunOptions:
     compression: str = "none"  # the producers' compression.type
     # A fixed nemesis schedule (e.g. schedule.repeated) instead of one planned from the seed.
     schedule: tuple[Step, ...] | None = None
+    static_members: bool = False  # consumers as KIP-345 static members (group.instance.id)
 
     def validate(self) -> None:
         """Raise RunError(USAGE) naming the bad option and what is allowed."""
@@ -139,6 +140,8 @@ class RunOptions:
         unknown = [n for n in self.suites if n not in SUITES]
         if unknown:
             problems.append(f"unknown suite(s) {unknown}; allowed: {', '.join(SUITES)}")
+        if self.static_members and self.consumer_mode != "group":
+            problems.append("static members need --consumer-mode group")
         if self.compression not in COMPRESSIONS:
             problems.append(f"compression must be one of {', '.join(COMPRESSIONS)}, "
                             f"got {self.compression!r}")
@@ -429,12 +432,14 @@ class Run:
             consumers=options.consumers, rate=options.rate, acks=options.acks,
             idempotence=options.idempotence, consumer_mode=options.consumer_mode,
             commit=options.commit, group=f"{self.run_id}-group",
+            static_members=options.static_members,
             producer_config={"compression.type": options.compression},
         )
         generator = Generator(workload, context, self.dir / "logs")
 
-        def crash_client(rng: random.Random) -> str | None:
-            running = sorted(generator.running)
+        def crash_client(rng: random.Random, role: str) -> str | None:
+            running = sorted(process for process, client in generator.running.items()
+                             if role in ("client", client.role))
             if not running:
                 return None
             victim = rng.choice(running)

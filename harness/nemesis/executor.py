@@ -59,7 +59,7 @@ class FaultTarget:
     them) and the workload's clients."""
 
     def __init__(self, cluster: ClusterNodes, network: Faults | None = None,
-                 crash_client: Callable[[random.Random], str | None] | None = None,
+                 crash_client: Callable[[random.Random, str], str | None] | None = None,
                  seed: int = 0) -> None:
         self.cluster = cluster
         self.network = network
@@ -98,7 +98,8 @@ class FaultTarget:
         if step.fault == "crash-client":
             if self.crash_client is None:
                 raise RuntimeError("cannot crash-client: no workload clients to crash")
-            return f"killed {self.crash_client(self._rng) or 'no client (none running)'}"
+            killed = self.crash_client(self._rng, step.target)
+            return f"killed {killed or f'no {step.target} (none running)'}"
         node = self._node(step)
         result = process_faults.apply(self.cluster, _PROCESS_FAULT[step.fault], node)
         done = ", ".join(f"{k}={v}" for k, v in result.items() if k != "partitions")

@@ -27,13 +27,16 @@ FAULTS = {
     "latency": "add latency (jitter) on one broker's client link; heal removes it",
     "bandwidth": "limit one broker's client link (the clients' requests) to a few KB/s; heal "
                  "removes it",
-    "crash-client": "SIGKILL one workload client; the generator replaces it",
+    "crash-client": "SIGKILL one workload client (any, or a consumer or producer); the generator "
+                    "replaces it",
 }
 NETWORK_FAULTS = frozenset({"partition", "latency", "bandwidth"})
 _SHAPES = ("isolate", "halves", "ring", "bridge")
 PROCESS_FAULTS = frozenset({"kill", "pause", "stop", "lose-unflushed"})
-# Faults on one node (or a role: leader, controller), which :func:`repeated` can schedule.
-NODE_FAULTS = PROCESS_FAULTS | {"latency", "bandwidth"}
+# Faults with one target — a node, a role (leader, controller), or for crash-client the kind
+# of client (CLIENT_ROLES) — which :func:`repeated` and :func:`rolling` can schedule.
+NODE_FAULTS = PROCESS_FAULTS | {"latency", "bandwidth", "crash-client"}
+CLIENT_ROLES = ("client", "consumer", "producer")  # "client": any workload client
 CONTROLLER = "controller"
 LEADER_OF = "leader of "
 
@@ -119,12 +122,28 @@ def repeated(fault: str, target: str, times: int, *, start_s: float, held_s: flo
              quiet_s: float) -> list[Step]:
     """``fault`` on ``target`` (a node or a role) ``times`` times: held ``held_s`` each time
     (0 bounces it: the heal follows at once), ``quiet_s`` between a heal and the next fault."""
-    if fault not in NODE_FAULTS:
-        raise ValueError(f"repeated faults act on one node ({', '.join(sorted(NODE_FAULTS))}"
-                         f"), not {fault!r}")
+    _check_targeted(fault, target)
     steps = []
     at = start_s
     for _ in range(times):
         steps.append(Step(round(at, 3), round(at + held_s, 3), fault, target))
         at += held_s + quiet_s
     return steps
+
+
+def rolling(fault: str, targets: list[str], *, start_s: float, quiet_s: float) -> list[Step]:
+    """``fault`` bounced (healed at once) on each of ``targets`` in turn, ``quiet_s`` apart: a
+    rolling restart, as Kafka's consumer system test bounces its brokers."""
+    for target in targets:
+        _check_targeted(fault, target)
+    return [Step(round(start_s + i * quiet_s, 3), round(start_s + i * quiet_s, 3), fault, target)
+            for i, target in enumerate(targets)]
+
+
+def _check_targeted(fault: str, target: str) -> None:
+    if fault not in NODE_FAULTS:
+        raise ValueError(f"repeated faults act on one node ({', '.join(sorted(NODE_FAULTS))}"
+                         f"), not {fault!r}")
+    if (fault == "crash-client") != (target in CLIENT_ROLES):
+        raise ValueError(f"crash-client targets one of {', '.join(CLIENT_ROLES)}, other faults "
+                         f"a node or a role; got {fault!r} on {target!r}")

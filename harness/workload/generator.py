@@ -46,12 +46,17 @@ class WorkloadSpec:
     consumer_mode: str = "group"
     commit: str = "after"
     group: str = "workload"
+    # KIP-345: each consumer is a static member (group.instance.id "<group>-<n>"); the process
+    # that replaces a crashed one takes over its id, so a quick return causes no rebalance.
+    static_members: bool = False
     producer_config: dict[str, Any] = field(default_factory=dict)
     consumer_config: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.producers < 0 or self.consumers < 0 or self.producers + self.consumers == 0:
             raise ValueError("need at least one producer or consumer (and no negative counts)")
+        if self.static_members and self.consumer_mode != "group":
+            raise ValueError("static members need consumer_mode 'group'")
 
     def producer_spec(self) -> ProducerSpec:
         return ProducerSpec(
@@ -61,15 +66,18 @@ class WorkloadSpec:
             rate=self.rate / max(1, self.producers), config=dict(self.producer_config),
         )
 
-    def consumer_spec(self) -> ConsumerSpec:
+    def consumer_spec(self, n: int = 0) -> ConsumerSpec:
+        config = dict(self.consumer_config)
+        if self.static_members:
+            config["group.instance.id"] = f"{self.group}-{n}"
         return ConsumerSpec(
             bootstrap=self.bootstrap, topics=self.topics, mode=self.consumer_mode,
-            group=self.group, commit=self.commit, config=dict(self.consumer_config),
+            group=self.group, commit=self.commit, config=config,
         )
 
     def roles(self) -> list[tuple[str, ProducerSpec | ConsumerSpec]]:
         return ([("producer", self.producer_spec())] * self.producers
-                + [("consumer", self.consumer_spec())] * self.consumers)
+                + [("consumer", self.consumer_spec(n)) for n in range(self.consumers)])
 
 
 @dataclass

@@ -46,11 +46,18 @@ class FaultWindow:
         return all(self.start_ns < t < self.end_ns for t in times_ns)
 
 
+def duration_s(schedule: list[Step], tail_s: float) -> float:
+    """How long the workload of a judged run goes on: until ``tail_s`` after the last heal.
+    The clients stop then (a consumer's close revokes its partitions) and the final read's
+    consumers come after, so group events past it are not the scenario's."""
+    return max(step.heal_at_s for step in schedule) + tail_s
+
+
 def judged_run(cluster: Target, request: pytest.FixtureRequest, run_dir: Path,
                schedule: list[Step], tail_s: float, **workload: Any) -> RunResult:
     """Run the workload for the schedule's length plus ``tail_s``; fail unless the run happened
     as scheduled and the checker found nothing the guarantee forbids."""
-    duration = max(step.heal_at_s for step in schedule) + tail_s
+    duration = duration_s(schedule, tail_s)
     nemesis = tuple(dict.fromkeys(step.fault for step in schedule))
     options = RunOptions(**{**RUN_DEFAULTS, **workload}, duration_s=duration, nemesis=nemesis,
                          run_dir=run_dir, schedule=tuple(schedule),

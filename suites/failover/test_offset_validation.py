@@ -1,0 +1,135 @@
+"""Kafka's consumer offset validation system test, as suite tests judged by the checker.
+
+Apache Kafka's ``tests/kafkatest/tests/client/consumer_test.py`` runs a consumer group while
+producers write, bounces brokers or the consumers themselves, and then checks what the group
+saw. Three of its scenarios set the floor here, each a run of the harness's own
+(:mod:`suites.failover.judged`: checker-judged, at-least-once, commit after processing):
+
+* a rolling broker bounce — every broker restarted cleanly in turn — causes no rebalance at all,
+  and in the end each partition's committed position is the one after the last record the
+  group consumed;
+* static members (KIP-345) killed and replaced within their session timeout cause no rebalance:
+  the replacement takes over its predecessor's ``group.instance.id`` and assignment;
+* dynamic members killed (a hard consumer bounce) do cause rebalances, yet the group loses
+  nothing and its commits never go back.
+
+"No rebalance" is read from the history: the consumers record every assignment and revocation
+with the group generation they hold, so after the first fault there must be no revocation and
+no assignment in another generation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cluster.targets import Target
+from harness.history import Event
+from harness.nemesis.schedule import repeated, rolling
+from suites.failover.judged import duration_s, fault_windows, history, judged_run
+
+TOPIC = "validation"
+START_S = 10.0   # the group settles in one generation first
+BOUNCE_S = 10.0  # between bounces: the broker rejoins the ISR, the coordinator settles
+TAIL_S = 8.0
+CONSUMERS = 2
+
+pytestmark = [pytest.mark.requires_process_faults, pytest.mark.requires_multi_broker]
+
+
+CLOSING_S = 0.5  # the clients stop at the run's end; their close revokes what they held
+
+
+def _group_changes_after(events: list[Event], time_ns: int, run_s: float) -> list[Event]:
+    """Assignments and revocations after `time_ns` and before the clients begin to stop."""
+    end_ns = (run_s - CLOSING_S) * 1e9
+    return [e for e in events if e.f in ("assign", "revoke") and time_ns < e.time_ns < end_ns]
+
+
+def _first_fault_ns(events: list[Event]) -> int:
+    windows = fault_windows(events)
+    assert windows, "no fault held during the run"
+    return min(w.start_ns for w in windows)
+
+
+def _generation_before(events: list[Event], time_ns: int) -> int:
+    assigned = [e.generation for e in events if e.f == "assign" and e.time_ns < time_ns]
+    assert assigned, "the group had no assignment before the first fault"
+    return max(assigned)
+
+
+def _describe(rows: list[Event]) -> str:
+    return "; ".join(f"process {e.process} {e.f} {e.topic}-{e.partition} generation "
+                     f"{e.generation}" for e in rows[:6])
+
+
+def _positions_and_consumed(events: list[Event]) -> tuple[dict[int, int], dict[int, int]]:
+    """{partition: the group's last committed position}, {partition: last offset read + 1}."""
+    committed: dict[int, int] = {}
+    for e in sorted((e for e in events if e.f == "commit" and e.type == "ok"),
+                    key=lambda e: e.time_ns):
+        assert e.offset is not None
+        committed[e.partition] = e.offset
+    consumed: dict[int, int] = {}
+    for e in events:
+        if e.f == "poll" and e.type == "ok" and e.offset is not None:
+            consumed[e.partition] = max(consumed.get(e.partition, 0), e.offset + 1)
+    return committed, consumed
+
+
+@pytest.mark.requires_zookeeper
+def test_a_rolling_broker_bounce_causes_no_rebalance_and_positions_match_consumption(
+        cluster: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Restarting every broker in turn (controlled shutdown, then start) neither rebalances the consumer group nor loses anything acknowledged, and each partition's final committed position is one past the last record consumed [Kafka system test consumer_test.py, test_broker_rolling_bounce]."""  # noqa: E501
+    brokers = [f"broker-{b}" for b in sorted(cluster.nodes.brokers)]
+    schedule = rolling("stop", brokers, start_s=START_S, quiet_s=BOUNCE_S)
+    result = judged_run(cluster, request, tmp_path / "rolling", schedule, BOUNCE_S + TAIL_S,
+                        topic=TOPIC, consumers=CONSUMERS)
+    events = history(result)
+    changes = _group_changes_after(events, _first_fault_ns(events),
+                                   duration_s(schedule, BOUNCE_S + TAIL_S))
+    assert not changes, f"the rolling bounce rebalanced the group: {_describe(changes)}; " \
+                        f"run directory {result.dir}"
+    committed, consumed = _positions_and_consumed(events)
+    assert consumed, f"the group consumed nothing; run directory {result.dir}"
+    assert committed == consumed, f"final committed positions {committed} differ from what " \
+                                  f"was consumed {consumed}; run directory {result.dir}"
+
+
+@pytest.mark.slow
+def test_static_members_replaced_within_their_session_cause_no_rebalance(
+        cluster: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """A static member (group.instance.id) killed and replaced within its session timeout takes its place again without a rebalance: no member is revoked and every assignment stays in the same generation [KIP-345; Kafka system test consumer_test.py, test_static_consumer_bounce]."""  # noqa: E501
+    schedule = repeated("crash-client", "consumer", 2, start_s=START_S, held_s=0,
+                        quiet_s=BOUNCE_S)
+    result = judged_run(cluster, request, tmp_path / "static", schedule, BOUNCE_S + TAIL_S,
+                        topic=TOPIC, consumers=CONSUMERS, static_members=True)
+    events = history(result)
+    first = _first_fault_ns(events)
+    generation = _generation_before(events, first)
+    changes = _group_changes_after(events, first, duration_s(schedule, BOUNCE_S + TAIL_S))
+    unexpected = [e for e in changes if e.f == "revoke" or e.generation != generation]
+    assert not unexpected, f"replacing static members rebalanced the group (generation " \
+                           f"{generation} before): {_describe(unexpected)}; " \
+                           f"run directory {result.dir}"
+    assert any(e.f == "assign" for e in changes), \
+        f"no replacement consumer was assigned a partition; run directory {result.dir}"
+
+
+@pytest.mark.slow
+def test_dynamic_members_killed_rebalance_and_lose_nothing(
+        cluster: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Killing consumers of a group (no static ids) makes the group rebalance to the replacements, and the run still loses nothing and no commit goes back [Kafka system test consumer_test.py, test_consumer_bounce]."""  # noqa: E501
+    schedule = repeated("crash-client", "consumer", 2, start_s=START_S, held_s=0,
+                        quiet_s=BOUNCE_S)
+    result = judged_run(cluster, request, tmp_path / "dynamic", schedule, BOUNCE_S + TAIL_S,
+                        topic=TOPIC, consumers=CONSUMERS)
+    events = history(result)
+    first = _first_fault_ns(events)
+    generation = _generation_before(events, first)
+    changes = _group_changes_after(events, first, duration_s(schedule, BOUNCE_S + TAIL_S))
+    later = {e.generation for e in changes if e.f == "assign"}
+    assert later and min(later) > generation, \
+        f"killing dynamic members did not move the group past generation {generation} " \
+        f"(assignments after: {sorted(later)}); run directory {result.dir}"
