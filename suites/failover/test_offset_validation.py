@@ -27,6 +27,7 @@ import pytest
 from harness.cluster.targets import Target
 from harness.history import Event
 from harness.nemesis.schedule import repeated, rolling
+from harness.runner import RunResult
 from suites.failover.judged import duration_s, fault_windows, history, judged_run
 
 TOPIC = "validation"
@@ -78,6 +79,20 @@ def _positions_and_consumed(events: list[Event]) -> tuple[dict[int, int], dict[i
     return committed, consumed
 
 
+def _kill_consumers(cluster: Target, request: pytest.FixtureRequest, run_dir: Path, *,
+                    static_members: bool) -> tuple[RunResult, int, list[Event]]:
+    """A judged run in which a consumer is killed twice (the generator replaces it): the
+    result, the group's generation before the first kill, the group's changes after it."""
+    schedule = repeated("crash-client", "consumer", 2, start_s=START_S, held_s=0,
+                        quiet_s=BOUNCE_S)
+    result = judged_run(cluster, request, run_dir, schedule, BOUNCE_S + TAIL_S, topic=TOPIC,
+                        consumers=CONSUMERS, static_members=static_members)
+    events = history(result)
+    first = _first_fault_ns(events)
+    changes = _group_changes_after(events, first, duration_s(schedule, BOUNCE_S + TAIL_S))
+    return result, _generation_before(events, first), changes
+
+
 @pytest.mark.requires_zookeeper
 def test_a_rolling_broker_bounce_causes_no_rebalance_and_positions_match_consumption(
         cluster: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
@@ -101,14 +116,8 @@ def test_a_rolling_broker_bounce_causes_no_rebalance_and_positions_match_consump
 def test_static_members_replaced_within_their_session_cause_no_rebalance(
         cluster: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """A static member (group.instance.id) killed and replaced within its session timeout takes its place again without a rebalance: no member is revoked and every assignment stays in the same generation [KIP-345; Kafka system test consumer_test.py, test_static_consumer_bounce]."""  # noqa: E501
-    schedule = repeated("crash-client", "consumer", 2, start_s=START_S, held_s=0,
-                        quiet_s=BOUNCE_S)
-    result = judged_run(cluster, request, tmp_path / "static", schedule, BOUNCE_S + TAIL_S,
-                        topic=TOPIC, consumers=CONSUMERS, static_members=True)
-    events = history(result)
-    first = _first_fault_ns(events)
-    generation = _generation_before(events, first)
-    changes = _group_changes_after(events, first, duration_s(schedule, BOUNCE_S + TAIL_S))
+    result, generation, changes = _kill_consumers(cluster, request, tmp_path / "static",
+                                                  static_members=True)
     unexpected = [e for e in changes if e.f == "revoke" or e.generation != generation]
     assert not unexpected, f"replacing static members rebalanced the group (generation " \
                            f"{generation} before): {_describe(unexpected)}; " \
@@ -121,14 +130,8 @@ def test_static_members_replaced_within_their_session_cause_no_rebalance(
 def test_dynamic_members_killed_rebalance_and_lose_nothing(
         cluster: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """Killing consumers of a group (no static ids) makes the group rebalance to the replacements, and the run still loses nothing and no commit goes back [Kafka system test consumer_test.py, test_consumer_bounce]."""  # noqa: E501
-    schedule = repeated("crash-client", "consumer", 2, start_s=START_S, held_s=0,
-                        quiet_s=BOUNCE_S)
-    result = judged_run(cluster, request, tmp_path / "dynamic", schedule, BOUNCE_S + TAIL_S,
-                        topic=TOPIC, consumers=CONSUMERS)
-    events = history(result)
-    first = _first_fault_ns(events)
-    generation = _generation_before(events, first)
-    changes = _group_changes_after(events, first, duration_s(schedule, BOUNCE_S + TAIL_S))
+    result, generation, changes = _kill_consumers(cluster, request, tmp_path / "dynamic",
+                                                  static_members=False)
     later = {e.generation for e in changes if e.f == "assign"}
     assert later and min(later) > generation, \
         f"killing dynamic members did not move the group past generation {generation} " \
