@@ -177,6 +177,27 @@ def _findings(runs: list[TargetRun]) -> list[tuple[str, dict[str, Any]]]:
             if test["outcome"] in ("failed", "error")]
 
 
+# The targets that define the protocol: a failure elsewhere is read against what they did.
+KAFKA_TARGETS = ("apache-kafka", "apache-kafka-kraft")
+
+
+def _kafka_did(runs: list[TargetRun], nodeid: str) -> str:
+    """What Apache Kafka did with the same test in this matrix, e.g. "apache-kafka: passed
+    (its answer meets the rule)"; empty when no Kafka target ran it."""
+    done = []
+    for run in runs:
+        if run.target not in KAFKA_TARGETS:
+            continue
+        test = next((t for t in run.tests if t["nodeid"] == nodeid), None)
+        if test is None:
+            continue
+        if test["outcome"] == "passed":
+            done.append(f"{run.target}: passed (its answer meets the rule)")
+        else:
+            done.append(f"{run.target}: {test['outcome']} ({test['reason']})")
+    return "; ".join(done)
+
+
 def render_markdown(runs: list[TargetRun]) -> str:
     targets = [run.target for run in runs]
     lines = ["| suite | " + " | ".join(targets) + " |", "|---|" + "---|" * len(targets)]
@@ -188,8 +209,10 @@ def render_markdown(runs: list[TargetRun]) -> str:
     if findings:
         lines += ["", "Failures, with the Kafka rule each test checks:", ""]
         for target, test in findings:
+            kafka = _kafka_did(runs, test["nodeid"]) if target not in KAFKA_TARGETS else ""
             lines.append(f"- **{target}** `{test['nodeid']}` — rule: {test.get('rule') or '?'}"
-                         f" — observed: {_cell_text(test['reason'])}")
+                         f" — observed: {_cell_text(test['reason'])}"
+                         + (f" — Apache Kafka instead: {_cell_text(kafka)}" if kafka else ""))
     lines += ["", "| test | " + " | ".join(targets) + " |", "|---|" + "---|" * len(targets)]
     for nodeid, _rule, cells in _rows(runs):
         row = [_SYMBOL[cells[t]["outcome"]] if t in cells else "—" for t in targets]
@@ -239,7 +262,10 @@ def render_html(runs: list[TargetRun]) -> str:
                     f'class="rule">{esc(rule)}</div></td>{"".join(tds)}</tr>')
     findings = "".join(
         f"<li><b>{esc(target)}</b> <code>{esc(test['nodeid'])}</code><br>rule: "
-        f"{esc(test.get('rule') or '?')}<br>observed: {esc(test['reason'])}</li>"
+        f"{esc(test.get('rule') or '?')}<br>observed: {esc(test['reason'])}"
+        + (f"<br>Apache Kafka instead: {esc(kafka)}"
+           if target not in KAFKA_TARGETS and (kafka := _kafka_did(runs, test["nodeid"]))
+           else "") + "</li>"
         for target, test in _findings(runs))
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>Conformance matrix"
             f"</title><style>{_CSS}</style></head><body><h1>Conformance matrix</h1>"

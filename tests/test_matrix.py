@@ -50,6 +50,19 @@ def test_markdown_quotes_the_rule_a_peer_breaks_and_counts_per_suite():
     assert "- tansu (1): why b on tansu" in text
 
 
+def test_a_peers_failure_says_what_apache_kafka_did_with_the_same_test():
+    runs = [_run("apache-kafka", {"a": "passed", "b": "skipped"}),
+            _run("tansu", {"a": "failed", "b": "failed"})]
+    text = matrix.render_markdown(runs)
+    assert ("observed: why a on tansu — Apache Kafka instead: apache-kafka: passed (its answer "
+            "meets the rule)") in text
+    assert "observed: why b on tansu — Apache Kafka instead: apache-kafka: skipped (why b on " \
+           "apache-kafka)" in text
+    assert "Apache Kafka instead: apache-kafka: passed" in matrix.render_html(runs)
+    alone = matrix.render_markdown([_run("tansu", {"a": "failed"})])
+    assert "Apache Kafka instead" not in alone
+
+
 def test_html_escapes_and_marks_each_cell():
     runs = [_run("reference", {"a": "passed"}), _run("tansu", {"a": "error"})]
     runs[1].tests[0]["reason"] = "<script>x</script>"
