@@ -46,6 +46,13 @@ def _int(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
+def _ratio(raw: str) -> float:
+    value = float(raw.strip())
+    if not 0.0 <= value <= 1.0:
+        raise ValueError
+    return value
+
+
 def _bool(raw: str) -> bool:
     lowered = raw.strip().lower()
     if lowered not in ("true", "false"):
@@ -202,6 +209,17 @@ DEFINITIONS: dict[str, Definition] = {
                                      "compact topics with cleanup.policy=compact"),
     "log.cleaner.backoff.ms": Definition(_int(1, MAX_LONG), 15000, "an integer >= 1",
                                          "pause between cleaner passes"),
+    "log.cleaner.min.cleanable.ratio": Definition(_ratio, 0.5, "a number in [0, 1]",
+                                                  "the share of a compacted log's cleanable "
+                                                  "bytes not yet cleaned that starts a "
+                                                  "cleaning (topic override: "
+                                                  "min.cleanable.dirty.ratio)"),
+    "log.segment.delete.delay.ms": Definition(_int(0, MAX_LONG), 60000, "an integer >= 0",
+                                              "Kafka's wait before a deleted segment's files "
+                                              "go (topic override: file.delete.delay.ms); "
+                                              "here they are unlinked at once, and the open "
+                                              "descriptors of in-flight reads keep them "
+                                              "readable, which is what the wait protects"),
     "log.cleaner.delete.retention.ms": Definition(_int(0, MAX_LONG), 86400000, "an integer >= 0",
                                                   "how long the cleaner keeps tombstones "
                                                   "(topic override: delete.retention.ms)"),
@@ -270,7 +288,6 @@ IGNORED = frozenset({
     "num.recovery.threads.per.data.dir", "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes",
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
-    "log.segment.delete.delay.ms",
     "listener.security.protocol.map",
 })
 

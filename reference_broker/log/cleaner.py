@@ -14,9 +14,12 @@ tombstone) deletes the key. The cleaner keeps the log that way without ever chan
 Batches this module cannot decode (snappy, lz4, zstd) and control batches are kept whole and
 their keys left out of the map — compaction then keeps more than it could, never less.
 
-Kafka cleans on background threads with a dirty-ratio trigger and an offset map checkpoint;
-here one pass re-reads every cleanable segment on the event loop, which suits the small
-compacted topics a reference broker holds (`__consumer_offsets`, test tables).
+As in Kafka, a log is cleaned only when enough of it is dirty: the bytes of the cleanable
+segments at or past the cleaner's checkpoint (what the last cleaning reached) make more than
+min.cleanable.dirty.ratio of all cleanable bytes. Kafka cleans on background threads with an
+offset map of the dirty part only; here a cleaning re-reads every cleanable segment on the event
+loop, which suits the small compacted topics a reference broker holds (`__consumer_offsets`,
+test tables).
 """
 
 from __future__ import annotations
@@ -57,10 +60,23 @@ def clean_logs(logs: Iterable[UnifiedLog], now_ms: int) -> int:
     return rewritten
 
 
+def dirty_ratio(log: UnifiedLog) -> float:
+    """The share of the cleanable bytes (every segment but the active one) that no cleaning
+    has covered yet."""
+    cleanable = log.segments[:-1]
+    total = sum(segment.size for segment in cleanable)
+    dirty = sum(segment.size for segment in cleanable
+                if segment.next_offset > log.cleaner_checkpoint)
+    return dirty / total if total else 0.0
+
+
 def clean(log: UnifiedLog, now_ms: int) -> CleanResult:
+    """Compact the log if its dirty ratio is above min.cleanable.dirty.ratio."""
     cleanable = list(log.segments[:-1])
-    if not cleanable:
-        return CleanResult()
+    ratio = dirty_ratio(log)
+    if not cleanable or ratio <= log.config.min_cleanable_dirty_ratio:
+        return CleanResult()  # Kafka cleans a log whose ratio is above the minimum, not at it
+    log.cleaner_checkpoint = cleanable[-1].next_offset
     latest = _latest_offsets(cleanable)
     horizon = now_ms - log.config.delete_retention_ms
     rewritten = removed = tombstones = before = after = 0

@@ -31,6 +31,7 @@ TOPIC_CONFIG_KEYS: dict[str, str] = {
     "cleanup.policy": "cleanup_policy",
     "file.delete.delay.ms": "file_delete_delay_ms",
     "delete.retention.ms": "delete_retention_ms",
+    "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
 }
 _KEY_OF_FIELD = {field: key for key, field in TOPIC_CONFIG_KEYS.items()}
 
@@ -65,6 +66,9 @@ class LogConfig:
     # How long the cleaner keeps a tombstone (measured from its timestamp), so a consumer
     # reading a compacted topic from the start has that long to see the delete.
     delete_retention_ms: int = 24 * 60 * 60 * 1000
+    # The cleaner compacts a log only once more than this share of its cleanable bytes (all
+    # segments but the active one) has not been cleaned yet, as Kafka's LogCleaner does.
+    min_cleanable_dirty_ratio: float = 0.5
 
     def __post_init__(self) -> None:
         _at_least(self, "segment_bytes", _MIN_SEGMENT_BYTES)
@@ -79,6 +83,9 @@ class LogConfig:
         _at_least(self, "max_message_bytes", 0)
         _at_least(self, "file_delete_delay_ms", 0)
         _at_least(self, "delete_retention_ms", 0)
+        if not 0.0 <= self.min_cleanable_dirty_ratio <= 1.0:
+            raise InvalidConfig(f"min.cleanable.dirty.ratio (min_cleanable_dirty_ratio) must be "
+                                f"in [0, 1], got {self.min_cleanable_dirty_ratio}")
         _one_of(self, "message_timestamp_type", TIMESTAMP_TYPES)
         _one_of(self, "cleanup_policy", CLEANUP_POLICIES)
 

@@ -98,6 +98,10 @@ class UnifiedLog:
         self._last_flush_ms = now_ms()
         self._dir_needs_fsync = True
         self._closed = False
+        # The cleaner's checkpoint (Kafka's cleaner-offset-checkpoint, kept in memory): offsets
+        # below it have been compacted. A restarted broker counts the whole log as dirty, as
+        # Kafka does when the checkpoint has no entry for a log.
+        self.cleaner_checkpoint = loaded.log_start_offset
 
     @classmethod
     def open(

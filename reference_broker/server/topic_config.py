@@ -40,6 +40,13 @@ def _long(low: int, high: int = MAX_LONG) -> Callable[[str], int]:
     return parse
 
 
+def _ratio(raw: str) -> float:
+    value = float(raw)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError
+    return value
+
+
 def _bool(raw: str) -> bool:
     if raw.lower() not in ("true", "false"):
         raise ValueError
@@ -96,6 +103,12 @@ DEFS: dict[str, TopicConfigDef] = {d.name: d for d in (
                    "flush_interval_ms", str(MAX_LONG)),
     TopicConfigDef("delete.retention.ms", "log.cleaner.delete.retention.ms", _long(0),
                    "an integer >= 0", 5, "delete_retention_ms"),
+    TopicConfigDef("min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", _ratio,
+                   "a number in [0, 1]", 6, "min_cleanable_dirty_ratio"),
+    # Segments are unlinked at once: the descriptors fetches hold keep their bytes readable,
+    # which is what Kafka's delay before deleting the files protects; any delay is honoured.
+    TopicConfigDef("file.delete.delay.ms", "log.segment.delete.delay.ms", _long(0),
+                   "an integer >= 0", 5, "file_delete_delay_ms"),
     TopicConfigDef("index.interval.bytes", "log.index.interval.bytes", _long(0, MAX_INT),
                    "an integer >= 0", 3, "index_interval_bytes"),
     TopicConfigDef("segment.index.bytes", None, _long(4, MAX_INT),

@@ -49,10 +49,6 @@ MAY_DIFFER = {
     "api_keys": "compared on their own, with the declared differences: "
                 "test_the_reference_broker_advertises_kafka_39s_ranges",
 }
-# Kafka topic configs the reference broker does not implement (it does not list them and
-# refuses them): its segments are deleted at once, and it compacts at every pass whatever the
-# dirty ratio. Listed here so that the gap stays visible and cannot grow unnoticed.
-UNIMPLEMENTED_TOPIC_CONFIGS = frozenset({"file.delete.delay.ms", "min.cleanable.dirty.ratio"})
 SAME_NAMES = f"differential-{uuid.uuid4().hex[:8]}"
 BROKER_PROPERTIES = {"group.initial.rebalance.delay.ms": 0, "offsets.topic.replication.factor": 1,
                      "auto.create.topics.enable": "true"}
@@ -93,15 +89,13 @@ def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Side]]
 
 
 def comparable(answer: Any) -> Any:
-    """An answer with its config lists keyed by name: Kafka lists a topic's configs in the
-    order of a Java hash map, which says nothing. The configs the reference broker does not
-    implement are left out of Kafka's lists."""
+    """An answer with its config lists sorted by name: Kafka lists a topic's configs in the
+    order of a Java hash map, which says nothing."""
     if isinstance(answer, dict):
         return {key: comparable(value) for key, value in answer.items()}
     if isinstance(answer, list):
         if answer and all(isinstance(x, dict) and "config_source" in x for x in answer):
-            kept = [x for x in answer if x["name"] not in UNIMPLEMENTED_TOPIC_CONFIGS]
-            return [comparable(x) for x in sorted(kept, key=lambda x: x["name"])]
+            return [comparable(x) for x in sorted(answer, key=lambda x: x["name"])]
         return [comparable(x) for x in answer]
     return answer
 
@@ -129,7 +123,7 @@ def test_differences_skip_only_the_declared_fields() -> None:
     kafkas = {"throttle_time": 9, "topics": [{"name": "t", "error_code": 3, "topic_id": "b"}]}
     assert differences(ours, kafkas) == [".topics[0].error_code: 0 != Kafka's 3"]
     assert differences({"a": [1, 2]}, {"a": [1]}) == [".a: 2 items != Kafka's 1"]
-    configs = [{"name": n, "config_source": 5} for n in ("b", "file.delete.delay.ms", "a")]
+    configs = [{"name": n, "config_source": 5} for n in ("b", "a")]
     assert comparable({"configs": configs}) == {"configs": [
         {"name": "a", "config_source": 5}, {"name": "b", "config_source": 5}]}
 

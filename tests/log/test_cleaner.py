@@ -1,7 +1,9 @@
 """Compaction: the latest value per key survives at its offset; old tombstones go."""
 
+from dataclasses import replace
+
 from harness.wire.records import build_batch, decode_records, read_header
-from reference_broker.log.cleaner import clean, clean_logs
+from reference_broker.log.cleaner import CleanResult, clean, clean_logs, dirty_ratio
 from reference_broker.log.log_config import LogConfig
 
 from .log_testing import FakeClock, append, log_file, open_log
@@ -50,9 +52,29 @@ def test_tombstones_removed_only_after_delete_retention(tmp_path):
     write(log, [(b"z", b"keep")])
     clean(log, now_ms=10_500)
     assert contents(log) == [(1, b"b", b"1"), (2, b"a", None), (3, b"z", b"keep")]
+    # A tombstone goes at the next cleaning past the horizon, and a cleaning needs dirt.
+    write(log, [(b"y", b"1" * 200)])
     result = clean(log, now_ms=11_001)
     assert result.tombstones_removed == 1
-    assert contents(log) == [(1, b"b", b"1"), (3, b"z", b"keep")]
+    assert contents(log) == [(1, b"b", b"1"), (3, b"z", b"keep"), (4, b"y", b"1" * 200)]
+
+
+def test_a_log_is_cleaned_only_when_more_than_its_min_dirty_ratio_is_dirty(tmp_path):
+    """Kafka's trigger: the bytes past the cleaner's checkpoint over all cleanable bytes must
+    exceed min.cleanable.dirty.ratio (0.5 by default)."""
+    log = open_log(tmp_path / "t-0", COMPACT, now_ms=FakeClock())
+    for value in (b"1", b"2", b"3"):
+        write(log, [(b"k", value * 100)])
+    assert dirty_ratio(log) == 1.0
+    assert clean(log, now_ms=10_000).records_removed == 2
+    assert dirty_ratio(log) == 0.0
+    write(log, [(b"k", b"4")])  # small: dirty, but well under half of the cleanable bytes
+    assert 0.0 < dirty_ratio(log) < 0.5
+    assert clean(log, now_ms=10_000) == CleanResult()
+    assert [v for _, _, v in contents(log)] == [b"3" * 100, b"4"]
+    log.update_config(replace(COMPACT, min_cleanable_dirty_ratio=0.1))
+    assert clean(log, now_ms=10_000).records_removed == 1
+    assert [v for _, _, v in contents(log)] == [b"4"]
 
 
 def test_a_compacted_log_reloads_and_keeps_its_producer_fields(tmp_path):
