@@ -17,7 +17,8 @@ import re
 import struct
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, fields, is_dataclass
+from dataclasses import MISSING, dataclass, fields, is_dataclass, make_dataclass
+from dataclasses import field as dataclass_field
 from functools import cache
 from typing import Any, cast
 
@@ -27,6 +28,7 @@ from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field, is_optional
+from kio.serial.errors import OutOfBoundValue
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32
 from kio.static.protocol import Entity
@@ -201,6 +203,8 @@ def encode_response_chunks(
         raise ValueError(f"kio does not model {api_name(api_key)} v{version}")
     if isinstance(body, Mapping):
         body = build(cls, body)
+    elif type(body) is raw_timestamps(cls):
+        cls = cast(type[Entity], type(body))  # decoded with raw timestamps: written back so
     out = _ChunkedBuffer()
     out.write(b"\0\0\0\0")
     out.write(_I32.pack(correlation_id))
@@ -276,8 +280,31 @@ def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Any]
         offset += 1
         if frame[4] != 0:
             _, offset = strip_unknown_tags(None, frame, 4)
-    body, _size = _read_entity(entity_reader(cls), cls, frame, offset)
+    try:
+        body, _size = _read_entity(entity_reader(cls), cls, frame, offset)
+    except OutOfBoundValue:
+        raw = raw_timestamps(cls)
+        body, _size = _read_entity(entity_reader(raw), raw, frame, offset)
     return correlation_id, body
+
+
+@cache
+def raw_timestamps(cls: type) -> type:
+    """``cls`` with its timestamps read as plain int64 milliseconds.
+
+    Kafka writes -1 for "no time" in fields kio types as datetimes — a refused
+    CreateDelegationToken's issue, expiry and max timestamps — and kio refuses to decode a
+    negative datetime (OutOfBoundValue). Such an answer is still a well-formed response; it is
+    decoded with this variant, whose other fields are the same."""
+    def raw(f: Any) -> tuple[str, Any, Any]:
+        if f.metadata.get("kafka_type") == "datetime_i64":
+            return f.name, int, dataclass_field(metadata={**f.metadata, "kafka_type": "int64"})
+        return f.name, f.type, dataclass_field(metadata=f.metadata)
+
+    keep = ("__type__", "__version__", "__flexible__", "__api_key__", "__header_schema__")
+    namespace = {name: getattr(cls, name) for name in keep if hasattr(cls, name)}
+    return make_dataclass(f"RawTimestamps{cls.__name__}", [raw(f) for f in fields(cls)],
+                          namespace=namespace, frozen=True, slots=True)
 
 
 @cache

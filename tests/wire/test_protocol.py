@@ -113,3 +113,24 @@ def test_deferred_records_encode_like_inline_bytes(version):
     assert chunks[1:3] == parts  # the parts themselves are handed to the transport
     joined = b"".join(c if isinstance(c, bytes) else c.data for c in chunks)
     assert joined == protocol.encode_response(1, version, 9, body(records))
+
+
+def test_a_response_with_kafkas_minus_one_timestamps_is_decoded_with_raw_timestamps():
+    """Apache Kafka 3.9 refuses CreateDelegationToken on a PLAINTEXT listener with issue,
+    expiry and max timestamps of -1, which kio will not turn into datetimes; the answer is still
+    decoded, those fields as integer milliseconds, everything else as usual."""
+    import struct
+
+    def compact(text: str) -> bytes:
+        return bytes([len(text) + 1]) + text.encode()
+
+    frame = (struct.pack(">i", 7) + b"\x00"  # correlation id, response header tags
+             + struct.pack(">h", 64) + compact("") * 4 + struct.pack(">qqq", -1, -1, -1)
+             + compact("") + b"\x01" + struct.pack(">i", 0) + b"\x00")
+    correlation, body = protocol.decode_response(38, 3, frame)
+    assert correlation == 7
+    assert protocol.error_name(int(body.error_code)) == "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED"
+    assert (body.issue_timestamp, body.expiry_timestamp, body.max_timestamp) == (-1, -1, -1)
+    assert body.hmac == b""
+    again = protocol.encode_response(38, 3, correlation, body)
+    assert again[4:] == frame  # written back the way it was read
