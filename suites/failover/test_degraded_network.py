@@ -29,7 +29,7 @@ from harness.nemesis.schedule import leader_of, repeated
 from suites.failover.judged import FaultWindow, fault_windows, history, judged_run
 
 TOPIC = "degraded"
-START_S, HELD_S, QUIET_S, TAIL_S = 5.0, 8.0, 3.0, 6.0
+START_S, HELD_S, QUIET_S, TAIL_S = 5.0, 6.0, 2.0, 4.0
 BATCH_HEADER_BYTES = 61  # a v2 record batch's fixed header [protocol guide, Record Batch]
 MIN_MEASURED = 10  # sends measured inside each window, or the floor proves nothing
 

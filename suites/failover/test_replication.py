@@ -62,7 +62,10 @@ def _replicate(cluster: Target, request: pytest.FixtureRequest, tmp_path: Path, 
                       compression=compression)
 
 
-@pytest.mark.parametrize("mode", ["hard_bounce", "clean_shutdown"])
+# clean_shutdown holds a broker down for a whole ZooKeeper session: slow, and the rolling
+# bounce of the offset validation scenarios already stops brokers cleanly in every CI run.
+@pytest.mark.parametrize("mode", ["hard_bounce",
+                                  pytest.param("clean_shutdown", marks=pytest.mark.slow)])
 def test_the_leader_fails_repeatedly_and_no_acknowledged_record_is_lost(
         cluster: Target, request: pytest.FixtureRequest, tmp_path: Path, mode: str) -> None:
     """With acks=all and min.insync.replicas=2, no acknowledged record is lost while the leader is shut down or bounced, again and again [Kafka system test replication_test.py; Kafka docs, Design: Replication]."""  # noqa: E501
