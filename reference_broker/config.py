@@ -46,7 +46,8 @@ def _int(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
-def _ratio(raw: str) -> float:
+def parse_ratio(raw: str) -> float:
+    """A number in [0, 1] (a broker's or a topic's min cleanable ratio); ValueError if not."""
     value = float(raw.strip())
     if not 0.0 <= value <= 1.0:
         raise ValueError
@@ -209,7 +210,7 @@ DEFINITIONS: dict[str, Definition] = {
                                      "compact topics with cleanup.policy=compact"),
     "log.cleaner.backoff.ms": Definition(_int(1, MAX_LONG), 15000, "an integer >= 1",
                                          "pause between cleaner passes"),
-    "log.cleaner.min.cleanable.ratio": Definition(_ratio, 0.5, "a number in [0, 1]",
+    "log.cleaner.min.cleanable.ratio": Definition(parse_ratio, 0.5, "a number in [0, 1]",
                                                   "the share of a compacted log's cleanable "
                                                   "bytes not yet cleaned that starts a "
                                                   "cleaning (topic override: "

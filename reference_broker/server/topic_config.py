@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reference_broker.config import MAX_INT, MAX_LONG, KafkaConfig
+from reference_broker.config import MAX_INT, MAX_LONG, KafkaConfig, parse_ratio
 from reference_broker.log.log_config import LogConfig
 
 
@@ -38,13 +38,6 @@ def _long(low: int, high: int = MAX_LONG) -> Callable[[str], int]:
         return value
 
     return parse
-
-
-def _ratio(raw: str) -> float:
-    value = float(raw)
-    if not 0.0 <= value <= 1.0:
-        raise ValueError
-    return value
 
 
 def _bool(raw: str) -> bool:
@@ -103,10 +96,10 @@ DEFS: dict[str, TopicConfigDef] = {d.name: d for d in (
                    "flush_interval_ms", str(MAX_LONG)),
     TopicConfigDef("delete.retention.ms", "log.cleaner.delete.retention.ms", _long(0),
                    "an integer >= 0", 5, "delete_retention_ms"),
-    TopicConfigDef("min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", _ratio,
+    TopicConfigDef("min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", parse_ratio,
                    "a number in [0, 1]", 6, "min_cleanable_dirty_ratio"),
-    # Segments are unlinked at once: the descriptors fetches hold keep their bytes readable,
-    # which is what Kafka's delay before deleting the files protects; any delay is honoured.
+    # Any delay is accepted though segments are unlinked at once: the descriptors fetches hold
+    # keep the bytes readable, which is what Kafka's delay before deleting the files protects.
     TopicConfigDef("file.delete.delay.ms", "log.segment.delete.delay.ms", _long(0),
                    "an integer >= 0", 5, "file_delete_delay_ms"),
     TopicConfigDef("index.interval.bytes", "log.index.interval.bytes", _long(0, MAX_INT),
