@@ -194,13 +194,19 @@ class AdminState:
 
     ``partition_state`` has ZooKeeper's shape (``leader``, ``isr``) so the same assertions read
     both; what the Admin API does not show (the controller epoch, the leader epoch) is None.
+
+    Reading must not change what is read: librdkafka's admin client asks for a topic's metadata
+    with auto-creation allowed (its producer-side default), and Apache Kafka 4.4 then created
+    the topic it was asked about — a later read found a topic no one had made. The client here
+    has auto-creation off.
     """
 
     def __init__(self, bootstrap: str, timeout: float = _DEFAULT_TIMEOUT_S) -> None:
         from confluent_kafka.admin import AdminClient
 
         self.timeout = timeout
-        self._admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+        self._admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0,
+                                   "allow.auto.create.topics": False})
 
     def close(self) -> None:
         """Nothing to release: the client's threads end with it."""

@@ -42,6 +42,12 @@ def test_kraft_target_serves_clients_and_shows_its_state_through_the_admin_api(t
             "leader": 1, "isr": [1], "replicas": [1], "leader_epoch": None}
         assert state.leader("kraft", 0) == 1
         assert state.partition_state("no-such-topic", 0) is None
+        # Asking must not have created it. The controller handles topic creations in order, so
+        # once a topic created after the question is listed, an auto-creation would be too.
+        admin.create_topics([NewTopic("after-the-question", 1, 1)])["after-the-question"] \
+            .result(30)
+        listed = admin.list_topics(timeout=10).topics
+        assert "after-the-question" in listed and "no-such-topic" not in listed
         assert (tmp_path / "kraft" / "data" / "meta.properties").is_file()
     finally:
         target.close()
