@@ -15,6 +15,7 @@ from typing import Any
 from harness.wire import protocol
 
 _SIZE = struct.Struct(">i")
+_API_VERSIONS = 18
 
 
 class RawClient:
@@ -60,6 +61,16 @@ class RawClient:
         if got != correlation:
             raise AssertionError(f"correlation id {got} answered request {correlation}")
         return response
+
+    def advertised(self, version: int = 0) -> dict[int, tuple[int, int]]:
+        """api key -> (min, max) as the broker advertises them in ApiVersions ``version``;
+        RuntimeError if it answers with an error."""
+        response = self.request(_API_VERSIONS, version, {
+            "client_software_name": "kafka-harness", "client_software_version": "1.0"})
+        error = int(response.error_code)
+        if error != 0:
+            raise RuntimeError(f"ApiVersions v{version} answered {protocol.error_name(error)}")
+        return {int(k.api_key): (k.min_version, k.max_version) for k in response.api_keys}
 
     def is_closed_by_peer(self, timeout: float = 5.0) -> bool:
         """True when the broker closed this connection (EOF or reset) within `timeout`."""

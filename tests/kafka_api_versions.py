@@ -150,11 +150,7 @@ def expected_reference_ranges(kafka: Ranges | None = None, *,
 
 def advertised(client: RawClient, version: int = CAPTURE_VERSION) -> Ranges:
     """api key -> (min, max) from one ApiVersions request at ``version``."""
-    answer = client.request(API_VERSIONS, version, {"client_software_name": "kafka-harness",
-                                                    "client_software_version": "1"})
-    if answer.error_code.value != 0:
-        raise RuntimeError(f"ApiVersions v{version} answered {answer.error_code}")
-    return {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
+    return client.advertised(version)
 
 
 def document(ranges: Mapping[int, tuple[int, int]], kafka_version: str) -> dict[str, Any]:

@@ -50,20 +50,15 @@ def err(response: Any) -> str:
 
 def require_apis(client: RawClient, *api_keys: int) -> None:
     """Skip the test when the target does not implement each API at the suite's version."""
-    ranges = _advertised(client)
+    ranges = client.advertised()
     for key in api_keys:
         _require(ranges, key, V[key])
 
 
 def require_version(client: RawClient, api_key: int, version: int) -> int:
     """``version`` of ``api_key`` if the target implements it, else a precise skip."""
-    _require(_advertised(client), api_key, version)
+    _require(client.advertised(), api_key, version)
     return version
-
-
-def _advertised(client: RawClient) -> dict[int, tuple[int, int]]:
-    answer = client.request(API_VERSIONS, 0, {})
-    return {int(k.api_key): (k.min_version, k.max_version) for k in answer.api_keys}
 
 
 def _require(ranges: dict[int, tuple[int, int]], api_key: int, version: int) -> None:

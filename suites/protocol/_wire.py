@@ -40,9 +40,7 @@ API_VERSIONS_BODY = {"client_software_name": "kafka-harness-suites",
 
 def advertised_versions(client: RawClient, version: int = 0) -> dict[int, tuple[int, int]]:
     """api_key -> (min, max) as the broker behind `client` advertises them."""
-    response = client.request(API_VERSIONS, version, API_VERSIONS_BODY)
-    assert response.error_code.value == NONE, f"ApiVersions v{version}: {response.error_code}"
-    return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+    return client.advertised(version)
 
 
 def encodable_versions(advertised: dict[int, tuple[int, int]], api_key: int) -> list[int]:
