@@ -45,6 +45,7 @@ from harness.checker import report
 from harness.checker.result import (
     DEFAULT_GUARANTEE,
     GUARANTEES,
+    SCHEMA_VERSION,
     CheckResult,
     ReportData,
     fault_windows,
@@ -173,7 +174,8 @@ class RunResult:
     error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The run's result JSON (``run.json``, ``run --json``), versioned like report.json."""
+        return {"schema_version": SCHEMA_VERSION, **asdict(self)}
 
 
 def default_run_dir(seed: int) -> Path:
@@ -498,9 +500,11 @@ class Run:
         self.result.report += [str(p) for p in written]
 
     def _write_summary(self) -> None:
-        summary = {"options": {k: (str(v) if isinstance(v, Path) else v)
+        result = self.result.as_dict()
+        summary = {"schema_version": result.pop("schema_version"),
+                   "options": {k: (str(v) if isinstance(v, Path) else v)
                                for k, v in asdict(self.options).items()},
-                   **self.result.as_dict()}
+                   **result}
         path = self.dir / "run.json"
         tmp = path.with_name(".run.json.tmp")
         tmp.write_text(json.dumps(summary, indent=1, default=str))
@@ -515,7 +519,8 @@ def run(options: RunOptions, *, as_json: bool = False) -> int:
     except RunError as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)
         if as_json:
-            print(json.dumps({"error": str(exc), "exit_code": exc.code}))
+            print(json.dumps({"schema_version": SCHEMA_VERSION, "error": str(exc),
+                              "exit_code": exc.code}))
         return exc.code
     try:
         result = runner.execute()

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from harness import history
 from harness.checker import report
-from harness.checker.result import CheckResult
+from harness.checker.result import SCHEMA_VERSION, CheckResult
 
 VALID, INVALID, USAGE, INFRASTRUCTURE = 0, 1, 2, 3
 
@@ -42,7 +42,8 @@ def _refuse(code: int, message: str, as_json: bool, where: history.Location | No
     Console(stderr=True).print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
     if as_json:
         fields = {"file": where.file, "row": where.row} if where else {}
-        print(json.dumps({"error": message, "exit_code": code, **fields}))
+        print(json.dumps({"schema_version": SCHEMA_VERSION, "error": message, "exit_code": code,
+                          **fields}))
     return code
 
 

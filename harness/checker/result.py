@@ -53,6 +53,12 @@ GUARANTEES: dict[str, frozenset[str]] = {
 }
 DEFAULT_GUARANTEE = "at-least-once"
 
+# The version of every JSON object the harness writes for programs to read: report.json and
+# `check --json` (this module's to_json), the run's result (run.json, `run --json`) and the run
+# manifest next to a run's history. Raised when a field changes meaning or goes away, not when
+# one is added, so a reader can refuse what it does not understand (docs/history.md).
+SCHEMA_VERSION = 1
+
 STATS = (
     "rows",
     "processes",
@@ -160,6 +166,7 @@ class CheckResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "schema_version": SCHEMA_VERSION,
             "valid": self.valid,
             "guarantee": self.guarantee,
             "anomalies": {

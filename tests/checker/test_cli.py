@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 
 import pyarrow.parquet as pq
 
-from harness.checker.result import ANOMALIES, STATS
+from harness.checker.result import ANOMALIES, SCHEMA_VERSION, STATS
 from harness.history import events_table
 
 from .conftest import run_cli
@@ -22,7 +23,8 @@ def test_each_planted_anomaly_is_counted_exactly(tmp_path):
     run = run_cli("check", str(b.write(tmp_path, split=True)), "--json")
     assert run.code == 1, run.stderr
     shape = run.json()
-    assert list(shape) == ["valid", "guarantee", "anomalies", "stats"]
+    assert list(shape) == ["schema_version", "valid", "guarantee", "anomalies", "stats"]
+    assert shape["schema_version"] == SCHEMA_VERSION == 1
     assert (shape["valid"], shape["guarantee"]) == (False, "at-least-once")
     assert list(shape["anomalies"]) == list(ANOMALIES)
     assert _counts(shape) == expected
@@ -52,6 +54,7 @@ def test_tolerated_anomalies_pass_at_least_once_and_report(tmp_path):
     shape = run.json()
     assert shape["valid"] is True and _counts(shape) == expected
     assert sorted(p.name for p in out.iterdir()) == ["junit.xml", "report.html", "report.json"]
+    assert json.loads((out / "report.json").read_text()) == shape  # versioned alike
     cases = ET.parse(out / "junit.xml").getroot().iter("testcase")
     assert [c.get("name") for c in cases] == list(ANOMALIES)
     assert "<svg" in (out / "report.html").read_text()
@@ -85,6 +88,7 @@ def test_bad_parquet_is_refused_before_spark_starts(tmp_path):
     run = run_cli("check", str(tmp_path), "--json", env={"JAVA_HOME": "/nonexistent"})
     assert run.code == 2
     assert run.json() == {
+        "schema_version": SCHEMA_VERSION,
         "error": f"{tmp_path / 'h.parquet'}: missing column 'offset'",
         "exit_code": 2,
         "file": str(tmp_path / "h.parquet"),

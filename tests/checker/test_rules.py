@@ -208,7 +208,7 @@ def test_stats():
 def test_json_shape():
     b, _ = zoo()
     shape = rules.check_events(b.events).to_json()
-    assert list(shape) == ["valid", "guarantee", "anomalies", "stats"]
+    assert list(shape) == ["schema_version", "valid", "guarantee", "anomalies", "stats"]
     assert list(shape["anomalies"]) == list(ANOMALIES)
     assert all(set(a) == {"count", "examples"} for a in shape["anomalies"].values())
 
