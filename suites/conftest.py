@@ -1,9 +1,10 @@
 """Fixtures every suite shares, on top of the kafka-harness pytest plugin's.
 
-The plugin gives the target (``cluster``), ``faults``, ``admin``, ``producer``, ``consumer`` and
-``raw_client``. This adds ``make_topic``: a topic of the test's own (unique name, so tests never
-see each other's records on the session's one target), created with CreateTopics where the target
-implements it, otherwise by auto-creation — and a precise skip when the target cannot give the
+The plugin gives the target (``kafka_target``), ``kafka_faults``, ``kafka_admin``,
+``kafka_producer``, ``kafka_consumer``, ``kafka_raw_client`` and ``kafka_names``. This adds
+``make_topic``: a topic of the test's own (unique name, so tests never see each other's records
+on the session's one target), created with CreateTopics where the target implements it,
+otherwise by auto-creation — and a precise skip when the target cannot give the
 partition count the test needs.
 """
 
@@ -16,19 +17,9 @@ import pytest
 
 from harness.cluster.kinds import Capability
 from harness.cluster.targets import Target
-from suites.support import unique_name, wait_for_topic
+from harness.plugin_options import kafka_options
 
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("kafka-harness-chaos", "kafka-harness chaos suite")
-    group.addoption("--chaos-duration", type=float, default=20.0,
-                    help="seconds of workload under the nemesis in the short chaos run "
-                         "(default 20)")
-    group.addoption("--chaos-long-duration", type=float, default=600.0,
-                    help="seconds of the long chaos run (marked slow; default 600)")
-    group.addoption("--chaos-seed", type=int, default=None,
-                    help="the nemesis seed (default: a new one per run, printed so a failing "
-                         "run can be replayed)")
+from .support import unique_name, wait_for_topic
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -36,15 +27,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     heal, final read and check."""
     if not config.pluginmanager.hasplugin("timeout"):
         return
-    budget = config.getoption("--chaos-long-duration") + 600
+    budget = kafka_options(config).chaos_long_duration_s + 600
     for item in items:
         if item.get_closest_marker("chaos_long") is not None:
             item.add_marker(pytest.mark.timeout(budget))
 
 
 @pytest.fixture
-def make_topic(request: pytest.FixtureRequest, cluster: Target,
-               admin: Any) -> Callable[..., str]:
+def make_topic(request: pytest.FixtureRequest, kafka_target: Target,
+               kafka_admin: Any) -> Callable[..., str]:
     """``make_topic(partitions=1, replication_factor=None, config=None, exact=True) -> name``.
 
     ``replication_factor`` None is the target's default (every broker, up to 3). With
@@ -56,28 +47,29 @@ def make_topic(request: pytest.FixtureRequest, cluster: Target,
     def make(partitions: int = 1, replication_factor: int | None = None,
              config: dict[str, str] | None = None, exact: bool = True) -> str:
         topic = unique_name(request)
-        if cluster.missing(Capability.CREATE_TOPICS) is None:
-            replicas = replication_factor or min(3, cluster.brokers)
-            futures = admin.create_topics(
+        if kafka_target.missing(Capability.CREATE_TOPICS) is None:
+            replicas = replication_factor or min(3, kafka_target.brokers)
+            futures = kafka_admin.create_topics(
                 [NewTopic(topic, partitions, replicas, config=config or {})],
                 operation_timeout=30)
             futures[topic].result(60)
-            wait_for_topic(admin, topic, partitions)
+            wait_for_topic(kafka_admin, topic, partitions)
             return topic
         if config:
             pytest.skip(f"needs topic configs {sorted(config)}: "
-                        f"{cluster.missing(Capability.CREATE_TOPICS)}")
+                        f"{kafka_target.missing(Capability.CREATE_TOPICS)}")
         from confluent_kafka import Producer
 
-        auto = Producer({"bootstrap.servers": cluster.bootstrap})
+        auto = Producer({"bootstrap.servers": kafka_target.bootstrap})
         try:
             auto.list_topics(topic=topic, timeout=10)
         finally:
             auto.flush(5)
-        got = wait_for_topic(admin, topic, None)
+        got = wait_for_topic(kafka_admin, topic, None)
         if exact and got != partitions:
             pytest.skip(f"needs a topic with exactly {partitions} partition(s); "
-                        f"{cluster.missing(Capability.CREATE_TOPICS)} and auto-creation gave {got}")
+                        f"{kafka_target.missing(Capability.CREATE_TOPICS)} and auto-creation "
+                        f"gave {got}")
         return topic
 
     return make

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-import re
 import time
-import uuid
 from typing import Any
 
 import pytest
 
+from harness.plugin_options import kafka_options
+from harness.pytest_plugin import new_name
+
 TOPIC_READY_TIMEOUT_S = 30.0
 
 
-def unique_name(request: pytest.FixtureRequest, prefix: str = "") -> str:
-    """A Kafka-legal name unique to this test: the test's own name plus a random suffix."""
-    base = re.sub(r"[^a-zA-Z0-9._-]", "-", request.node.name)[:60]
-    return f"{prefix}{base}-{uuid.uuid4().hex[:8]}"
+def unique_name(request: pytest.FixtureRequest, kind: str = "") -> str:
+    """A Kafka-legal name unique to this test, under the session's prefix (so the plugin can
+    delete it from a shared broker afterwards): the kind, the test's name, a random suffix."""
+    return new_name(request, kind.rstrip("-"))
 
 
 def _partitions_with_leaders(admin: Any, topic: str) -> int | None:
@@ -46,5 +47,5 @@ def own_cluster_options(cluster: Any, request: pytest.FixtureRequest) -> dict[st
     """RunOptions fields for a run that starts a cluster of its own like the session's target:
     the same broker kind, network mechanism and backend (the chaos and replication suites
     fault and cut their cluster's logs, which the shared target must not inherit)."""
-    return {"target": cluster.kind, "network": request.config.getoption("--network"),
-            "backend": request.config.getoption("--backend")}
+    options = kafka_options(request.config)
+    return {"target": cluster.kind, "network": options.network, "backend": options.backend}

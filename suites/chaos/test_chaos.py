@@ -22,8 +22,10 @@ from rich.console import Console
 
 from harness.checker.result import GUARANTEES
 from harness.cluster.targets import Target
+from harness.plugin_options import kafka_options
 from harness.runner import INFRASTRUCTURE, Run, RunOptions, RunResult
-from suites.support import own_cluster_options
+
+from ..support import own_cluster_options
 
 GUARANTEE = "at-least-once"
 SHORT_FAULTS = ("partition", "kill", "pause", "lose-unflushed", "latency")
@@ -32,7 +34,7 @@ LONG_FAULTS = (*SHORT_FAULTS, "stop", "crash-client")
 
 def _chaos(cluster: Target, request: pytest.FixtureRequest, tmp_path: Path, duration_s: float,
            faults: tuple[str, ...]) -> RunResult:
-    seed = request.config.getoption("--chaos-seed")
+    seed = kafka_options(request.config).chaos_seed
     seed = random.randrange(2**31) if seed is None else seed
     options = RunOptions(
         duration_s=duration_s, brokers=max(3, cluster.brokers), nemesis=faults, seed=seed,
@@ -40,8 +42,9 @@ def _chaos(cluster: Target, request: pytest.FixtureRequest, tmp_path: Path, dura
         producers=2, consumers=2, rate=50.0, consumer_mode="group", commit="after", acks="all",
         idempotence=True, **own_cluster_options(cluster, request))
     result = Run(options, Console(stderr=True)).execute()
-    option = "--chaos-duration" if faults == SHORT_FAULTS else "--chaos-long-duration"
-    replay = (f"replay: pytest {request.node.nodeid} --chaos-seed {seed} "
+    option = ("--kafka-chaos-duration" if faults == SHORT_FAULTS
+              else "--kafka-chaos-long-duration")
+    replay = (f"replay: pytest {request.node.nodeid} --kafka-chaos-seed {seed} "
               f"{option} {duration_s:g}; run directory {result.dir}")
     assert result.exit_code != INFRASTRUCTURE, f"the run could not be carried out: " \
                                                f"{result.error}; {replay}"
@@ -58,9 +61,9 @@ def _chaos(cluster: Target, request: pytest.FixtureRequest, tmp_path: Path, dura
 @pytest.mark.requires_process_faults
 @pytest.mark.requires_multi_broker
 def test_short_chaos_run_keeps_every_acknowledged_record(
-        cluster: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+        kafka_target: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """With acks=all, idempotence and min.insync.replicas=2, no acknowledged record is lost under partitions, kills, pauses, lost unflushed tails and latency [Kafka docs, Design: Replication; KIP-98]."""  # noqa: E501
-    result = _chaos(cluster, request, tmp_path, request.config.getoption("--chaos-duration"),
+    result = _chaos(kafka_target, request, tmp_path, kafka_options(request.config).chaos_duration_s,
                     SHORT_FAULTS)
     applied = {step["fault"] for step in result.schedule}
     assert applied, "the schedule has no faults: the run is too short for the nemesis"
@@ -72,8 +75,8 @@ def test_short_chaos_run_keeps_every_acknowledged_record(
 @pytest.mark.requires_process_faults
 @pytest.mark.requires_multi_broker
 def test_long_chaos_run_keeps_every_acknowledged_record(
-        cluster: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+        kafka_target: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """The same promise over a long run with every fault, graceful stops and crashed clients included [Kafka docs, Design: Replication; KIP-98]."""  # noqa: E501
-    result = _chaos(cluster, request, tmp_path,
-                    request.config.getoption("--chaos-long-duration"), LONG_FAULTS)
+    result = _chaos(kafka_target, request, tmp_path,
+                    kafka_options(request.config).chaos_long_duration_s, LONG_FAULTS)
     assert len({step["fault"] for step in result.schedule}) >= 3

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from suites.failover.placement import SteadyProducer
+from .placement import SteadyProducer
 
 
 @pytest.fixture
-def steady_producer(producer: Callable[..., Any]) -> Iterator[Callable[..., SteadyProducer]]:
+def steady_producer(kafka_producer: Callable[..., Any]) -> Iterator[Callable[..., SteadyProducer]]:
     made: list[SteadyProducer] = []
 
     def make(topic: str, **options: Any) -> SteadyProducer:
-        steady = SteadyProducer(producer, topic, **options)
+        steady = SteadyProducer(kafka_producer, topic, **options)
         made.append(steady)
         return steady.start()
 

@@ -25,7 +25,8 @@ from harness.cluster.targets import Target
 from harness.history import Event, read_history
 from harness.nemesis.schedule import Step
 from harness.runner import INFRASTRUCTURE, Run, RunOptions, RunResult
-from suites.support import own_cluster_options
+
+from ..support import own_cluster_options
 
 GUARANTEE = "at-least-once"
 RUN_DEFAULTS: dict[str, Any] = {

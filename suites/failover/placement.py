@@ -24,7 +24,8 @@ from confluent_kafka.admin import NewTopic
 from harness.cluster.targets import Target
 from harness.raw_client import RawClient
 from harness.waiting import wait_for
-from suites.support import unique_name, wait_for_topic
+
+from ..support import unique_name, wait_for_topic
 
 WAIT_S = 30.0
 METADATA, METADATA_VERSION = 3, 12
@@ -204,8 +205,7 @@ class SteadyProducer:
 def read_partition(make_consumer: Callable[..., Any], topic: str, partition: int = 0,
                    timeout: float = WAIT_S) -> dict[int, str]:
     """Every record of ``topic``-``partition`` from the start to its high watermark."""
-    consumer = make_consumer(**{"group.id": f"failover-reader-{uuid.uuid4().hex[:8]}",
-                                "enable.auto.commit": False, "enable.partition.eof": False})
+    consumer = make_consumer(**{"enable.auto.commit": False, "enable.partition.eof": False})
     tp = TopicPartition(topic, partition)
     _, high = wait_for(lambda: consumer.get_watermark_offsets(tp, timeout=5, cached=False),
                        timeout, f"the watermarks of {topic}-{partition}")

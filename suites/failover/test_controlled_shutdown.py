@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from harness.cluster.targets import Target
-from suites.failover.placement import (
+
+from .placement import (
     SteadyProducer,
     create_placed_topic,
     read_partition,
@@ -33,18 +34,18 @@ MAX_UNAVAILABLE_S = 3.0
 @pytest.mark.requires_multi_broker
 @pytest.mark.requires_create_topics
 def test_a_stopping_leader_moves_leadership_away_before_it_exits(
-        request: pytest.FixtureRequest, cluster: Target, admin: Any,
-        steady_producer: Callable[..., SteadyProducer], consumer: Callable[..., Any]) -> None:
+        request: pytest.FixtureRequest, kafka_target: Target, kafka_admin: Any,
+        steady_producer: Callable[..., SteadyProducer], kafka_consumer: Callable[..., Any]) -> None:
     """A stopping leader hands leadership over before it exits [Kafka docs, Graceful shutdown].
 
     With controlled.shutdown.enable the leader moves its leadership to another ISR member and
     leaves the ISR before its registration goes, with no acked record lost and writes stalled
     only briefly."""
-    who = roles(cluster)
-    topic = create_placed_topic(request, cluster, admin,
+    who = roles(kafka_target)
+    topic = create_placed_topic(request, kafka_target, kafka_admin,
                                 [[who.first, who.second, who.controller]])
-    before = state_of(cluster, topic)
-    nodes = cluster.nodes
+    before = state_of(kafka_target, topic)
+    nodes = kafka_target.nodes
 
     sends = steady_producer(topic)
     sends.wait_for_acks(50)
@@ -54,7 +55,7 @@ def test_a_stopping_leader_moves_leadership_away_before_it_exits(
     with nodes.zk() as zk:
         state_stat = zk.exists(f"/brokers/topics/{topic}/partitions/0/state")
         registrations_stat = zk.exists("/brokers/ids")
-    after = state_of(cluster, topic)
+    after = state_of(kafka_target, topic)
     sends.wait_for_acks(50)
     sends.stop()
 
@@ -67,6 +68,6 @@ def test_a_stopping_leader_moves_leadership_away_before_it_exits(
     assert not sends.failed, f"acks=all sends failed during the shutdown: {sends.failed[:5]}"
     assert sends.max_ack_gap() <= MAX_UNAVAILABLE_S, (
         f"writes stalled {sends.max_ack_gap():.2f} s (bound {MAX_UNAVAILABLE_S} s)")
-    read = read_partition(consumer, topic)
+    read = read_partition(kafka_consumer, topic)
     lost = sends.lost_in(read)
     assert not lost, f"{len(lost)} acknowledged records lost or changed: {sorted(lost)[:10]}"

@@ -16,7 +16,8 @@ import pytest
 from harness.cluster.targets import Target
 from harness.raw_client import RawClient
 from harness.waiting import wait_for
-from suites.failover.placement import (
+
+from .placement import (
     WAIT_S,
     BrokerView,
     create_placed_topic,
@@ -53,7 +54,7 @@ def _failed_over(cluster: Target, crash: bool) -> tuple[int, int, int, int]:
 
 
 def test_a_crashed_controller_is_replaced_and_its_epoch_fenced(
-        request: pytest.FixtureRequest, cluster: Target, admin: Any) -> None:
+        request: pytest.FixtureRequest, kafka_target: Target, kafka_admin: Any) -> None:
     """A new controller has epoch + 1; the old epoch gets STALE_CONTROLLER_EPOCH [KafkaController].
 
     A crashed controller is replaced by another broker with /controller_epoch + 1, and a request
@@ -63,22 +64,22 @@ def test_a_crashed_controller_is_replaced_and_its_epoch_fenced(
     The refused request is a LeaderAndIsr that would make another replica leader: a zombie
     controller's last word. It must change nothing, in the broker or in ZooKeeper.
     """
-    who = roles(cluster)
+    who = roles(kafka_target)
     replicas = [who.first, who.second, who.controller]
-    topic = create_placed_topic(request, cluster, admin, [replicas])
-    old, old_epoch, new, new_epoch = _failed_over(cluster, crash=True)
+    topic = create_placed_topic(request, kafka_target, kafka_admin, [replicas])
+    old, old_epoch, new, new_epoch = _failed_over(kafka_target, crash=True)
     assert new in (who.first, who.second)
     assert new_epoch == old_epoch + 1
 
     survivor = who.first
     # The new controller drops the crashed broker from the ISR (a leader epoch bump of its own);
     # the zombie's request is judged against the state after that.
-    wait_for(lambda: old not in state_of(cluster, topic)["isr"], WAIT_S,
+    wait_for(lambda: old not in state_of(kafka_target, topic)["isr"], WAIT_S,
              f"the new controller to drop crashed broker {old} from {topic}-0's ISR")
-    before = state_of(cluster, topic)
-    wait_for(lambda: view_of(cluster, survivor, topic).controller_id == new, WAIT_S,
+    before = state_of(kafka_target, topic)
+    wait_for(lambda: view_of(kafka_target, survivor, topic).controller_id == new, WAIT_S,
              f"broker {survivor} to learn of controller {new}")
-    host, port = direct(cluster, survivor)
+    host, port = direct(kafka_target, survivor)
     with RawClient(host, port) as raw:
         response = raw.request(LEADER_AND_ISR, LEADER_AND_ISR_VERSION, {
             "controller_id": old, "controller_epoch": old_epoch, "broker_epoch": -1,
@@ -89,12 +90,12 @@ def test_a_crashed_controller_is_replaced_and_its_epoch_fenced(
             "live_leaders": []})
 
     assert int(response.error_code) == STALE_CONTROLLER_EPOCH
-    assert view_of(cluster, survivor, topic).leaders[0] == before["leader"]
-    assert state_of(cluster, topic)["leader_epoch"] == before["leader_epoch"]
+    assert view_of(kafka_target, survivor, topic).leaders[0] == before["leader"]
+    assert state_of(kafka_target, topic)["leader_epoch"] == before["leader_epoch"]
 
 
 def test_every_live_broker_converges_on_the_new_controller_and_leaders(
-        request: pytest.FixtureRequest, cluster: Target, admin: Any) -> None:
+        request: pytest.FixtureRequest, kafka_target: Target, kafka_admin: Any) -> None:
     """After controller failover all brokers serve the new controller and leaders [KafkaController].
 
     Every live broker's Metadata names the new controller and the leaders ZooKeeper holds,
@@ -104,20 +105,20 @@ def test_every_live_broker_converges_on_the_new_controller_and_leaders(
     The controller is stopped gracefully here (the crash is the test above): it resigns as it
     closes its session, so the failover does not wait for a session timeout.
     """
-    who = roles(cluster)
-    topic = create_placed_topic(request, cluster, admin,
+    who = roles(kafka_target)
+    topic = create_placed_topic(request, kafka_target, kafka_admin,
                                 [[who.controller, who.first, who.second],
                                  [who.first, who.second, who.controller]])
-    old, old_epoch, new, new_epoch = _failed_over(cluster, crash=False)
+    old, old_epoch, new, new_epoch = _failed_over(kafka_target, crash=False)
     assert new_epoch == old_epoch + 1
 
     def moved_off_the_stopped() -> dict[int, int] | None:
-        leaders = {p: state_of(cluster, topic, p)["leader"] for p in (0, 1)}
+        leaders = {p: state_of(kafka_target, topic, p)["leader"] for p in (0, 1)}
         return leaders if leaders[0] in (who.first, who.second) else None
 
     leaders = wait_for(moved_off_the_stopped, WAIT_S, f"{topic}-0 to leave stopped broker {old}")
     assert leaders[1] == who.first
     expected = BrokerView(new, leaders)
-    for broker_id in cluster.nodes.running_broker_ids():
-        wait_for(lambda b=broker_id: view_of(cluster, b, topic) == expected, WAIT_S,
+    for broker_id in kafka_target.nodes.running_broker_ids():
+        wait_for(lambda b=broker_id: view_of(kafka_target, b, topic) == expected, WAIT_S,
                  f"broker {broker_id} to name controller {new} and leaders {leaders}")

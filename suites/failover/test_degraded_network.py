@@ -22,11 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster.targets import Target
+from harness.cluster.targets import Network, Target
 from harness.history import Event
 from harness.nemesis.executor import TOXICS
 from harness.nemesis.schedule import leader_of, repeated
-from suites.failover.judged import FaultWindow, fault_windows, history, judged_run
+from harness.plugin_options import kafka_options
+
+from .judged import FaultWindow, fault_windows, history, judged_run
 
 TOPIC = "degraded"
 START_S, HELD_S, QUIET_S, TAIL_S = 5.0, 6.0, 2.0, 4.0
@@ -59,15 +61,15 @@ def _acknowledged_inside(events: list[Event], window: FaultWindow, partition: in
 
 
 def test_a_slow_link_to_the_leader_delays_acks_and_loses_nothing(
-        cluster: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+        kafka_target: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """Latency and then a bandwidth limit on the clients' link to a partition's leader slow every acknowledgement by at least what the toxic guarantees, and acks=all loses nothing acknowledged [Kafka system test network_degrade_test.py; Kafka docs, Design: Replication]."""  # noqa: E501
-    if request.config.getoption("--network") != "proxy":
-        pytest.skip("needs Toxiproxy's latency and bandwidth toxics (--network proxy)")
+    if kafka_options(request.config).network != Network.PROXY:
+        pytest.skip("needs Toxiproxy's latency and bandwidth toxics (--kafka-network proxy)")
     role = leader_of(TOPIC, 0)
     schedule = [*repeated("latency", role, 1, start_s=START_S, held_s=HELD_S, quiet_s=0),
                 *repeated("bandwidth", role, 1, start_s=START_S + HELD_S + QUIET_S,
                           held_s=HELD_S, quiet_s=0)]
-    result = judged_run(cluster, request, tmp_path / "degraded", schedule, TAIL_S, topic=TOPIC)
+    result = judged_run(kafka_target, request, tmp_path / "degraded", schedule, TAIL_S, topic=TOPIC)
     events = history(result)
     windows = fault_windows(events)
     assert [w.description.split()[0] for w in windows] == ["latency", "bandwidth"], windows

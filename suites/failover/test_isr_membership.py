@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from harness.cluster.targets import Target
-from suites.failover.placement import (
+
+from .placement import (
     WAIT_S,
     SteadyProducer,
     create_placed_topic,
@@ -71,16 +72,16 @@ def _shrink_then_expand(request: pytest.FixtureRequest, cluster: Target, admin: 
 @pytest.mark.requires_multi_broker
 @pytest.mark.requires_create_topics
 def test_an_isolated_follower_leaves_the_isr_and_rejoins_after_the_heal(
-        request: pytest.FixtureRequest, cluster: Target, admin: Any,
-        steady_producer: Callable[..., SteadyProducer], consumer: Callable[..., Any]) -> None:
+        request: pytest.FixtureRequest, kafka_target: Target, kafka_admin: Any,
+        steady_producer: Callable[..., SteadyProducer], kafka_consumer: Callable[..., Any]) -> None:
     """An isolated follower leaves the ISR and rejoins after the heal [Kafka docs, Replication].
 
     Cut off from every node, its ZooKeeper session expires and the controller removes it from
     the ISR in ZooKeeper; acks=all writes continue without it; after the heal it catches up and
     the leader adds it back."""
-    session_s = cluster.nodes.spec.zookeeper_session_timeout_ms / 1000
-    _shrink_then_expand(request, cluster, admin, steady_producer, consumer,
-                        lambda _, follower: cluster.faults.isolate(_broker_node(follower)),
+    session_s = kafka_target.nodes.spec.zookeeper_session_timeout_ms / 1000
+    _shrink_then_expand(request, kafka_target, kafka_admin, steady_producer, kafka_consumer,
+                        lambda _, follower: kafka_target.faults.isolate(_broker_node(follower)),
                         session_s)
 
 
@@ -90,15 +91,15 @@ def test_an_isolated_follower_leaves_the_isr_and_rejoins_after_the_heal(
 @pytest.mark.requires_multi_broker
 @pytest.mark.requires_create_topics
 def test_a_follower_cut_from_its_leader_is_shrunk_out_for_lagging(
-        request: pytest.FixtureRequest, cluster: Target, admin: Any,
-        steady_producer: Callable[..., SteadyProducer], consumer: Callable[..., Any]) -> None:
+        request: pytest.FixtureRequest, kafka_target: Target, kafka_admin: Any,
+        steady_producer: Callable[..., SteadyProducer], kafka_consumer: Callable[..., Any]) -> None:
     """A follower lagging over replica.lag.time.max.ms leaves the ISR, rejoins after [KIP-16].
 
     It still reaches ZooKeeper but not its leader, so only the leader's lag check removes it
     (Kafka docs, Design §Replication)."""
     def cut_pair(leader: int, follower: int) -> object:
         one, other = _broker_node(leader), _broker_node(follower)
-        return cluster.faults.partition({one: [other], other: [one]})
+        return kafka_target.faults.partition({one: [other], other: [one]})
 
-    _shrink_then_expand(request, cluster, admin, steady_producer, consumer, cut_pair,
-                        REPLICA_LAG_TIME_MAX_S)
+    _shrink_then_expand(request, kafka_target, kafka_admin, steady_producer, kafka_consumer,
+                        cut_pair, REPLICA_LAG_TIME_MAX_S)

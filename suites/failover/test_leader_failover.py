@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from harness.cluster.targets import Target
-from suites.failover.placement import (
+
+from .placement import (
     WAIT_S,
     SteadyProducer,
     create_placed_topic,
@@ -30,25 +31,26 @@ from suites.failover.placement import (
 @pytest.mark.requires_multi_broker
 @pytest.mark.requires_create_topics
 def test_a_crashed_leader_is_replaced_from_the_isr_and_no_acked_record_is_lost(
-        request: pytest.FixtureRequest, cluster: Target, admin: Any,
-        steady_producer: Callable[..., SteadyProducer], consumer: Callable[..., Any]) -> None:
+        request: pytest.FixtureRequest, kafka_target: Target, kafka_admin: Any,
+        steady_producer: Callable[..., SteadyProducer], kafka_consumer: Callable[..., Any]) -> None:
     """A crashed leader is replaced from the ISR, no acked record lost [Kafka docs, Replication].
 
     The controller elects another ISR member with a higher leader epoch, and every record
     acknowledged with acks=all is still readable: a committed message is not lost while one
     in-sync replica lives.
     """
-    who = roles(cluster)
-    topic = create_placed_topic(request, cluster, admin,
+    who = roles(kafka_target)
+    topic = create_placed_topic(request, kafka_target, kafka_admin,
                                 [[who.first, who.second, who.controller]])
-    before = state_of(cluster, topic)
-    nodes = cluster.nodes
+    before = state_of(kafka_target, topic)
+    nodes = kafka_target.nodes
 
     sends = steady_producer(topic)
     sends.wait_for_acks(50)
     nodes.kill(who.first)
     session_s = nodes.spec.zookeeper_session_timeout_ms / 1000
-    after = wait_for_state(cluster, topic, lambda s: s["leader"] in (who.second, who.controller),
+    after = wait_for_state(kafka_target, topic,
+                           lambda s: s["leader"] in (who.second, who.controller),
                            "to get a new leader from the live ISR", session_s + WAIT_S)
     sends.wait_for_acks(50)
     sends.stop()
@@ -56,6 +58,6 @@ def test_a_crashed_leader_is_replaced_from_the_isr_and_no_acked_record_is_lost(
     assert after["leader_epoch"] > before["leader_epoch"]
     assert who.first not in after["isr"]
     assert not sends.failed, f"acks=all sends failed across the failover: {sends.failed[:5]}"
-    read = read_partition(consumer, topic)
+    read = read_partition(kafka_consumer, topic)
     lost = sends.lost_in(read)
     assert not lost, f"{len(lost)} acknowledged records lost or changed: {sorted(lost)[:10]}"

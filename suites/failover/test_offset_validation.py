@@ -28,7 +28,8 @@ from harness.cluster.targets import Target
 from harness.history import Event
 from harness.nemesis.schedule import repeated, rolling
 from harness.runner import RunResult
-from suites.failover.judged import duration_s, fault_windows, history, judged_run
+
+from .judged import duration_s, fault_windows, history, judged_run
 
 TOPIC = "validation"
 START_S = 10.0   # the group settles in one generation first
@@ -95,11 +96,11 @@ def _kill_consumers(cluster: Target, request: pytest.FixtureRequest, run_dir: Pa
 
 @pytest.mark.requires_zookeeper
 def test_a_rolling_broker_bounce_causes_no_rebalance_and_positions_match_consumption(
-        cluster: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+        kafka_target: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """Restarting every broker in turn (controlled shutdown, then start) neither rebalances the consumer group nor loses anything acknowledged, and each partition's final committed position is one past the last record consumed [Kafka system test consumer_test.py, test_broker_rolling_bounce]."""  # noqa: E501
-    brokers = [f"broker-{b}" for b in sorted(cluster.nodes.brokers)]
+    brokers = [f"broker-{b}" for b in sorted(kafka_target.nodes.brokers)]
     schedule = rolling("stop", brokers, start_s=START_S, quiet_s=BOUNCE_S)
-    result = judged_run(cluster, request, tmp_path / "rolling", schedule, BOUNCE_S + TAIL_S,
+    result = judged_run(kafka_target, request, tmp_path / "rolling", schedule, BOUNCE_S + TAIL_S,
                         topic=TOPIC, consumers=CONSUMERS)
     events = history(result)
     changes = _group_changes_after(events, _first_fault_ns(events),
@@ -114,9 +115,9 @@ def test_a_rolling_broker_bounce_causes_no_rebalance_and_positions_match_consump
 
 @pytest.mark.slow
 def test_static_members_replaced_within_their_session_cause_no_rebalance(
-        cluster: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+        kafka_target: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """A static member (group.instance.id) killed and replaced within its session timeout takes its place again without a rebalance: no member is revoked and every assignment stays in the same generation [KIP-345; Kafka system test consumer_test.py, test_static_consumer_bounce]."""  # noqa: E501
-    result, generation, changes = _kill_consumers(cluster, request, tmp_path / "static",
+    result, generation, changes = _kill_consumers(kafka_target, request, tmp_path / "static",
                                                   static_members=True)
     unexpected = [e for e in changes if e.f == "revoke" or e.generation != generation]
     assert not unexpected, f"replacing static members rebalanced the group (generation " \
@@ -128,9 +129,9 @@ def test_static_members_replaced_within_their_session_cause_no_rebalance(
 
 @pytest.mark.slow
 def test_dynamic_members_killed_rebalance_and_lose_nothing(
-        cluster: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+        kafka_target: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """Killing consumers of a group (no static ids) makes the group rebalance to the replacements, and the run still loses nothing and no commit goes back [Kafka system test consumer_test.py, test_consumer_bounce]."""  # noqa: E501
-    result, generation, changes = _kill_consumers(cluster, request, tmp_path / "dynamic",
+    result, generation, changes = _kill_consumers(kafka_target, request, tmp_path / "dynamic",
                                                   static_members=False)
     later = {e.generation for e in changes if e.f == "assign"}
     assert later and min(later) > generation, \

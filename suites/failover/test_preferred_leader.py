@@ -14,7 +14,8 @@ from confluent_kafka import ElectionType, KafkaError, TopicPartition
 
 from harness.cluster.targets import Target
 from harness.waiting import wait_for
-from suites.failover.placement import (
+
+from .placement import (
     WAIT_S,
     create_placed_topic,
     roles,
@@ -28,27 +29,28 @@ from suites.failover.placement import (
 @pytest.mark.requires_multi_broker
 @pytest.mark.requires_create_topics
 def test_elect_leaders_preferred_gives_leadership_back_to_the_first_replica(
-        request: pytest.FixtureRequest, cluster: Target, admin: Any) -> None:
+        request: pytest.FixtureRequest, kafka_target: Target, kafka_admin: Any) -> None:
     """ElectLeaders(PREFERRED) makes the first replica leader again [KIP-460; ElectLeaders API].
 
     Once the preferred replica is back in the ISR, it leads again with a higher leader epoch."""
-    who = roles(cluster)
-    topic = create_placed_topic(request, cluster, admin,
+    who = roles(kafka_target)
+    topic = create_placed_topic(request, kafka_target, kafka_admin,
                                 [[who.first, who.second, who.controller]])
-    nodes = cluster.nodes
+    nodes = kafka_target.nodes
     # Apache Kafka exits 143 after a clean SIGTERM shutdown (its JVM ends by the signal).
     assert nodes.stop_broker(who.first) in nodes.kind.clean_exit_codes, (
         f"broker {who.first} did not stop cleanly")
-    moved = state_of(cluster, topic)
+    moved = state_of(kafka_target, topic)
     assert moved["leader"] != who.first
     nodes.start_broker(who.first)
-    wait_for_state(cluster, topic, lambda s: who.first in s["isr"],
+    wait_for_state(kafka_target, topic, lambda s: who.first in s["isr"],
                    f"to take broker {who.first} back into its ISR")
 
     partition = TopicPartition(topic, 0)
 
     def answered() -> tuple[int] | None:
-        error = admin.elect_leaders(ElectionType.PREFERRED, [partition]).result(WAIT_S)[partition]
+        error = kafka_admin.elect_leaders(ElectionType.PREFERRED,
+                                          [partition]).result(WAIT_S)[partition]
         code = KafkaError.NO_ERROR if error is None else error.code()
         # The controller learns of the ISR expansion a moment after the state znode shows it
         # (/isr_change_notification); until then the preferred replica is "not available".
@@ -57,6 +59,6 @@ def test_elect_leaders_preferred_gives_leadership_back_to_the_first_replica(
     (code,) = wait_for(answered, WAIT_S, f"an ElectLeaders(PREFERRED) answer for {topic}-0")
     # ELECTION_NOT_NEEDED only if the controller's periodic rebalance got there first.
     assert code in (KafkaError.NO_ERROR, KafkaError.ELECTION_NOT_NEEDED), KafkaError(code)
-    after = state_of(cluster, topic)
+    after = state_of(kafka_target, topic)
     assert after["leader"] == who.first
     assert after["leader_epoch"] > moved["leader_epoch"]

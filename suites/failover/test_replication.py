@@ -30,7 +30,8 @@ from harness.cluster.local import ClusterSpec
 from harness.cluster.targets import Target
 from harness.nemesis.schedule import CONTROLLER, leader_of, repeated
 from harness.runner import RunResult
-from suites.failover.judged import judged_run
+
+from .judged import judged_run
 
 TOPIC = "replication"
 TIMES = 2            # faults per run (Kafka's test: 3 shutdowns or 5 bounces)
@@ -67,38 +68,38 @@ def _replicate(cluster: Target, request: pytest.FixtureRequest, tmp_path: Path, 
 @pytest.mark.parametrize("mode", ["hard_bounce",
                                   pytest.param("clean_shutdown", marks=pytest.mark.slow)])
 def test_the_leader_fails_repeatedly_and_no_acknowledged_record_is_lost(
-        cluster: Target, request: pytest.FixtureRequest, tmp_path: Path, mode: str) -> None:
+        kafka_target: Target, request: pytest.FixtureRequest, tmp_path: Path, mode: str) -> None:
     """With acks=all and min.insync.replicas=2, no acknowledged record is lost while the leader is shut down or bounced, again and again [Kafka system test replication_test.py; Kafka docs, Design: Replication]."""  # noqa: E501
-    _replicate(cluster, request, tmp_path, mode)
+    _replicate(kafka_target, request, tmp_path, mode)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["hard_shutdown", "clean_bounce"])
 def test_the_leader_fails_repeatedly_in_the_other_modes(
-        cluster: Target, request: pytest.FixtureRequest, tmp_path: Path, mode: str) -> None:
+        kafka_target: Target, request: pytest.FixtureRequest, tmp_path: Path, mode: str) -> None:
     """The same promise for the remaining failure modes of Kafka's replication test [Kafka system test replication_test.py]."""  # noqa: E501
-    _replicate(cluster, request, tmp_path, mode)
+    _replicate(kafka_target, request, tmp_path, mode)
 
 
 @pytest.mark.slow
 @pytest.mark.requires_controller
 def test_the_controller_is_bounced_repeatedly_and_no_acknowledged_record_is_lost(
-        cluster: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+        kafka_target: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """Bouncing the controller (hard) loses no acknowledged record: a new controller takes over and the partitions it led move [Kafka system test replication_test.py, broker_type controller]."""  # noqa: E501
-    _replicate(cluster, request, tmp_path, "hard_bounce", role=CONTROLLER)
+    _replicate(kafka_target, request, tmp_path, "hard_bounce", role=CONTROLLER)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("compression", ["gzip", "lz4", "zstd"])
 def test_compressed_batches_survive_leader_bounces(
-        cluster: Target, request: pytest.FixtureRequest, tmp_path: Path,
+        kafka_target: Target, request: pytest.FixtureRequest, tmp_path: Path,
         compression: str) -> None:
     """Compressed batches are replicated and read back whole across leader bounces [Kafka system test replication_test.py, compression_type]."""  # noqa: E501
-    _replicate(cluster, request, tmp_path, "hard_bounce", compression=compression)
+    _replicate(kafka_target, request, tmp_path, "hard_bounce", compression=compression)
 
 
 @pytest.mark.slow
 def test_without_idempotence_leader_bounces_lose_nothing_acknowledged(
-        cluster: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+        kafka_target: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """Without idempotence retries may duplicate, but acks=all still loses no acknowledged record [Kafka system test replication_test.py, enable_idempotence=false]."""  # noqa: E501
-    _replicate(cluster, request, tmp_path, "hard_bounce", idempotence=False)
+    _replicate(kafka_target, request, tmp_path, "hard_bounce", idempotence=False)

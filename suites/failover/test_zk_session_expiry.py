@@ -17,7 +17,8 @@ from kazoo.client import KazooClient
 
 from harness.cluster.targets import Target
 from harness.waiting import wait_for
-from suites.failover.placement import (
+
+from .placement import (
     WAIT_S,
     create_placed_topic,
     roles,
@@ -62,36 +63,36 @@ def _heal(cluster: Target, _: int) -> None:
                  marks=pytest.mark.requires_faults),
 ])
 def test_an_expired_broker_is_deregistered_loses_leadership_and_registers_again(
-        request: pytest.FixtureRequest, cluster: Target, admin: Any,
+        request: pytest.FixtureRequest, kafka_target: Target, kafka_admin: Any,
         lose: Fault, regain: Fault) -> None:
     """A broker whose ZooKeeper session expired is dead until it re-registers [Kafka design].
 
     Its /brokers/ids znode goes, the partitions it led get a live ISR member as leader, and once
     it reaches ZooKeeper again it registers under a new session and rejoins the ISR: a node is
     alive while it maintains its ZooKeeper session."""
-    who = roles(cluster)
+    who = roles(kafka_target)
     expiring = who.first
-    topic = create_placed_topic(request, cluster, admin,
+    topic = create_placed_topic(request, kafka_target, kafka_admin,
                                 [[expiring, who.second, who.controller]])
-    before = state_of(cluster, topic)
-    with cluster.nodes.zk() as zk:
+    before = state_of(kafka_target, topic)
+    with kafka_target.nodes.zk() as zk:
         first_session = _registration_zxid(zk, expiring)
         assert first_session is not None
 
-        lose(cluster, expiring)
-        session_s = cluster.nodes.spec.zookeeper_session_timeout_ms / 1000
+        lose(kafka_target, expiring)
+        session_s = kafka_target.nodes.spec.zookeeper_session_timeout_ms / 1000
         wait_for(lambda: _registration_zxid(zk, expiring) is None, session_s + WAIT_S,
                  f"/brokers/ids/{expiring} to go when its session expires")
-        moved = wait_for_state(cluster, topic,
+        moved = wait_for_state(kafka_target, topic,
                                lambda s: s["leader"] in (who.second, who.controller),
                                "to be led by a live ISR member")
         assert moved["leader_epoch"] > before["leader_epoch"]
         assert expiring not in moved["isr"]
-        assert cluster.nodes.controller_id() == who.controller
+        assert kafka_target.nodes.controller_id() == who.controller
 
-        regain(cluster, expiring)
+        regain(kafka_target, expiring)
         second_session = wait_for(lambda: _registration_zxid(zk, expiring), WAIT_S,
                                   f"broker {expiring} to register again")
         assert second_session > first_session
-        wait_for_state(cluster, topic, lambda s: expiring in s["isr"],
+        wait_for_state(kafka_target, topic, lambda s: expiring in s["isr"],
                        f"to take broker {expiring} back into its ISR")

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from harness.cluster.targets import Target
-from suites.groups._helpers import RawFactory, coordinator_client, wait_until
+
+from ._helpers import RawFactory, coordinator_client, wait_until
 
 Share = list[tuple[str, int]]
 SETTLE_S = 30.0
@@ -78,7 +79,7 @@ def _settled_shares(members: list[_Member], partitions: int) -> list[Share]:
     ("roundrobin", [[(0, 0), (0, 2), (1, 1)], [(0, 1), (1, 0), (1, 2)]]),
 ])
 def test_range_and_round_robin_assign_as_kafkas_assignors_do(
-        cluster: Target, consumer: Callable[..., Any], raw_client: RawFactory,
+        kafka_target: Target, kafka_consumer: Callable[..., Any], kafka_raw_client: RawFactory,
         make_topic: Callable[..., str], strategy: str,
         expected: list[list[tuple[int, int]]]) -> None:
     """Two consumers of topics t0 and t1 with three partitions each: range gives the first
@@ -87,19 +88,19 @@ def test_range_and_round_robin_assign_as_kafkas_assignors_do(
     """
     topics = sorted([make_topic(partitions=3), make_topic(partitions=3)])
     group = f"{topics[0]}-group"
-    members = _consumers(consumer, raw_client, group, strategy, topics, 2)
+    members = _consumers(kafka_consumer, kafka_raw_client, group, strategy, topics, 2)
     shares = _settled_shares(members, 6)
     assert shares == [[(topics[t], p) for t, p in share] for share in expected]
 
 
 @pytest.mark.parametrize("strategy", ["range", "roundrobin"])
 def test_members_beyond_the_partition_count_get_nothing(
-        cluster: Target, consumer: Callable[..., Any], raw_client: RawFactory,
+        kafka_target: Target, kafka_consumer: Callable[..., Any], kafka_raw_client: RawFactory,
         make_topic: Callable[..., str], strategy: str) -> None:
     """With more consumers than partitions each partition goes to exactly one member (the first
     members by member id) and the rest stay in the group with an empty assignment [Kafka
     RangeAssignor / RoundRobinAssignor; consumer group semantics]."""
     topic = make_topic(partitions=2)
-    members = _consumers(consumer, raw_client, f"{topic}-group", strategy, [topic], 3)
+    members = _consumers(kafka_consumer, kafka_raw_client, f"{topic}-group", strategy, [topic], 3)
     shares = _settled_shares(members, 2)
     assert shares == [[(topic, 0)], [(topic, 1)], []]

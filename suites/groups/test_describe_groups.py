@@ -6,7 +6,9 @@ import pytest
 
 from harness.cluster.targets import Target
 from harness.raw_client import RawClient
-from suites.groups._helpers import (
+
+from ..support import unique_name
+from ._helpers import (
     DELETE_GROUPS,
     DESCRIBE_GROUPS,
     HEARTBEAT,
@@ -25,19 +27,18 @@ from suites.groups._helpers import (
     sync,
     wait_until,
 )
-from suites.support import unique_name
 
 
 def test_describe_groups_reports_every_state_of_the_lifecycle(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """DescribeGroups reports Dead for a group never seen, CompletingRebalance (joined, awaiting
     the leader's SyncGroup), Stable, PreparingRebalance (a member joins, others not yet
     rejoined), Empty once every member left, and Dead after DeleteGroups [Kafka GroupMetadata
     states; protocol guide, DescribeGroups v0-v5 answer Dead, no error, for unknown groups]."""
     group = unique_name(request, "g-")
-    first = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT,
+    first = coordinator_client(kafka_raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT,
                                LEAVE_GROUP, DESCRIBE_GROUPS, DELETE_GROUPS)
-    second = coordinator_client(raw_client, group)
+    second = coordinator_client(kafka_raw_client, group)
     assert _state(first, group) == "Dead"
 
     joined = join(first, group)

@@ -13,7 +13,9 @@ import pytest
 
 from harness.cluster.targets import Target
 from harness.raw_client import RawClient
-from suites.groups._helpers import (
+
+from ..support import unique_name
+from ._helpers import (
     DESCRIBE_CONFIGS,
     HEARTBEAT,
     JOIN_GROUP,
@@ -36,7 +38,6 @@ from suites.groups._helpers import (
     sync,
     wait_until,
 )
-from suites.support import unique_name
 
 MADE_UP_MEMBER = "made-up-member-0000"
 # Not a missing capability: librdkafka's mock cluster runs inside the test process, and a
@@ -56,22 +57,22 @@ def _group(request: pytest.FixtureRequest) -> str:
 
 
 def test_join_naming_a_member_id_for_a_group_that_does_not_exist_is_unknown_member_id(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """A JoinGroup with a member id for a group the coordinator does not have is refused with
     UNKNOWN_MEMBER_ID, and no group is created [Kafka GroupCoordinator.handleJoinGroup]."""
     group = _group(request)
-    client = coordinator_client(raw_client, group, JOIN_GROUP)
+    client = coordinator_client(kafka_raw_client, group, JOIN_GROUP)
     answer = client.request(JOIN_GROUP, V[JOIN_GROUP], join_body(group, MADE_UP_MEMBER))
     assert (err(answer), answer.member_id) == ("UNKNOWN_MEMBER_ID", MADE_UP_MEMBER)
     assert answer.generation_id == -1
 
 
 def test_join_with_a_member_id_the_group_never_gave_out_is_unknown_member_id(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """A JoinGroup naming a member id the group does not know is refused with
     UNKNOWN_MEMBER_ID; the client is to rejoin with an empty id [protocol guide, JoinGroup]."""
     group = _group(request)
-    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP)
+    client = coordinator_client(kafka_raw_client, group, JOIN_GROUP, SYNC_GROUP)
     stable_member(client, group)
     answer = client.request(JOIN_GROUP, V[JOIN_GROUP], join_body(group, MADE_UP_MEMBER))
     assert err(answer) == "UNKNOWN_MEMBER_ID"
@@ -79,13 +80,13 @@ def test_join_with_a_member_id_the_group_never_gave_out_is_unknown_member_id(
 
 @pytest.mark.parametrize("session_ms", [1, 2_147_483_647], ids=["below-min", "above-max"])
 def test_join_with_a_session_timeout_outside_the_brokers_bounds_is_invalid_session_timeout(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest,
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest,
         session_ms: int) -> None:
     """A session timeout below group.min.session.timeout.ms or above
     group.max.session.timeout.ms is refused with INVALID_SESSION_TIMEOUT before the group is
     looked at [Kafka broker configs group.min/max.session.timeout.ms; KIP-62]."""
     group = _group(request)
-    client = coordinator_client(raw_client, group, JOIN_GROUP)
+    client = coordinator_client(kafka_raw_client, group, JOIN_GROUP)
     answer = client.request(JOIN_GROUP, V[JOIN_GROUP], join_body(group, session_ms=session_ms))
     assert err(answer) == "INVALID_SESSION_TIMEOUT"
 
@@ -95,43 +96,43 @@ def test_join_with_a_session_timeout_outside_the_brokers_bounds_is_invalid_sessi
     ("consumer", []),
 ], ids=["empty-protocol-type", "no-protocols"])
 def test_the_first_join_without_a_protocol_type_or_protocols_is_inconsistent_group_protocol(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest,
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest,
         protocol_type: str, protocols: list[tuple[str, bytes]]) -> None:
     """An empty group accepts a first member only with a protocol type and at least one
     protocol; otherwise INCONSISTENT_GROUP_PROTOCOL [Kafka GroupMetadata.supportsProtocols]."""
-    if cluster.kind == "librdkafka-mock" and not protocols:
+    if kafka_target.kind == "librdkafka-mock" and not protocols:
         pytest.skip(MOCK_CRASHES)
     group = _group(request)
-    client = coordinator_client(raw_client, group, JOIN_GROUP)
+    client = coordinator_client(kafka_raw_client, group, JOIN_GROUP)
     body = join_body(group, protocol_type=protocol_type)
     body["protocols"] = [{"name": n, "metadata": m} for n, m in protocols]
     assert err(client.request(JOIN_GROUP, V[JOIN_GROUP], body)) == "INCONSISTENT_GROUP_PROTOCOL"
 
 
 def test_join_with_an_empty_group_id_is_invalid_group_id(
-        cluster: Target, raw_client: RawFactory) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory) -> None:
     """A JoinGroup for the empty group id is refused with INVALID_GROUP_ID, by whichever
     broker receives it, before any coordinator check [Kafka GroupCoordinator
     validateGroupStatus]."""
-    client = raw_client()
+    client = kafka_raw_client()
     answer = client.request(JOIN_GROUP, V[JOIN_GROUP], join_body(""))
     assert err(answer) == "INVALID_GROUP_ID"
 
 
 def test_a_static_join_with_another_members_id_is_fenced(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """A JoinGroup naming a known group.instance.id with a member id other than the one that
     instance holds is refused with FENCED_INSTANCE_ID: a second process with the same
     instance id must shut down [KIP-345]."""
     group = _group(request)
-    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP)
+    client = coordinator_client(kafka_raw_client, group, JOIN_GROUP, SYNC_GROUP)
     stable_member(client, group, instance="instance-1")
     body = join_body(group, MADE_UP_MEMBER, instance="instance-1")
     assert err(client.request(JOIN_GROUP, V[JOIN_GROUP], body)) == "FENCED_INSTANCE_ID"
 
 
 def test_a_new_member_beyond_group_max_size_is_refused(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """A group holds at most group.max.size members; a new member joining a full group is
     refused with GROUP_MAX_SIZE_REACHED. Members that were only handed an id by
     MEMBER_ID_REQUIRED do not count [KIP-389; Apache Kafka 3.9 and 4.4 answer so].
@@ -139,20 +140,20 @@ def test_a_new_member_beyond_group_max_size_is_refused(
     The group is filled as clients fill it: one member leads a first generation, the others
     join (their JoinGroups wait for the rebalance), and the first rejoins."""
     group = _group(request)
-    probe = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT,
+    probe = coordinator_client(kafka_raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT,
                                DESCRIBE_CONFIGS)
     limit = _group_max_size(probe, find_coordinator(probe, group).node_id)
     if limit > MAX_GROUP_TO_FILL:
         pytest.skip(f"the target's group.max.size is {limit}; the suite fills a group of at "
                     f"most {MAX_GROUP_TO_FILL} members (the harness's own targets set 6)")
     other = f"{group}-pending"
-    waiting = coordinator_client(raw_client, other, JOIN_GROUP)
+    waiting = coordinator_client(kafka_raw_client, other, JOIN_GROUP)
     pending = [err(waiting.request(JOIN_GROUP, V[JOIN_GROUP], join_body(other)))
                for _ in range(limit + 1)]
     assert pending == ["MEMBER_ID_REQUIRED"] * (limit + 1), "pending members were counted"
 
     first = stable_member(probe, group)
-    joining = [BackgroundJoin(coordinator_client(raw_client, group), group)
+    joining = [BackgroundJoin(coordinator_client(kafka_raw_client, group), group)
                for _ in range(limit - 1)]
     rejoined = rejoin_when_rebalancing(probe, group, first)
     answers = [rejoined, *(member.answer() for member in joining)]
@@ -178,11 +179,11 @@ def _group_max_size(client: RawClient, node: int) -> int:
 
 
 def test_sync_for_a_group_that_does_not_exist_is_unknown_member_id(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """A SyncGroup for a group the coordinator does not have is refused with
     UNKNOWN_MEMBER_ID [Kafka GroupCoordinator.handleSyncGroup]."""
     group = _group(request)
-    client = coordinator_client(raw_client, group, SYNC_GROUP)
+    client = coordinator_client(kafka_raw_client, group, SYNC_GROUP)
     answer = client.request(SYNC_GROUP, V[SYNC_GROUP], {
         "group_id": group, "generation_id": 1, "member_id": MADE_UP_MEMBER,
         "group_instance_id": None, "assignments": []})
@@ -195,12 +196,12 @@ def test_sync_for_a_group_that_does_not_exist_is_unknown_member_id(
     (None, -1, "ILLEGAL_GENERATION"),
 ], ids=["unknown-member", "future-generation", "past-generation"])
 def test_sync_is_checked_against_the_member_and_generation(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest,
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest,
         member: str | None, generation_delta: int, expected: str) -> None:
     """A SyncGroup from a member the group does not have is UNKNOWN_MEMBER_ID; from a member
     at another generation, ILLEGAL_GENERATION [protocol guide, SyncGroup errors]."""
     group = _group(request)
-    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP)
+    client = coordinator_client(kafka_raw_client, group, JOIN_GROUP, SYNC_GROUP)
     joined = stable_member(client, group)
     answer = client.request(SYNC_GROUP, V[SYNC_GROUP], {
         "group_id": group, "generation_id": joined.generation_id + generation_delta,
@@ -210,13 +211,13 @@ def test_sync_is_checked_against_the_member_and_generation(
 
 
 def test_sync_while_the_group_prepares_a_rebalance_is_rebalance_in_progress(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """A SyncGroup from a current member while the group is PreparingRebalance (a new member
     is waiting to join) is answered REBALANCE_IN_PROGRESS: the member must rejoin
     [Kafka GroupCoordinator.doSyncGroup]."""
     group = _group(request)
-    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT)
-    other = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP)
+    client = coordinator_client(kafka_raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT)
+    other = coordinator_client(kafka_raw_client, group, JOIN_GROUP, SYNC_GROUP)
     member = stable_member(client, group)
     joining = BackgroundJoin(other, group)
 
@@ -232,11 +233,11 @@ def test_sync_while_the_group_prepares_a_rebalance_is_rebalance_in_progress(
 
 
 def test_sync_naming_another_members_instance_id_is_fenced(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """A SyncGroup naming a static member's group.instance.id with another member id is
     refused with FENCED_INSTANCE_ID [KIP-345]."""
     group = _group(request)
-    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP)
+    client = coordinator_client(kafka_raw_client, group, JOIN_GROUP, SYNC_GROUP)
     joined = stable_member(client, group, instance="instance-1")
     answer = client.request(SYNC_GROUP, V[SYNC_GROUP], {
         "group_id": group, "generation_id": joined.generation_id, "member_id": MADE_UP_MEMBER,
@@ -245,11 +246,11 @@ def test_sync_naming_another_members_instance_id_is_fenced(
 
 
 def test_sync_naming_a_protocol_the_group_did_not_choose_is_inconsistent_group_protocol(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """SyncGroup v5+ names the protocol type and name the member believes the group chose; a
     mismatch is refused with INCONSISTENT_GROUP_PROTOCOL [KIP-559]."""
     group = _group(request)
-    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP)
+    client = coordinator_client(kafka_raw_client, group, JOIN_GROUP, SYNC_GROUP)
     joined = stable_member(client, group)
     version = require_version(client, SYNC_GROUP, 5)
     base = {"group_id": group, "generation_id": joined.generation_id,
@@ -269,11 +270,11 @@ def test_sync_naming_a_protocol_the_group_did_not_choose_is_inconsistent_group_p
 
 
 def test_heartbeat_for_a_group_that_does_not_exist_is_unknown_member_id(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """A Heartbeat for a group the coordinator does not have is refused with
     UNKNOWN_MEMBER_ID [Kafka GroupCoordinator.handleHeartbeat]."""
     group = _group(request)
-    client = coordinator_client(raw_client, group, HEARTBEAT)
+    client = coordinator_client(kafka_raw_client, group, HEARTBEAT)
     assert heartbeat(client, group, MADE_UP_MEMBER, 1) == "UNKNOWN_MEMBER_ID"
 
 
@@ -284,25 +285,25 @@ def test_heartbeat_for_a_group_that_does_not_exist_is_unknown_member_id(
     (None, 0, "NONE"),
 ], ids=["unknown-member", "future-generation", "past-generation", "current"])
 def test_heartbeat_is_checked_against_the_member_and_generation(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest,
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest,
         member: str | None, generation_delta: int, expected: str) -> None:
     """A Heartbeat of a Stable group is NONE only from a current member at the current
     generation: UNKNOWN_MEMBER_ID for a member it does not have, ILLEGAL_GENERATION for
     another generation [protocol guide, Heartbeat errors]."""
     group = _group(request)
-    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT)
+    client = coordinator_client(kafka_raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT)
     joined = stable_member(client, group)
     assert heartbeat(client, group, member or joined.member_id,
                      joined.generation_id + generation_delta) == expected
 
 
 def test_heartbeat_while_the_leader_has_not_synced_is_accepted(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """A member may heartbeat as soon as its JoinGroup is answered: in CompletingRebalance (the
     leader's SyncGroup not yet in) a current member's Heartbeat is NONE, so a slow leader does
     not get the others evicted [Kafka GroupCoordinator.handleHeartbeat, KAFKA-7126]."""
     group = _group(request)
-    client = coordinator_client(raw_client, group, JOIN_GROUP, HEARTBEAT)
+    client = coordinator_client(kafka_raw_client, group, JOIN_GROUP, HEARTBEAT)
     joined = join(client, group)
     assert err(joined) == "NONE"
     assert heartbeat(client, group, joined.member_id, joined.generation_id) == "NONE"
@@ -311,33 +312,33 @@ def test_heartbeat_while_the_leader_has_not_synced_is_accepted(
 
 
 def test_heartbeat_naming_another_members_instance_id_is_fenced(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """A Heartbeat naming a static member's group.instance.id with another member id is
     refused with FENCED_INSTANCE_ID [KIP-345]."""
     group = _group(request)
-    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT)
+    client = coordinator_client(kafka_raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT)
     joined = stable_member(client, group, instance="instance-1")
     assert heartbeat(client, group, MADE_UP_MEMBER, joined.generation_id, "instance-1") \
         == "FENCED_INSTANCE_ID"
 
 
 def test_heartbeat_with_an_empty_group_id_is_invalid_group_id(
-        cluster: Target, raw_client: RawFactory) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory) -> None:
     """A Heartbeat for the empty group id is refused with INVALID_GROUP_ID, by whichever
     broker receives it [Kafka GroupCoordinator validateGroupStatus]."""
-    assert heartbeat(raw_client(), "", MADE_UP_MEMBER, 1) == "INVALID_GROUP_ID"
+    assert heartbeat(kafka_raw_client(), "", MADE_UP_MEMBER, 1) == "INVALID_GROUP_ID"
 
 
 # --- LeaveGroup ---------------------------------------------------------------------------------
 
 
 def test_leaving_a_group_that_does_not_exist_answers_unknown_member_id_per_member(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """LeaveGroup v3+ answers per member: for a group the coordinator does not have, the
     request succeeds and every member is UNKNOWN_MEMBER_ID [KIP-345; Kafka
     GroupCoordinator.handleLeaveGroup]."""
     group = _group(request)
-    client = coordinator_client(raw_client, group, LEAVE_GROUP)
+    client = coordinator_client(kafka_raw_client, group, LEAVE_GROUP)
     answer = leave(client, group, (MADE_UP_MEMBER, None), ("another-made-up", None))
     assert err(answer) == "NONE"
     assert [(m.member_id, err(m)) for m in answer.members] \
@@ -345,11 +346,11 @@ def test_leaving_a_group_that_does_not_exist_answers_unknown_member_id_per_membe
 
 
 def test_a_batched_leave_removes_the_known_members_and_names_the_unknown_ones(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """A batched LeaveGroup removes each known member and answers UNKNOWN_MEMBER_ID for each
     member the group does not have, in request order, with no request-level error [KIP-345]."""
     group = _group(request)
-    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT,
+    client = coordinator_client(kafka_raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT,
                                 LEAVE_GROUP)
     joined = stable_member(client, group)
     answer = leave(client, group, (MADE_UP_MEMBER, None), (joined.member_id, None))
@@ -361,8 +362,8 @@ def test_a_batched_leave_removes_the_known_members_and_names_the_unknown_ones(
 
 
 def test_leave_with_an_empty_group_id_is_invalid_group_id(
-        cluster: Target, raw_client: RawFactory) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory) -> None:
     """A LeaveGroup for the empty group id is refused with INVALID_GROUP_ID at the request
     level [Kafka GroupCoordinator validateGroupStatus]."""
-    answer = leave(raw_client(), "", (MADE_UP_MEMBER, None))
+    answer = leave(kafka_raw_client(), "", (MADE_UP_MEMBER, None))
     assert err(answer) == "INVALID_GROUP_ID"

@@ -6,7 +6,9 @@ import pytest
 
 from harness.cluster.targets import Target
 from harness.wire.group_records import encode_subscription
-from suites.groups._helpers import (
+
+from ..support import unique_name
+from ._helpers import (
     JOIN_GROUP,
     SUBSCRIPTION,
     BackgroundJoin,
@@ -18,7 +20,6 @@ from suites.groups._helpers import (
     rejoin_when_rebalancing,
     stable_member,
 )
-from suites.support import unique_name
 
 # Not a skip for a missing capability: librdkafka's mock cluster runs inside the test process
 # and aborts it (assertion in rd_kafka_mock_cgrp_classic_elect_leader) when a member's first
@@ -28,14 +29,14 @@ MOCK_ABORTS = ("librdkafka's mock cluster aborts the test process when members p
 
 
 def test_join_without_member_id_gets_member_id_required(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """JoinGroup v4+ with an empty member id answers MEMBER_ID_REQUIRED and hands out the id to
     join with; that join succeeds with it [KIP-394; protocol guide, JoinGroup].
 
     The new member is then the group's only member, so it leads the first generation with
     itself as the only member; the protocol chosen is the one it offered."""
     group = unique_name(request, "g-")
-    client = coordinator_client(raw_client, group, JOIN_GROUP)
+    client = coordinator_client(kafka_raw_client, group, JOIN_GROUP)
     first = client.request(JOIN_GROUP, 5, join_body(group))
     assert err(first) == "MEMBER_ID_REQUIRED"
     assert first.member_id and first.generation_id == -1
@@ -47,19 +48,19 @@ def test_join_without_member_id_gets_member_id_required(
 
 
 def test_the_common_protocol_is_chosen_and_the_leader_gets_every_members_metadata(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """The group's protocol is one every member supports (each member votes for its most
     preferred such protocol) and the leader alone gets all members' metadata; the current
     leader stays leader across a rebalance [protocol guide, JoinGroup; Kafka GroupCoordinator
     selectProtocol].
 
     The first member prefers a protocol the second lacks, so only the shared one can win."""
-    if cluster.kind == "librdkafka-mock":
+    if kafka_target.kind == "librdkafka-mock":
         pytest.skip(MOCK_ABORTS)
     group = unique_name(request, "g-")
     first_meta, second_meta = encode_subscription(["a"]), encode_subscription(["b"])
-    first = coordinator_client(raw_client, group, JOIN_GROUP)
-    second = coordinator_client(raw_client, group, JOIN_GROUP)
+    first = coordinator_client(kafka_raw_client, group, JOIN_GROUP)
+    second = coordinator_client(kafka_raw_client, group, JOIN_GROUP)
     offers = [("first-only", first_meta), ("shared", first_meta)]
     leader = stable_member(first, group, protocols=offers)
     assert leader.protocol_name == "first-only"
@@ -79,11 +80,11 @@ def test_the_common_protocol_is_chosen_and_the_leader_gets_every_members_metadat
 
 
 def test_a_member_sharing_no_protocol_gets_inconsistent_group_protocol(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """A JoinGroup whose protocols share none with the group's members, or whose protocol type
     differs, is refused with INCONSISTENT_GROUP_PROTOCOL [protocol guide, JoinGroup errors]."""
     group = unique_name(request, "g-")
-    client = coordinator_client(raw_client, group, JOIN_GROUP)
+    client = coordinator_client(kafka_raw_client, group, JOIN_GROUP)
     stable_member(client, group, protocols=[("range", SUBSCRIPTION)])
     other = join(client, group, protocols=[("roundrobin", SUBSCRIPTION)])
     assert err(other) == "INCONSISTENT_GROUP_PROTOCOL"

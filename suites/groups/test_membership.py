@@ -7,7 +7,9 @@ import time
 import pytest
 
 from harness.cluster.targets import Target
-from suites.groups._helpers import (
+
+from ..support import unique_name
+from ._helpers import (
     HEARTBEAT,
     JOIN_GROUP,
     LEAVE_GROUP,
@@ -23,21 +25,20 @@ from suites.groups._helpers import (
     sync,
     wait_until,
 )
-from suites.support import unique_name
 
 GROUP_APIS = (JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP)
 MIN_SESSION_MS = 6000  # Kafka's default group.min.session.timeout.ms
 
 
 def test_a_joining_member_makes_heartbeats_answer_rebalance_in_progress(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """When a new member joins a Stable group, the members' heartbeats answer
     REBALANCE_IN_PROGRESS until they rejoin; the rebalance completes with generation + 1 and
     the followers get their share from the leader's SyncGroup [protocol guide, Heartbeat and
     JoinGroup; Kafka's consumer rebalance protocol]."""
     group = unique_name(request, "g-")
-    first = coordinator_client(raw_client, group, *GROUP_APIS)
-    second = coordinator_client(raw_client, group, *GROUP_APIS)
+    first = coordinator_client(kafka_raw_client, group, *GROUP_APIS)
+    second = coordinator_client(kafka_raw_client, group, *GROUP_APIS)
     leader = stable_member(first, group)
     assert heartbeat(first, group, leader.member_id, leader.generation_id) == "NONE"
 
@@ -56,13 +57,13 @@ def test_a_joining_member_makes_heartbeats_answer_rebalance_in_progress(
 
 
 def test_leave_group_rebalances_the_others_and_increments_the_generation(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """LeaveGroup removes the member at once (no session timeout wait): the remaining members
     are told REBALANCE_IN_PROGRESS and rejoin into generation + 1 without it; the departed
     member id is then unknown [protocol guide, LeaveGroup; KIP-345 batched LeaveGroup v3]."""
     group = unique_name(request, "g-")
-    first = coordinator_client(raw_client, group, *GROUP_APIS)
-    second = coordinator_client(raw_client, group, *GROUP_APIS)
+    first = coordinator_client(kafka_raw_client, group, *GROUP_APIS)
+    second = coordinator_client(kafka_raw_client, group, *GROUP_APIS)
     leader = stable_member(first, group)
     joining = BackgroundJoin(second, group)
     rejoined = rejoin_when_rebalancing(first, group, leader, joining)
@@ -83,7 +84,7 @@ def test_leave_group_rebalances_the_others_and_increments_the_generation(
 
 
 def test_a_silent_member_is_evicted_after_its_session_timeout(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """A member that sends no heartbeat for session.timeout.ms is removed from the group: the
     others rebalance without it (not before the timeout) and its member id becomes unknown
     [protocol guide, JoinGroup session_timeout_ms; Kafka GroupCoordinator member expiry].
@@ -92,8 +93,8 @@ def test_a_silent_member_is_evicted_after_its_session_timeout(
     says nothing after its JoinGroup answer; rebalance timeouts are longer, so only the
     session timeout can remove it."""
     group = unique_name(request, "g-")
-    silent = coordinator_client(raw_client, group, *GROUP_APIS)
-    alive = coordinator_client(raw_client, group, *GROUP_APIS)
+    silent = coordinator_client(kafka_raw_client, group, *GROUP_APIS)
+    alive = coordinator_client(kafka_raw_client, group, *GROUP_APIS)
     slow = {"rebalance_ms": 30_000}
     leader = stable_member(alive, group, **slow)
     joining = BackgroundJoin(silent, group, session_ms=MIN_SESSION_MS, **slow)

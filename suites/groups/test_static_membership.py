@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from harness.cluster.targets import Target
-from suites.groups._helpers import (
+
+from ..support import unique_name
+from ._helpers import (
     HEARTBEAT,
     JOIN_GROUP,
     LEAVE_GROUP,
@@ -19,11 +21,10 @@ from suites.groups._helpers import (
     stable_member,
     sync,
 )
-from suites.support import unique_name
 
 
 def test_a_static_member_rejoins_without_a_rebalance_and_its_old_id_is_fenced(
-        cluster: Target, raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
+        kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """A JoinGroup with a known group.instance.id and an empty member id replaces the old
     member without a rebalance — same generation, same assignment — and the old member id is
     fenced with FENCED_INSTANCE_ID [KIP-345].
@@ -31,7 +32,7 @@ def test_a_static_member_rejoins_without_a_rebalance_and_its_old_id_is_fenced(
     LeaveGroup naming the old member id is fenced too; by instance id alone it removes the
     member."""
     group = unique_name(request, "g-")
-    client = coordinator_client(raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT,
+    client = coordinator_client(kafka_raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT,
                                 LEAVE_GROUP)
     first = stable_member(client, group, assignment=b"mine", instance="instance-1")
 

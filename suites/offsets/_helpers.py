@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness.raw_client import RawClient
-from suites.groups._helpers import (
+
+from ..groups._helpers import (
     METADATA,
     OFFSET_COMMIT,
     RawFactory,

@@ -7,7 +7,8 @@ from collections.abc import Callable
 import pytest
 
 from harness.cluster.targets import Target
-from suites.groups._helpers import (
+
+from ..groups._helpers import (
     JOIN_GROUP,
     OFFSET_COMMIT,
     OFFSET_FETCH,
@@ -19,19 +20,19 @@ from suites.groups._helpers import (
     stable_member,
     sync,
 )
-from suites.offsets._helpers import commit, committed, offsets_client
-from suites.support import unique_name
+from ..support import unique_name
+from ._helpers import commit, committed, offsets_client
 
 
 def test_committed_offsets_and_metadata_are_fetched_back(
-        cluster: Target, raw_client: RawFactory, make_topic: Callable[..., str],
+        kafka_target: Target, kafka_raw_client: RawFactory, make_topic: Callable[..., str],
         request: pytest.FixtureRequest) -> None:
     """OffsetFetch returns the offset and metadata string last committed per partition, and a
     later commit replaces them; a simple consumer (generation -1, no member id) may commit to a
     group without members [protocol guide, OffsetCommit/OffsetFetch; KIP-98 metadata]."""
     topic = make_topic(partitions=2)
     group = unique_name(request, "g-")
-    client = offsets_client(raw_client, group, [topic], OFFSET_COMMIT)
+    client = offsets_client(kafka_raw_client, group, [topic], OFFSET_COMMIT)
     assert commit(client, group, topic, {0: 5, 1: 7}, metadata="checkpoint-1") \
         == ["NONE", "NONE"]
     assert committed(client, group, topic, [0, 1]) \
@@ -47,7 +48,7 @@ def test_committed_offsets_and_metadata_are_fetched_back(
 
 
 def test_fetching_offsets_of_an_unknown_group_answers_minus_one_without_error(
-        cluster: Target, raw_client: RawFactory, make_topic: Callable[..., str],
+        kafka_target: Target, kafka_raw_client: RawFactory, make_topic: Callable[..., str],
         request: pytest.FixtureRequest) -> None:
     """OffsetFetch for a group (or partition) with no committed offset answers offset -1 and
     no metadata with error NONE — not an error — at v1 and later, and fetching all of an
@@ -57,7 +58,7 @@ def test_fetching_offsets_of_an_unknown_group_answers_minus_one_without_error(
     "No metadata" is Kafka's empty string or the schema's null: clients treat both alike."""
     topic = make_topic(partitions=1, exact=False)
     group = unique_name(request, "g-")
-    client = offsets_client(raw_client, group, [topic])
+    client = offsets_client(kafka_raw_client, group, [topic])
     assert _without_metadata(committed(client, group, topic, [0])) == {0: (-1, "NONE")}
     legacy = client.request(OFFSET_FETCH, 1, {"group_id": group, "topics": [
         {"name": topic, "partition_indexes": [0]}]})
@@ -68,7 +69,7 @@ def test_fetching_offsets_of_an_unknown_group_answers_minus_one_without_error(
 
 
 def test_member_commits_are_checked_against_the_generation_and_member_id(
-        cluster: Target, raw_client: RawFactory, make_topic: Callable[..., str],
+        kafka_target: Target, kafka_raw_client: RawFactory, make_topic: Callable[..., str],
         request: pytest.FixtureRequest) -> None:
     """An OffsetCommit to a group with members is accepted only from a current member at the
     current generation: an unknown member id (or none) gets UNKNOWN_MEMBER_ID, a known member
@@ -77,7 +78,7 @@ def test_member_commits_are_checked_against_the_generation_and_member_id(
     handleCommitOffsets]."""
     topic = make_topic(partitions=1, exact=False)
     group = unique_name(request, "g-")
-    client = offsets_client(raw_client, group, [topic], OFFSET_COMMIT, JOIN_GROUP,
+    client = offsets_client(kafka_raw_client, group, [topic], OFFSET_COMMIT, JOIN_GROUP,
                             SYNC_GROUP)
     member = stable_member(client, group)
     generation, member_id = member.generation_id, member.member_id
@@ -90,13 +91,12 @@ def test_member_commits_are_checked_against_the_generation_and_member_id(
         == ["NONE"]
     assert committed(client, group, topic, [0])[0][0] == 3
     absent = unique_name(request, "absent-")
-    assert commit(offsets_client(raw_client, absent, [topic]), absent, topic, {0: 1}, generation=4,
-                  member_id="m") \
-        == ["ILLEGAL_GENERATION"]
+    assert commit(offsets_client(kafka_raw_client, absent, [topic]), absent, topic, {0: 1},
+                  generation=4, member_id="m") == ["ILLEGAL_GENERATION"]
 
 
 def test_commits_are_refused_with_rebalance_in_progress_while_completing_rebalance(
-        cluster: Target, raw_client: RawFactory, make_topic: Callable[..., str],
+        kafka_target: Target, kafka_raw_client: RawFactory, make_topic: Callable[..., str],
         request: pytest.FixtureRequest) -> None:
     """While a group is CompletingRebalance (joined, assignment not yet synced) an OffsetCommit
     from its member is refused with REBALANCE_IN_PROGRESS; once SyncGroup completes the same
@@ -104,7 +104,7 @@ def test_commits_are_refused_with_rebalance_in_progress_while_completing_rebalan
     handleCommitOffsets]."""
     topic = make_topic(partitions=1, exact=False)
     group = unique_name(request, "g-")
-    client = offsets_client(raw_client, group, [topic], OFFSET_COMMIT, JOIN_GROUP,
+    client = offsets_client(kafka_raw_client, group, [topic], OFFSET_COMMIT, JOIN_GROUP,
                             SYNC_GROUP)
     joined = join(client, group)
     assert err(joined) == "NONE"

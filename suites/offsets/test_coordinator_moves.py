@@ -20,7 +20,8 @@ from confluent_kafka import TopicPartition
 
 from harness.cluster.targets import Target
 from harness.raw_client import RawClient
-from suites.groups._helpers import (
+
+from ..groups._helpers import (
     API_VERSIONS,
     HEARTBEAT,
     JOIN_GROUP,
@@ -36,14 +37,14 @@ from suites.groups._helpers import (
     wait_coordinator_ready,
     wait_until,
 )
-from suites.offsets._helpers import (
+from ..support import unique_name
+from ._helpers import (
     broker_addresses,
     commit,
     committed,
     offsets_client,
     wait_topic_known,
 )
-from suites.support import unique_name
 
 COMMITTED = {0: (4, "before"), 1: (9, "before")}
 # What the load test commits before the restart: enough that replaying it takes a while.
@@ -52,20 +53,20 @@ LOAD_PARTITIONS, LOAD_COMMITS, LOAD_METADATA = 50, 60, "m" * 1000
 
 @pytest.mark.requires_multi_broker
 def test_a_broker_that_is_not_the_coordinator_answers_not_coordinator(
-        cluster: Target, raw_client: RawFactory, make_topic: Callable[..., str],
+        kafka_target: Target, kafka_raw_client: RawFactory, make_topic: Callable[..., str],
         request: pytest.FixtureRequest) -> None:
     """Group requests (OffsetCommit, OffsetFetch, JoinGroup, Heartbeat) sent to a broker that
     is not the group's coordinator answer NOT_COORDINATOR, and the coordinator FindCoordinator
     names serves them [protocol guide, FindCoordinator and error NOT_COORDINATOR]."""
     topic = make_topic(partitions=1, exact=False)
     group = unique_name(request, "g-")
-    client = offsets_client(raw_client, group, [topic], OFFSET_COMMIT, JOIN_GROUP, HEARTBEAT)
+    client = offsets_client(kafka_raw_client, group, [topic], OFFSET_COMMIT, JOIN_GROUP, HEARTBEAT)
     coordinator = find_coordinator(client, group)
     others = [address for node, address in broker_addresses(client).items()
               if node != coordinator.node_id]
     assert others, "Metadata lists no broker but the coordinator"
     for address in others:
-        elsewhere = raw_client(address)
+        elsewhere = kafka_raw_client(address)
         wait_topic_known(elsewhere, topic)
         assert commit(elsewhere, group, topic, {0: 1}) == ["NOT_COORDINATOR"]
         assert err(fetch_offsets(elsewhere, group, topic, [0])) == "NOT_COORDINATOR"
@@ -79,7 +80,7 @@ def test_a_broker_that_is_not_the_coordinator_answers_not_coordinator(
 @pytest.mark.requires_process_faults
 @pytest.mark.requires_multi_broker
 def test_commits_survive_a_coordinator_crash_and_clients_recover(
-        cluster: Target, raw_client: RawFactory, consumer: Callable[..., Any],
+        kafka_target: Target, kafka_raw_client: RawFactory, kafka_consumer: Callable[..., Any],
         make_topic: Callable[..., str], request: pytest.FixtureRequest) -> None:
     """After the coordinator is killed, another broker becomes the group's coordinator and
     serves exactly the acknowledged offsets and metadata; until then a client meets only
@@ -88,10 +89,10 @@ def test_commits_survive_a_coordinator_crash_and_clients_recover(
     failover: offsets replicated in __consumer_offsets; protocol guide, error codes]."""
     topic = make_topic(partitions=2)
     group = unique_name(request, "g-")
-    client = offsets_client(raw_client, group, [topic], OFFSET_COMMIT)
+    client = offsets_client(kafka_raw_client, group, [topic], OFFSET_COMMIT)
     for partition, (offset, metadata) in COMMITTED.items():
         assert commit(client, group, topic, {partition: offset}, metadata=metadata) == ["NONE"]
-    member = consumer(**{"group.id": group, "enable.auto.commit": False})
+    member = kafka_consumer(**{"group.id": group, "enable.auto.commit": False})
     before = member.committed([TopicPartition(topic, p) for p in COMMITTED], timeout=30)
     assert [(tp.partition, tp.offset) for tp in before] \
         == [(p, o) for p, (o, _) in COMMITTED.items()]
@@ -99,10 +100,10 @@ def test_commits_survive_a_coordinator_crash_and_clients_recover(
     old = find_coordinator(client, group)
     survivor = next(address for node, address in broker_addresses(client).items()
                     if node != old.node_id)
-    cluster.nodes.kill(old.node_id)
-    probe = raw_client(survivor)
+    kafka_target.nodes.kill(old.node_id)
+    probe = kafka_raw_client(survivor)
     new = _wait_for_new_coordinator(probe, group, old.node_id)
-    moved = raw_client(new.address)
+    moved = kafka_raw_client(new.address)
     seen = wait_coordinator_ready(moved, group)
     assert _committed(moved, group, topic) == COMMITTED, f"retriable errors first: {seen}"
 
@@ -116,7 +117,7 @@ def test_commits_survive_a_coordinator_crash_and_clients_recover(
 @pytest.mark.requires_process_faults
 @pytest.mark.requires_multi_broker
 def test_commits_survive_a_restart_of_the_coordinator(
-        cluster: Target, raw_client: RawFactory, make_topic: Callable[..., str],
+        kafka_target: Target, kafka_raw_client: RawFactory, make_topic: Callable[..., str],
         request: pytest.FixtureRequest) -> None:
     """A coordinator that restarts as the group's only replica replays the acknowledged
     offsets and metadata from its own log and serves them again (a restarted broker first
@@ -127,15 +128,15 @@ def test_commits_survive_a_restart_of_the_coordinator(
     partition again (it is the last of its ISR) and nothing can be fetched from a follower."""
     topic = make_topic(partitions=2)
     group = unique_name(request, "g-")
-    client = offsets_client(raw_client, group, [topic], OFFSET_COMMIT)
+    client = offsets_client(kafka_raw_client, group, [topic], OFFSET_COMMIT)
     for partition, (offset, metadata) in COMMITTED.items():
         assert commit(client, group, topic, {partition: offset}, metadata=metadata) == ["NONE"]
     coordinator = find_coordinator(client, group)
     address = broker_addresses(client)[coordinator.node_id]
     client.close()
-    _restart_alone(cluster, coordinator.node_id)
+    _restart_alone(kafka_target, coordinator.node_id)
 
-    restarted = raw_client(address)
+    restarted = kafka_raw_client(address)
     assert find_coordinator(restarted, group).node_id == coordinator.node_id
     seen = wait_coordinator_ready(restarted, group)
     assert _committed(restarted, group, topic) == COMMITTED, f"retriable errors first: {seen}"
@@ -144,7 +145,7 @@ def test_commits_survive_a_restart_of_the_coordinator(
 @pytest.mark.requires_process_faults
 @pytest.mark.requires_multi_broker
 def test_a_restarted_coordinator_answers_load_in_progress_until_it_has_replayed(
-        cluster: Target, raw_client: RawFactory, make_topic: Callable[..., str],
+        kafka_target: Target, kafka_raw_client: RawFactory, make_topic: Callable[..., str],
         request: pytest.FixtureRequest) -> None:
     """While a coordinator replays its offsets partition it answers the group's requests with
     COORDINATOR_LOAD_IN_PROGRESS — not NONE with offsets still missing — and then serves every
@@ -158,17 +159,17 @@ def test_a_restarted_coordinator_answers_load_in_progress_until_it_has_replayed(
     tens of requests (it replays the fifty offsets partitions one after another)."""
     topic = make_topic(partitions=LOAD_PARTITIONS)
     group = unique_name(request, "g-")
-    client = offsets_client(raw_client, group, [topic], OFFSET_COMMIT)
+    client = offsets_client(kafka_raw_client, group, [topic], OFFSET_COMMIT)
     for offset in range(LOAD_COMMITS):
         offsets = {p: offset for p in range(LOAD_PARTITIONS)}
         assert set(commit(client, group, topic, offsets, metadata=LOAD_METADATA)) == {"NONE"}
     coordinator = find_coordinator(client, group)
     address = broker_addresses(client)[coordinator.node_id]
     client.close()
-    _stop_all(cluster, coordinator.node_id)
+    _stop_all(kafka_target, coordinator.node_id)
     with ThreadPoolExecutor(1) as pool:
-        restarting = pool.submit(cluster.nodes.start_broker, coordinator.node_id)
-        restarted = _first_connection(raw_client, address, restarting)
+        restarting = pool.submit(kafka_target.nodes.start_broker, coordinator.node_id)
+        restarted = _first_connection(kafka_raw_client, address, restarting)
         seen = wait_coordinator_ready(restarted, group, interval=0)
         restarting.result()
     assert "COORDINATOR_LOAD_IN_PROGRESS" in seen, \

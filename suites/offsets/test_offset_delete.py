@@ -10,7 +10,8 @@ import pytest
 from harness.cluster.targets import Target
 from harness.raw_client import RawClient
 from harness.wire.group_records import encode_subscription
-from suites.groups._helpers import (
+
+from ..groups._helpers import (
     JOIN_GROUP,
     LEAVE_GROUP,
     OFFSET_COMMIT,
@@ -23,12 +24,12 @@ from suites.groups._helpers import (
     leave,
     stable_member,
 )
-from suites.offsets._helpers import commit, committed, offsets_client
-from suites.support import unique_name
+from ..support import unique_name
+from ._helpers import commit, committed, offsets_client
 
 
 def test_offset_delete_refuses_subscribed_topics_and_deletes_the_rest(
-        cluster: Target, raw_client: RawFactory, make_topic: Callable[..., str],
+        kafka_target: Target, kafka_raw_client: RawFactory, make_topic: Callable[..., str],
         request: pytest.FixtureRequest) -> None:
     """OffsetDelete answers GROUP_SUBSCRIBED_TO_TOPIC for partitions of a topic an active
     member subscribes to, deletes offsets of other topics at once, and deletes any once the
@@ -36,9 +37,8 @@ def test_offset_delete_refuses_subscribed_topics_and_deletes_the_rest(
     OffsetDelete]."""
     subscribed, other = make_topic(partitions=2), make_topic(partitions=1)
     group = unique_name(request, "g-")
-    client = offsets_client(raw_client, group, [subscribed, other], OFFSET_DELETE, OFFSET_COMMIT,
-                            JOIN_GROUP,
-                                SYNC_GROUP, LEAVE_GROUP)
+    client = offsets_client(kafka_raw_client, group, [subscribed, other], OFFSET_DELETE,
+                            OFFSET_COMMIT, JOIN_GROUP, SYNC_GROUP, LEAVE_GROUP)
     member = stable_member(client, group,
                            protocols=[("range", encode_subscription([subscribed]))])
     as_member = {"generation": member.generation_id, "member_id": member.member_id}
@@ -57,7 +57,7 @@ def test_offset_delete_refuses_subscribed_topics_and_deletes_the_rest(
     assert [v[0] for v in committed(client, group, subscribed, [0, 1]).values()] == [-1, 2]
 
     absent = unique_name(request, "absent-")
-    assert err(_delete(coordinator_client(raw_client, absent), absent, subscribed, [0])) \
+    assert err(_delete(coordinator_client(kafka_raw_client, absent), absent, subscribed, [0])) \
         == "GROUP_ID_NOT_FOUND"
 
 

@@ -11,8 +11,9 @@ from typing import Any
 
 from harness.raw_client import RawClient
 from harness.wire import protocol
-from suites.protocol._samples import Names, Route, Sample
-from suites.protocol._wire import TRANSACTION_KEY, Wire
+
+from ._samples import Names, Route, Sample
+from ._wire import TRANSACTION_KEY, Wire
 
 RETRY_S = 30.0
 # Answers a client retries after finding the coordinator or leader again [protocol guide,

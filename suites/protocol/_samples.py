@@ -23,7 +23,8 @@ from typing import Any
 
 from harness.wire import protocol
 from harness.wire.records import build_batch
-from suites.protocol._wire import (
+
+from ._wire import (
     API_VERSIONS_BODY,
     ZERO_UUID,
     fetch_body,

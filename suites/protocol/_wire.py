@@ -23,7 +23,8 @@ from harness.raw_client import RawClient
 from harness.waiting import wait_for
 from harness.wire import protocol
 from harness.wire.records import Record
-from suites.protocol._records import fetched_records
+
+from ._records import fetched_records
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 FIND_COORDINATOR, API_VERSIONS, INIT_PRODUCER_ID = 10, 18, 22

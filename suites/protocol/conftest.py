@@ -10,12 +10,13 @@ import pytest
 
 from harness.cluster.targets import Target
 from harness.raw_client import RawClient
-from suites.protocol._wire import Wire
+
+from ._wire import Wire
 
 
 @pytest.fixture
-def wire(cluster: Target, raw_client: Callable[..., RawClient]) -> Wire:
-    return Wire(raw_client, cluster.bootstrap.split(",")[0])
+def wire(kafka_target: Target, kafka_raw_client: Callable[..., RawClient]) -> Wire:
+    return Wire(kafka_raw_client, kafka_target.bootstrap.split(",")[0])
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ import struct
 import pytest
 
 from harness.wire import protocol
-from suites.protocol._wire import API_VERSIONS, API_VERSIONS_BODY, Wire, advertised_versions
+
+from ._wire import API_VERSIONS, API_VERSIONS_BODY, Wire, advertised_versions
 
 UNSUPPORTED_VERSION = 35
 

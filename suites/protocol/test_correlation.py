@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 from harness.wire import protocol
 from harness.wire.records import build_batch
-from suites.protocol._wire import (
+
+from ._wire import (
     API_VERSIONS,
     API_VERSIONS_BODY,
     FETCH,

@@ -13,7 +13,9 @@ from collections.abc import Callable
 import pytest
 
 from harness.wire.records import build_batch
-from suites.protocol._wire import (
+
+from ..support import unique_name
+from ._wire import (
     LIST_OFFSETS,
     METADATA,
     PRODUCE,
@@ -22,7 +24,6 @@ from suites.protocol._wire import (
     list_offsets_body,
     produce_body,
 )
-from suites.support import unique_name
 
 CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION, MESSAGE_TOO_LARGE = 2, 3, 10
 INVALID_REQUIRED_ACKS, UNKNOWN_TOPIC_ID = 21, 100

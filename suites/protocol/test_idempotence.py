@@ -6,7 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.wire.records import build_batch
-from suites.protocol._wire import Wire
+
+from ._wire import Wire
 
 DUPLICATE_SEQUENCE_NUMBER, OUT_OF_ORDER_SEQUENCE_NUMBER = 46, 45
 

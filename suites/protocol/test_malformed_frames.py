@@ -15,7 +15,8 @@ import pytest
 
 from harness.raw_client import RawClient
 from harness.wire import protocol
-from suites.protocol._wire import API_VERSIONS, METADATA, Wire, advertised_versions
+
+from ._wire import API_VERSIONS, METADATA, Wire, advertised_versions
 
 CLOSE_WAIT_S = 10.0
 UNSUPPORTED = 0x7FFE  # an api version no broker serves

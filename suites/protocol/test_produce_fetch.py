@@ -10,8 +10,9 @@ import pytest
 
 from harness.waiting import wait_for
 from harness.wire.records import build_batch
-from suites.protocol._records import batch_headers, fetched_records, values
-from suites.protocol._wire import (
+
+from ._records import batch_headers, fetched_records, values
+from ._wire import (
     API_VERSIONS,
     API_VERSIONS_BODY,
     FETCH,

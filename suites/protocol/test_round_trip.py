@@ -14,10 +14,11 @@ from collections.abc import Callable
 import pytest
 
 from harness.wire import protocol
-from suites.protocol._exchange import error_codes, exchange
-from suites.protocol._samples import NOT_SENT_BY_CLIENTS, SAMPLES, Names, Sample
-from suites.protocol._wire import Wire, encodable_versions
-from suites.support import unique_name
+
+from ..support import unique_name
+from ._exchange import error_codes, exchange
+from ._samples import NOT_SENT_BY_CLIENTS, SAMPLES, Names, Sample
+from ._wire import Wire, encodable_versions
 
 
 def _problems(api_key: int, version: int, frame: bytes, sample: Sample,

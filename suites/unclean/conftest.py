@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from harness.cluster.targets import Target
-from suites.unclean.scenario import Outcome, run
+
+from .scenario import Outcome, run
 
 
 @pytest.fixture(scope="session")
@@ -23,12 +24,12 @@ def _scenario_runs() -> dict[str, Outcome | BaseException]:
 
 
 @pytest.fixture
-def unclean_outcome(request: pytest.FixtureRequest, cluster: Target, admin: Any,
+def unclean_outcome(request: pytest.FixtureRequest, kafka_target: Target, kafka_admin: Any,
                     tmp_path_factory: pytest.TempPathFactory,
                     _scenario_runs: dict[str, Outcome | BaseException]) -> Outcome:
     if "outcome" not in _scenario_runs:
         try:
-            _scenario_runs["outcome"] = run(request, cluster, admin,
+            _scenario_runs["outcome"] = run(request, kafka_target, kafka_admin,
                                             tmp_path_factory.mktemp("unclean"))
         except Exception as exc:
             _scenario_runs["outcome"] = exc

@@ -51,7 +51,8 @@ from harness.workload.context import RunContext
 from harness.workload.final_read import final_read
 from harness.workload.producer import ProducerSpec, RecordingProducer
 from harness.workload.recorder import Recorder
-from suites.failover.placement import WAIT_S, create_placed_topic, roles, state_of
+
+from ..failover.placement import WAIT_S, create_placed_topic, roles, state_of
 
 UNCLEAN = "unclean.leader.election.enable"
 OFF, ON, FLIP = "off", "on", "flip"

@@ -13,7 +13,8 @@ from __future__ import annotations
 import pytest
 
 from harness.cluster.targets import Target
-from suites.unclean.scenario import (
+
+from .scenario import (
     AFTER,
     BEFORE,
     FLIP,
@@ -57,7 +58,7 @@ def _assert_exactly_the_unreplicated_lost(outcome: Outcome, story: TopicStory) -
 
 
 def test_disabled_keeps_the_partition_offline_and_loses_nothing_acked(
-        cluster: Target, unclean_outcome: Outcome) -> None:
+        kafka_target: Target, unclean_outcome: Outcome) -> None:
     """Unclean election off: with the ISR dead the partition stays offline, no acked loss [KIP-106].
 
     With unclean.leader.election.enable=false the partition has leader -1 while an out-of-sync
@@ -76,7 +77,7 @@ def test_disabled_keeps_the_partition_offline_and_loses_nothing_acked(
 
 
 def test_enabled_elects_the_out_of_sync_replica_and_loses_exactly_what_it_never_had(
-        cluster: Target, unclean_outcome: Outcome) -> None:
+        kafka_target: Target, unclean_outcome: Outcome) -> None:
     """Unclean election on: the out-of-sync replica leads, losing exactly what it lacked [KIP-106].
 
     With unclean.leader.election.enable=true and the ISR dead, the live out-of-sync replica is
@@ -89,7 +90,7 @@ def test_enabled_elects_the_out_of_sync_replica_and_loses_exactly_what_it_never_
 
 
 def test_enabling_it_at_runtime_elects_the_out_of_sync_replica(
-        cluster: Target, unclean_outcome: Outcome) -> None:
+        kafka_target: Target, unclean_outcome: Outcome) -> None:
     """Enabling unclean election at runtime elects the out-of-sync replica [KIP-106, KIP-339].
 
     Setting unclean.leader.election.enable=true on the topic with IncrementalAlterConfigs while

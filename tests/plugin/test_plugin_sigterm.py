@@ -18,10 +18,10 @@ import pathlib
 import time
 
 
-def test_waits(cluster):
-    nodes = cluster.nodes
+def test_waits(kafka_target):
+    nodes = kafka_target.nodes
     pids = [b.pid for b in nodes.brokers.values()] + [nodes.zookeeper.pid,
-                                                       cluster.cluster.server_pid]
+                                                       kafka_target.cluster.server_pid]
     pathlib.Path(os.environ["PIDS_FILE"]).write_text(json.dumps(pids))
     time.sleep(120)
 '''
@@ -39,8 +39,8 @@ def test_sigterm_to_pytest_closes_the_target(tmp_path: Path):
     (tmp_path / "test_slow.py").write_text(SLOW_TEST)
     pids_file = tmp_path / "pids.json"
     process = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "test_slow.py", "--target", "reference", "--brokers",
-         "1", "-p", "no:cacheprovider", "-q"],
+        [sys.executable, "-m", "pytest", "test_slow.py", "--kafka-target", "reference",
+         "--kafka-brokers", "1", "-p", "no:cacheprovider", "-q"],
         cwd=tmp_path, env={**os.environ, "PIDS_FILE": str(pids_file)},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

@@ -14,21 +14,21 @@ NEEDS = '''
 import pytest
 
 @pytest.mark.requires_zookeeper
-def test_needs_zookeeper(cluster):
+def test_needs_zookeeper(kafka_target):
     pass
 
 @pytest.mark.requires_faults
-def test_needs_faults(cluster):
+def test_needs_faults(kafka_target):
     pass
 
-def test_no_needs(cluster):
-    assert cluster.bootstrap
+def test_no_needs(kafka_target):
+    assert kafka_target.bootstrap
 '''
 
 
 def test_external_target_skips_what_it_cannot_do_with_the_reason(pytester: pytest.Pytester):
     pytester.makepyfile(NEEDS)
-    result = pytester.runpytest_subprocess("--target", "external", "--bootstrap",
+    result = pytester.runpytest_subprocess("--kafka-target", "external", "--kafka-bootstrap-server",
                                            "127.0.0.1:9", "-rs")
     result.assert_outcomes(passed=1, skipped=2)
     result.stdout.fnmatch_lines([
@@ -39,9 +39,9 @@ def test_external_target_skips_what_it_cannot_do_with_the_reason(pytester: pytes
 
 def test_external_target_needs_a_bootstrap(pytester: pytest.Pytester):
     pytester.makepyfile(NEEDS)
-    result = pytester.runpytest_subprocess("--target", "external")
+    result = pytester.runpytest_subprocess("--kafka-target", "external")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*needs a bootstrap address (--bootstrap)*"])
+    result.stderr.fnmatch_lines(["*needs a bootstrap address (--kafka-bootstrap-server)*"])
 
 
 def test_tansu_target_serves_clients_and_skips_faults(pytester: pytest.Pytester):
@@ -49,13 +49,13 @@ def test_tansu_target_serves_clients_and_skips_faults(pytester: pytest.Pytester)
 import pytest
 from confluent_kafka.admin import NewTopic
 
-def test_round_trip(cluster, admin, producer, consumer):
-    assert cluster.kind == "tansu"
-    admin.create_topics([NewTopic("plugin", 1, 1)])["plugin"].result(30)
-    p = producer(acks="all")
+def test_round_trip(kafka_target, kafka_admin, kafka_producer, kafka_consumer):
+    assert kafka_target.kind == "tansu"
+    kafka_admin.create_topics([NewTopic("plugin", 1, 1)])["plugin"].result(30)
+    p = kafka_producer(acks="all")
     p.produce("plugin", b"hello")
     assert p.flush(30) == 0
-    c = consumer(**{"auto.offset.reset": "earliest"})
+    c = kafka_consumer(**{"auto.offset.reset": "earliest"})
     c.subscribe(["plugin"])
     for _ in range(60):
         msg = c.poll(0.5)
@@ -65,10 +65,10 @@ def test_round_trip(cluster, admin, producer, consumer):
     raise AssertionError("nothing consumed")
 
 @pytest.mark.requires_process_faults
-def test_kill(cluster):
+def test_kill(kafka_target):
     pass
 ''')
-    result = pytester.runpytest_subprocess("--target", "tansu", "-rs")
+    result = pytester.runpytest_subprocess("--kafka-target", "tansu", "-rs")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*the 'tansu' target does not offer it*"])
 
@@ -82,19 +82,19 @@ from confluent_kafka.admin import NewTopic
 @pytest.mark.requires_faults
 @pytest.mark.requires_zookeeper
 @pytest.mark.requires_multi_broker
-def test_a_isolate(cluster, faults, admin, producer):
-    admin.create_topics([NewTopic("plug", 1, 3)])["plug"].result(30)
-    p = producer(acks="all")
+def test_a_isolate(kafka_target, kafka_faults, kafka_admin, kafka_producer):
+    kafka_admin.create_topics([NewTopic("plug", 1, 3)])["plug"].result(30)
+    p = kafka_producer(acks="all")
     p.produce("plug", b"x")
     assert p.flush(30) == 0
-    faults.isolate("broker-2")
-    assert faults.active()["partition"]
+    kafka_faults.isolate("broker-2")
+    assert kafka_faults.active()["partition"]
 
-def test_b_healed(cluster, faults):
-    assert not faults.active()["partition"]
+def test_b_healed(kafka_target, kafka_faults):
+    assert not kafka_faults.active()["partition"]
 ''')
-    result = pytester.runpytest_subprocess("--target", "reference", "--brokers", "3", "-p",
-                                           "no:randomly")
+    result = pytester.runpytest_subprocess("--kafka-target", "reference", "--kafka-brokers", "3",
+                                           "-p", "no:randomly")
     result.assert_outcomes(passed=2)
 
 
@@ -107,31 +107,31 @@ import pytest
 from harness.raw_client import RawClient
 
 
-def broker_address(cluster):
-    host, port = cluster.bootstrap.split(",")[0].rsplit(":", 1)
+def broker_address(kafka_target):
+    host, port = kafka_target.bootstrap.split(",")[0].rsplit(":", 1)
     return host, int(port)
 
 
 @pytest.mark.requires_faults
-def test_a_client_side_cut_times_out(cluster, faults):
-    assert faults.mechanism == "kernel"
+def test_a_client_side_cut_times_out(kafka_target, kafka_faults):
+    assert kafka_faults.mechanism == "kernel"
     pathlib.Path("namespaces.json").write_text(
-        json.dumps(list(cluster.cluster.namespaces().values())))
-    RawClient(*broker_address(cluster), timeout=5).close()
-    faults.isolate("client")
+        json.dumps(list(kafka_target.cluster.namespaces().values())))
+    RawClient(*broker_address(kafka_target), timeout=5).close()
+    kafka_faults.isolate("client")
     with pytest.raises(TimeoutError):
-        RawClient(*broker_address(cluster), timeout=2)
+        RawClient(*broker_address(kafka_target), timeout=2)
     with pytest.raises(ValueError, match="--network proxy"):
-        faults.add_toxic("client->broker-1", "latency", {"latency": 100})
+        kafka_faults.add_toxic("client->broker-1", "latency", {"latency": 100})
 
 
-def test_b_healed_between_tests(cluster, faults):
-    assert faults.active()["partition"] == []
-    RawClient(*broker_address(cluster), timeout=5).close()
+def test_b_healed_between_tests(kafka_target, kafka_faults):
+    assert kafka_faults.active()["partition"] == []
+    RawClient(*broker_address(kafka_target), timeout=5).close()
 
 
-def test_c_crashes(cluster, faults):
-    faults.isolate("broker-1")
+def test_c_crashes(kafka_target, kafka_faults):
+    kafka_faults.isolate("broker-1")
     raise RuntimeError("a crashed test")
 '''
 
@@ -140,8 +140,9 @@ def test_c_crashes(cluster, faults):
 def test_network_kernel_option_partitions_by_iptables_and_leaves_no_namespace(
         pytester: pytest.Pytester):
     pytester.makepyfile(KERNEL_TESTS)
-    result = pytester.runpytest_subprocess("--target", "reference", "--network", "kernel",
-                                           "--brokers", "1", "-p", "no:randomly")
+    result = pytester.runpytest_subprocess("--kafka-target", "reference",
+                                           "--kafka-network", "kernel", "--kafka-brokers", "1",
+                                           "-p", "no:randomly")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*target logs (kept)*"])
     namespaces = json.loads((pytester.path / "namespaces.json").read_text())
@@ -153,9 +154,9 @@ def test_network_kernel_option_partitions_by_iptables_and_leaves_no_namespace(
 
 def test_network_option_is_checked(pytester: pytest.Pytester):
     pytester.makepyfile(NEEDS)
-    result = pytester.runpytest_subprocess("--target", "tansu", "--network", "kernel")
+    result = pytester.runpytest_subprocess("--kafka-target", "tansu", "--kafka-network", "kernel")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--network kernel is for the targets the harness runs as a "
+    result.stderr.fnmatch_lines(["*--kafka-network kernel is for the targets the harness runs as a "
                                  "cluster (reference, apache-kafka), not *tansu*"])
 
 
@@ -166,13 +167,13 @@ def test_apache_kafka_target_through_the_plugin(pytester: pytest.Pytester):
 @pytest.mark.requires_process_faults
 @pytest.mark.requires_controller
 @pytest.mark.requires_multi_broker
-def test_isolate_a_broker(cluster, faults):
-    assert cluster.kind == "apache-kafka" and cluster.version.startswith("3.9.")
-    cut = faults.isolate("broker-2")
+def test_isolate_a_broker(kafka_target, kafka_faults):
+    assert kafka_target.kind == "apache-kafka" and kafka_target.version.startswith("3.9.")
+    cut = kafka_faults.isolate("broker-2")
     assert ("broker-2", "zk") in cut and ("broker-1", "broker-2") in cut
-    assert cluster.nodes.controller_id() in (1, 2, 3)
+    assert kafka_target.nodes.controller_id() in (1, 2, 3)
 ''')
-    result = pytester.runpytest_subprocess("--target", "apache-kafka", "-rs")
+    result = pytester.runpytest_subprocess("--kafka-target", "apache-kafka", "-rs")
     result.stdout.fnmatch_lines(["kafka-harness target: apache-kafka 3.9.* (network proxy, "
                                  "backend local)"])
     result.assert_outcomes(passed=4)

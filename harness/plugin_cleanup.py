@@ -1,0 +1,106 @@
+"""Leave a shared broker as the session found it: delete the topics and groups it made.
+
+A cluster the harness starts is thrown away with its data, but a broker the user points the
+suites at (``--kafka-bootstrap-server``) is theirs, perhaps shared. Every name the suites make
+starts with the session's prefix (:attr:`KafkaOptions.name_prefix`), so cleaning up is exact:
+topics and consumer groups with that prefix, nothing else.
+
+A group is only deletable once empty; a member a test left behind (a raw-protocol JoinGroup, a
+killed client) is removed by the broker after its session timeout, so non-empty groups are
+retried for a while. What still cannot be deleted is reported, never hidden.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import uuid
+from dataclasses import dataclass, field
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from harness.waiting import ClusterWaitTimeout, wait_for
+
+GROUP_RETRY_S = 45.0  # above the 10-30 s session timeouts the suites' members use
+
+
+@dataclass
+class Cleanup:
+    """What a cleanup deleted and what it could not (with the broker's reason)."""
+
+    topics: list[str] = field(default_factory=list)
+    groups: list[str] = field(default_factory=list)
+    left: dict[str, str] = field(default_factory=dict)
+
+    def summary(self, prefix: str) -> str:
+        said = (f"kafka-harness cleanup of {prefix!r}: deleted {len(self.topics)} topic(s), "
+                f"{len(self.groups)} group(s)")
+        if self.left:
+            said += "; could not delete " + ", ".join(
+                f"{name} ({why})" for name, why in sorted(self.left.items()))
+        return said
+
+
+def _prefixed_topics(admin: AdminClient, prefix: str) -> list[str]:
+    return sorted(t for t in admin.list_topics(timeout=10).topics if t.startswith(prefix))
+
+
+def _prefixed_groups(admin: AdminClient, prefix: str) -> list[str]:
+    listed = admin.list_consumer_groups(request_timeout=10).result(15)
+    return sorted(g.group_id for g in listed.valid if g.group_id.startswith(prefix))
+
+
+def _delete_topics(admin: AdminClient, topics: list[str], done: Cleanup) -> None:
+    if not topics:
+        return
+    for topic, future in admin.delete_topics(topics, operation_timeout=30).items():
+        try:
+            future.result(60)
+            done.topics.append(topic)
+        except KafkaException as exc:
+            done.left[topic] = exc.args[0].str()
+
+
+def _delete_groups(admin: AdminClient, groups: list[str], done: Cleanup,
+                   retry_s: float) -> None:
+    pending = list(groups)
+
+    def attempt() -> bool:
+        failed: dict[str, str] = {}
+        for group, future in admin.delete_consumer_groups(pending, request_timeout=10).items():
+            try:
+                future.result(15)
+                done.groups.append(group)
+            except KafkaException as exc:
+                failed[group] = exc.args[0].str()
+        pending[:] = list(failed)
+        done.left.update(failed)
+        for group in done.groups:
+            done.left.pop(group, None)
+        return not pending
+
+    if pending:
+        # What is still left after retry_s stays in done.left, with the broker's reason.
+        with contextlib.suppress(ClusterWaitTimeout):
+            wait_for(attempt, retry_s, "the session's groups to be deletable (empty)",
+                     interval=2.0)
+
+
+def clean(bootstrap: str, prefix: str, *, group_retry_s: float = GROUP_RETRY_S) -> Cleanup:
+    """Delete every topic and consumer group whose name starts with ``prefix``."""
+    if not prefix:
+        raise ValueError("an empty prefix would delete everything on the broker")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    done = Cleanup()
+    _delete_groups(admin, _prefixed_groups(admin, prefix), done, group_retry_s)
+    _delete_topics(admin, _prefixed_topics(admin, prefix), done)
+    return done
+
+
+def scoped_name(prefix: str, test_name: str, kind: str = "") -> str:
+    """A Kafka-legal name under ``prefix``: the kind (topic, group, …), the test's own name and
+    a random suffix, so concurrent tests and sessions never share one."""
+    base = re.sub(r"[^a-zA-Z0-9._-]", "-", test_name)[:60]
+    middle = f"{kind}-" if kind else ""
+    return f"{prefix}{middle}{base}-{uuid.uuid4().hex[:8]}"
