@@ -16,6 +16,8 @@ reference,             kernel / local (root)        each node in a network names
 apache-kafka                                        drops (:class:`NetnsCluster`)
 reference,             proxy / docker               containers behind a Toxiproxy container
 apache-kafka                                        (:class:`DockerCluster`)
+recipe (a file)        proxy / local                the same, with the nodes a recipe describes
+                                                    (:mod:`harness.cluster.recipe`)
 apache-kafka-kraft,    (none)                       one node, no faults (peers, see
 tansu,                                              :func:`harness.cluster.targets.start_target`)
 librdkafka-mock,
@@ -113,15 +115,28 @@ class ClusterOptions:
     bootstrap: str | None = None
     properties: Mapping[str, str | int] = field(default_factory=dict)
     toxiproxy_url: str | None = None
+    recipe: Path | None = None
+    """The recipe file of the ``recipe`` target (``docs/recipes.md``)."""
 
     def check(self) -> None:
         """ValueError naming the problem with these options (a usage error)."""
-        check_options(self.target, self.bootstrap, self.brokers, self.network, self.backend)
+        check_options(self.target, self.bootstrap, self.brokers, self.network, self.backend,
+                      recipe=self.recipe)
 
     @property
     def faultable(self) -> bool:
         """Whether the harness runs this target as a cluster of its own, with faults."""
-        return TargetName(self.target) in BROKER_KINDS
+        return TargetName(self.target) in BROKER_KINDS or self.target == TargetName.RECIPE
+
+    def kind(self) -> BrokerKind:
+        """The broker kind of a faultable target: built in, or read from the recipe file."""
+        if self.target == TargetName.RECIPE:
+            from harness.cluster.recipe import load_recipe
+            from harness.cluster.recipe_kind import RecipeKind
+
+            assert self.recipe is not None  # check() refuses the recipe target without one
+            return RecipeKind(load_recipe(self.recipe))
+        return BROKER_KINDS[TargetName(self.target)]()
 
     def spec(self, **overrides: Any) -> ClusterSpec:
         from harness.cluster.local import ClusterSpec
@@ -130,12 +145,18 @@ class ClusterOptions:
 
 
 def check_options(target: str, bootstrap: str | None, brokers: int,
-                  network: str = Network.PROXY, backend: str = Backend.LOCAL) -> None:
-    """ValueError naming the problem with a target's options (a usage error)."""
+                  network: str = Network.PROXY, backend: str = Backend.LOCAL, *,
+                  recipe: Path | None = None) -> None:
+    """ValueError naming the problem with a target's options (a usage error); a recipe file
+    is read, so a bad one is reported here with its file and key (a RecipeError)."""
     name = _member(TargetName, target, "target")
     target = name.value  # a member's repr would read <TargetName.TANSU: 'tansu'> in messages
     _member(Network, network, "network mechanism")
     _member(Backend, backend, "backend")
+    if name == TargetName.RECIPE:
+        _check_recipe(recipe, network, backend)
+    elif recipe is not None:
+        raise ValueError(f"a recipe file is only for the recipe target, not {target!r}")
     if backend == Backend.DOCKER and name not in DOCKER_KINDS:
         raise ValueError(f"--backend docker runs the targets {', '.join(sorted(DOCKER_KINDS))}, "
                          f"not {target!r} (its image has no {target} build)")
@@ -146,11 +167,25 @@ def check_options(target: str, bootstrap: str | None, brokers: int,
         raise ValueError(f"--network kernel is for the targets the harness runs as a cluster "
                          f"({', '.join(BROKER_KINDS)}), not {target!r}")
     if name == TargetName.EXTERNAL and not bootstrap:
-        raise ValueError("the external target needs a bootstrap address (--bootstrap)")
+        raise ValueError("the external target needs a bootstrap address (--bootstrap-server)")
     if name != TargetName.EXTERNAL and bootstrap:
-        raise ValueError(f"--bootstrap is only for the external target, not {target!r}")
+        raise ValueError(f"--bootstrap-server is only for the external target, not {target!r}")
     if brokers < 1:
         raise ValueError(f"--brokers must be at least 1, got {brokers}")
+
+
+def _check_recipe(recipe: Path | None, network: str, backend: str) -> None:
+    if recipe is None:
+        raise ValueError("the recipe target needs a recipe file (docs/recipes.md)")
+    if backend == Backend.DOCKER:
+        raise ValueError("a recipe's broker runs on the local backend only: the docker image "
+                         "carries the built-in kinds, not a user's broker")
+    if network == Network.KERNEL:
+        raise ValueError("a recipe's broker runs behind the proxy network mechanism only "
+                         "(--network proxy)")
+    from harness.cluster.recipe import load_recipe
+
+    load_recipe(recipe)
 
 
 def _member(enum: type[_E], value: str, what: str) -> _E:
@@ -176,7 +211,7 @@ def build(options: ClusterOptions, run_dir: Path | None, *,
     """The cluster ``options`` describe, not yet started (``spec`` overrides the one the
     options make). Only for faultable targets (:attr:`ClusterOptions.faultable`)."""
     options.check()
-    kind = BROKER_KINDS[TargetName(options.target)]()
+    kind = options.kind()
     spec = spec or options.spec()
     if options.backend == Backend.DOCKER:
         return _docker(spec, run_dir, kind)

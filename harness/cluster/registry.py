@@ -24,6 +24,7 @@ class TargetName(StrEnum):
     TANSU = "tansu"
     LIBRDKAFKA_MOCK = "librdkafka-mock"
     EXTERNAL = "external"
+    RECIPE = "recipe"  # a broker kind described in a recipe file (harness/cluster/recipe.py)
 
 
 class ClusterTarget(StrEnum):

