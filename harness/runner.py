@@ -7,7 +7,8 @@ final read, and the checker. Everything a run produces stays in its run director
 
     <dir>/suites/       the suites' table (matrix.html/.md/.json), pytest log and JUnit XML
     <dir>/cluster/      ZooKeeper, brokers, Toxiproxy: configs, data, logs
-    <dir>/history/      one Parquet file per client process (process 0 is the nemesis)
+    <dir>/history/      one Parquet file per client process (process 0 is the nemesis) and
+                        run-manifest.json: seed, options, the replay command (checker.manifest)
     <dir>/logs/         each client process's output
     <dir>/report/       report.html, report.json, junit.xml
     <dir>/run.json      what ran (options, seed, schedule, clients) and the verdict
@@ -40,15 +41,15 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 
-from harness import history, matrix
-from harness.checker import report
+from harness import history, matrix, replay
+from harness.checker import manifest, nemesis_ops, report
+from harness.checker.nemesis_ops import NemesisRow
 from harness.checker.result import (
     DEFAULT_GUARANTEE,
     GUARANTEES,
     SCHEMA_VERSION,
     CheckResult,
     ReportData,
-    fault_windows,
 )
 from harness.cluster.factory import (
     BROKER_KINDS,
@@ -267,9 +268,10 @@ def _check_python(history_dir: Path, guarantee: str) -> tuple[CheckResult, Repor
 
     events = history.read_history(history_dir)
     result = rules.check_events(events, guarantee)
-    nemesis = [(e.time_ns, e.op, e.type, e.value) for e in events if e.f == "nemesis"]
+    nemesis = nemesis_ops.operations(NemesisRow(e.time_ns, e.op, e.type, e.value, e.error)
+                                     for e in events if e.f == "nemesis")
     last = result.stats.get("last_time_ns") or 0
-    return result, ReportData(1, [], fault_windows(nemesis, last) if nemesis else [], [])
+    return result, ReportData(1, [], nemesis_ops.windows(nemesis, last), [], nemesis)
 
 
 def _check_spark(history_dir: Path, guarantee: str, master: str | None
@@ -345,6 +347,16 @@ class Run:
         self.result = RunResult(self.run_id, str(self.dir), self.seed, INFRASTRUCTURE, None,
                                 "none", options.guarantee)
 
+    def run_manifest(self) -> manifest.RunManifest:
+        """How to make this run again (seed, options, the replay command) and what its nemesis
+        reported doing so far; kept next to the history for the report and for ``check``."""
+        argv, caveats = replay.replay_command(self.options, self.seed)
+        options = json.loads(json.dumps(asdict(self.options), default=str))
+        accounts = [manifest.NemesisAccount(str(done["what"]), done.get("result"),
+                                            done.get("error")) for done in self.result.nemesis]
+        return manifest.RunManifest(self.run_id, self.seed, self.options.seed is not None,
+                                    options, argv, caveats, accounts)
+
     def _say(self, text: str) -> None:
         self.console.print(text, highlight=False)
 
@@ -356,6 +368,7 @@ class Run:
         the exit code."""
         self.dir.mkdir(parents=True, exist_ok=True)
         self.history_dir.mkdir(exist_ok=True)
+        manifest.write(self.history_dir, self.run_manifest())  # first, so any history has one
         try:
             with _interrupt_once():
                 suites_code = self._suites() if self.options.suites else VALID
@@ -383,7 +396,7 @@ class Run:
         exit code they give: 0 all passed, 1 a test failed, 3 they could not be run."""
         runs, files = matrix.run_matrix((self.options.target,), self.options.suites,
                                         self.dir / "suites", say=self._say,
-                                        backend=self.options.backend)
+                                        backend=Backend(self.options.backend))
         suites = runs[0]
         self.result.suites = {
             "names": list(self.options.suites), "counts": dict(suites.counts()),
@@ -491,7 +504,8 @@ class Run:
                 _quiet_stdout(True):
             result, data = check_history(self.history_dir, options.guarantee, options.engine,
                                          options.master)
-        written = report.write_reports(self.dir / "report", result, data, str(self.history_dir))
+        written = report.write_reports(self.dir / "report", result, data, str(self.history_dir),
+                                       manifest.Provenance(self.run_manifest()))
         report.print_summary(self.console, result, str(self.history_dir))
         self.result.valid = result.valid
         self.result.exit_code = VALID if result.valid else INVALID
@@ -500,6 +514,7 @@ class Run:
         self.result.report += [str(p) for p in written]
 
     def _write_summary(self) -> None:
+        manifest.write(self.history_dir, self.run_manifest())  # now with the nemesis' accounts
         result = self.result.as_dict()
         summary = {"schema_version": result.pop("schema_version"),
                    "options": {k: (str(v) if isinstance(v, Path) else v)

@@ -18,7 +18,7 @@ from pathlib import Path
 from rich.console import Console
 
 from harness import history
-from harness.checker import report
+from harness.checker import manifest, report
 from harness.checker.result import SCHEMA_VERSION, CheckResult
 
 VALID, INVALID, USAGE, INFRASTRUCTURE = 0, 1, 2, 3
@@ -99,7 +99,9 @@ def _check(
         if report_dir is not None:
             with err.status(f"Writing the report to {report_dir}…"):
                 data = spark.report_data(session, history_dir, result)
-                written = report.write_reports(report_dir, result, data, str(history_dir))
+                written = report.write_reports(
+                    report_dir, result, data, str(history_dir), manifest.read(history_dir)
+                )
             err.print("report: " + ", ".join(str(p) for p in written), highlight=False)
         return result
     except history.HistoryError as exc:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from harness.checker import nemesis_ops, sql
 from harness.checker import result as R
-from harness.checker import sql
 
 
 def report_data(
@@ -35,7 +35,9 @@ def report_data(
         R.TimelineBucket(first + r[0] * width, *r[1:])
         for r in spark.sql(sql.timeline(first, width)).collect()
     ]
-    nemesis = [tuple(r) for r in spark.sql(sql.nemesis(10_000)).collect()]
+    nemesis = nemesis_ops.operations(
+        nemesis_ops.NemesisRow(*r) for r in spark.sql(sql.nemesis(10_000)).collect()
+    )
     points: list[list[R.OffsetPoint]] = [[] for _ in anchors]
     if anchors:
         query = sql.neighborhoods([a for _, _, a in anchors], around, points_per_anchor)
@@ -45,9 +47,10 @@ def report_data(
     return R.ReportData(
         bucket_ns=width,
         timeline=timeline,
-        faults=R.fault_windows(nemesis, last),
+        faults=nemesis_ops.windows(nemesis, last),
         neighborhoods=[
             R.Neighborhood(name, index, t, p, o, points[i])
             for i, (name, index, (t, p, o)) in enumerate(anchors)
         ],
+        nemesis=nemesis,
     )

@@ -17,7 +17,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from harness.checker import svg
+from harness.checker import report_sections, svg
+from harness.checker.manifest import NO_MANIFEST, Provenance
 from harness.checker.result import ANOMALIES, STATS, CheckResult, ReportData
 
 _COLORS = dict(
@@ -66,6 +67,10 @@ th{background:#f5f5f5}td.n{text-align:right}tr.fail td{background:#fde8e8}
 tr.allowed td{background:#fff6e0}.rows td{font:12px monospace}
 .chart{background:#fff;border:1px solid #eee}.tick,.legend{font-size:11px;fill:#555}
 .axis{font-size:12px;fill:#333}.fields{font:12px monospace;color:#444}
+.bar-label{font-size:11px;fill:#fff;font-weight:600}
+.swatch{display:inline-block;width:10px;height:10px;margin-right:5px;border-radius:2px}
+.legend-list{list-style:none;padding:0;font-size:13px}.legend-list li{margin:2px 0}
+pre.replay{background:#f5f5f5;padding:8px;white-space:pre-wrap;word-break:break-all}
 """
 
 
@@ -80,15 +85,19 @@ def _seconds(time_ns: int, origin: int) -> float:
     return (time_ns - origin) / 1e9
 
 
+def _origin(result: CheckResult) -> int:
+    """Time zero of every chart and table: the run's start, which the history's time_ns counts
+    from (docs/history.md); an earlier row (a history made elsewhere) moves it back."""
+    return min(0, result.stats.get("first_time_ns") or 0)
+
+
 def _timeline(result: CheckResult, data: ReportData) -> str:
     if not data.timeline:
-        return "<p>The history has no rows.</p>"
-    origin = data.timeline[0].start_ns
+        return ("<p>No throughput or latency timeline: the history has no rows, or the engine "
+                "that checked it (--engine python) does not compute one.</p>")
+    origin = _origin(result)
     per_second = 1e9 / data.bucket_ns
-    bands = [
-        svg.Band(_seconds(w.start_ns, origin), _seconds(w.end_ns, origin), w.what)
-        for w in data.faults
-    ]
+    bands = report_sections.bands(data.faults, origin)
     marks = [
         svg.Mark(_seconds(max(r["time_ns"] for r in example["rows"]), origin), name, _COLORS[name])
         for name in ANOMALIES
@@ -137,8 +146,8 @@ def _timeline(result: CheckResult, data: ReportData) -> str:
     )
     return (
         f"<h3>Throughput</h3>{svg.render(throughput)}<h3>Send latency</h3>{svg.render(latency)}"
-        f"<p>Shaded: nemesis fault windows ({len(data.faults)}). "
-        f"Vertical lines: the first examples. {legend}</p>"
+        f"<p>Shaded: nemesis fault windows ({len(data.faults)}), coloured by kind of fault "
+        f"(see Nemesis). Vertical lines: the first examples. {legend}</p>"
     )
 
 
@@ -157,7 +166,7 @@ def _neighborhood(result: CheckResult, data: ReportData, name: str, index: int) 
     near = next((n for n in data.neighborhoods if n.anomaly == name and n.example == index), None)
     if near is None or not near.points:
         return ""
-    origin = data.timeline[0].start_ns if data.timeline else 0
+    origin = _origin(result)
     by_kind = {
         kind: [
             (_seconds(p.time_ns, origin), float(p.offset)) for p in near.points if p.kind == kind
@@ -194,7 +203,9 @@ def _examples(result: CheckResult, data: ReportData) -> str:
     return "".join(parts) or "<p>No anomalies.</p>"
 
 
-def render_html(result: CheckResult, data: ReportData, source: str) -> str:
+def render_html(
+    result: CheckResult, data: ReportData, source: str, provenance: Provenance = NO_MANIFEST
+) -> str:
     verdict = "VALID" if result.valid else "INVALID"
     rows = "".join(
         f'<tr class="{status(result, n).lower()}"><td><a href="#{n}">{n}</a></td>'
@@ -205,6 +216,7 @@ def render_html(result: CheckResult, data: ReportData, source: str) -> str:
     )
     stats = "".join(f"<tr><td>{k}</td><td class='n'>{result.stats.get(k)}</td></tr>" for k in STATS)
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    end_ns = result.stats.get("last_time_ns") or 0
     return (
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>kafka-harness check: {verdict}</title><style>{_STYLE}</style></head><body>"
@@ -213,7 +225,10 @@ def render_html(result: CheckResult, data: ReportData, source: str) -> str:
         f"{generated}</p>"
         f"<h2>Verdict per anomaly</h2><table><tr><th>anomaly</th><th>count</th>"
         f"<th>fails {result.guarantee}?</th><th>status</th></tr>{rows}</table>"
+        f"<h2>Run</h2>{report_sections.run_section(provenance)}"
         f"<h2>Timeline</h2>{_timeline(result, data)}"
+        f"<h2>Nemesis</h2>"
+        f"{report_sections.nemesis_section(data, _origin(result), end_ns, provenance)}"
         f"<h2>Examples</h2>{_examples(result, data)}"
         f"<h2>Stats</h2><table>{stats}</table></body></html>"
     )
@@ -263,10 +278,18 @@ def _write(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def write_reports(out_dir: Path, result: CheckResult, data: ReportData, source: str) -> list[Path]:
+def write_reports(
+    out_dir: Path,
+    result: CheckResult,
+    data: ReportData,
+    source: str,
+    provenance: Provenance = NO_MANIFEST,
+) -> list[Path]:
+    """report.html (with the run's seed, options and replay command when ``provenance`` has
+    the run manifest), report.json and junit.xml."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {
-        out_dir / "report.html": render_html(result, data, source),
+        out_dir / "report.html": render_html(result, data, source, provenance),
         out_dir / "report.json": json.dumps(result.to_json(), indent=1),
         out_dir / "junit.xml": render_junit(result),
     }

@@ -7,8 +7,12 @@ reports never care which engine ran.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from harness.checker import nemesis_ops
+from harness.checker.nemesis_ops import FaultWindow, NemesisOp, NemesisRow
 
 ANOMALIES = (
     "lost_write",
@@ -191,13 +195,6 @@ class TimelineBucket:
 
 
 @dataclass
-class FaultWindow:
-    start_ns: int
-    end_ns: int
-    what: str
-
-
-@dataclass
 class OffsetPoint:
     time_ns: int
     offset: int
@@ -225,6 +222,8 @@ class ReportData:
     timeline: list[TimelineBucket]
     faults: list[FaultWindow]
     neighborhoods: list[Neighborhood]
+    # The nemesis operations, fault paired with heal, for the report's table.
+    nemesis: list[NemesisOp] = field(default_factory=list)
 
 
 def example_anchor(example: dict[str, Any]) -> tuple[str, int, int] | None:
@@ -239,23 +238,9 @@ def example_anchor(example: dict[str, Any]) -> tuple[str, int, int] | None:
     return None
 
 
-def fault_windows(
-    nemesis: list[tuple[int, int, str, str | None]], end_ns: int
-) -> list[FaultWindow]:
-    """Fault windows from nemesis invoke rows (time_ns, op, type, value), in time order.
-
-    A nemesis op opens a window unless its value starts with "heal", which closes every open
-    window: the convention harness nemeses follow and docs/history.md describes.
-    """
-    windows: list[FaultWindow] = []
-    opened: list[tuple[int, str]] = []
-    for time_ns, _, type_, value in sorted(nemesis):
-        if type_ != "invoke":
-            continue
-        if (value or "").lower().startswith("heal"):
-            windows += [FaultWindow(start, time_ns, what) for start, what in opened]
-            opened = []
-        else:
-            opened.append((time_ns, value or "fault"))
-    windows += [FaultWindow(start, end_ns, what) for start, what in opened]
-    return windows
+def fault_windows(nemesis: Iterable[tuple[int, int, str, str | None]] | Iterable[NemesisRow],
+                  end_ns: int) -> list[FaultWindow]:
+    """Fault windows from nemesis rows (time_ns, op, type, value[, error]), in the order the
+    faults started; harness.checker.nemesis_ops pairs each fault with its heal."""
+    return nemesis_ops.windows(nemesis_ops.operations(NemesisRow(*row) for row in nemesis),
+                               end_ns)

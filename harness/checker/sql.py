@@ -209,7 +209,7 @@ def timeline(first: int, width: int) -> str:
 
 def nemesis(limit: int) -> str:
     return (
-        "SELECT time_ns, op, type, value FROM history WHERE f = 'nemesis' "
+        "SELECT time_ns, op, type, value, error FROM history WHERE f = 'nemesis' "
         f"ORDER BY time_ns, op LIMIT {limit}"
     )
 

@@ -24,11 +24,12 @@ class Series:
 
 @dataclass
 class Band:
-    """A shaded span of x, e.g. a fault window."""
+    """A shaded span of x, e.g. a fault window, coloured by what it is (its kind of fault)."""
 
     start: float
     end: float
     label: str
+    color: str = "#f4a261"
 
 
 @dataclass
@@ -87,7 +88,7 @@ def render(chart: Chart) -> str:
         width = max(1.0, px(band.end) - px(band.start))
         out.append(
             f'<rect x="{px(band.start):.1f}" y="{_TOP}" width="{width:.1f}" height="{plot_h}" '
-            f'fill="#f4a261" opacity="0.25"><title>{escape(band.label)}</title></rect>'
+            f'fill="{escape(band.color)}" opacity="0.25"><title>{escape(band.label)}</title></rect>'
         )
     for y, label in _ticks(y0, y1):
         out.append(
@@ -139,4 +140,69 @@ def render(chart: Chart) -> str:
         )
         legend_x += 22 + 7 * len(s.label)
     out.append("</svg>")
+    return "".join(out)
+
+
+@dataclass
+class Bar:
+    """One span in a lane of a lanes chart, labelled where it starts."""
+
+    lane: int
+    start: float
+    end: float
+    label: str
+    color: str
+    tooltip: str = ""
+
+
+_LANE_H, _LANE_LEFT = 24, 120
+
+
+def render_lanes(lanes: list[str], bars: list[Bar], x_label: str, x_range: tuple[float, float]
+                 ) -> str:
+    """A chart of spans on labelled lanes (e.g. one lane per kind of fault), so each span is
+    seen with its label even where spans of different lanes overlap in time."""
+    x0, x1 = x_range
+    for bar in bars:
+        x0, x1 = min(x0, bar.start), max(x1, bar.end)
+    x1 = x1 if x1 > x0 else x0 + 1
+    plot_w = WIDTH - _LANE_LEFT - _RIGHT
+    height = _TOP + _LANE_H * max(1, len(lanes)) + _BOTTOM
+
+    def px(x: float) -> float:
+        return _LANE_LEFT + (x - x0) / (x1 - x0) * plot_w
+
+    bottom = _TOP + _LANE_H * len(lanes)
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" '
+        f'width="100%" role="img" class="chart lanes">'
+    ]
+    for i, lane in enumerate(lanes):
+        y = _TOP + i * _LANE_H
+        out.append(
+            f'<line x1="{_LANE_LEFT}" x2="{WIDTH - _RIGHT}" y1="{y + _LANE_H}" '
+            f'y2="{y + _LANE_H}" stroke="#eee"/>'
+            f'<text x="{_LANE_LEFT - 6}" y="{y + _LANE_H / 2 + 4:.1f}" text-anchor="end" '
+            f'class="axis">{escape(lane)}</text>'
+        )
+    for x, label in _ticks(x0, x1):
+        out.append(
+            f'<line x1="{px(x):.1f}" x2="{px(x):.1f}" y1="{_TOP}" y2="{bottom}" '
+            f'stroke="#f0f0f0"/><text x="{px(x):.1f}" y="{bottom + 16}" text-anchor="middle" '
+            f'class="tick">{label}</text>'
+        )
+    for bar in bars:
+        y = _TOP + bar.lane * _LANE_H + 3
+        width = max(2.0, px(bar.end) - px(bar.start))
+        out.append(
+            f'<g class="bar"><title>{escape(bar.tooltip or bar.label)}</title>'
+            f'<rect x="{px(bar.start):.1f}" y="{y}" width="{width:.1f}" height="{_LANE_H - 6}" '
+            f'fill="{escape(bar.color)}" opacity="0.8" rx="2"/>'
+            f'<text x="{px(bar.start) + 3:.1f}" y="{y + _LANE_H / 2 + 1:.1f}" '
+            f'class="bar-label">{escape(bar.label)}</text></g>'
+        )
+    out.append(
+        f'<text x="{_LANE_LEFT + plot_w / 2}" y="{height - 4}" text-anchor="middle" '
+        f'class="axis">{escape(x_label)}</text></svg>'
+    )
     return "".join(out)
