@@ -101,6 +101,48 @@ def split_properties(properties: Mapping[str, str | int]) -> tuple[
     return node, peers, settings
 
 
+def node_values(recipe: Recipe, properties: Mapping[str, str | int],
+                run_dir: Path) -> dict[str, str | int]:
+    """Every placeholder's value for the node whose property map (wiring and settings) is
+    ``properties`` and whose run directory is ``run_dir``; peer lists rendered, no ``{pid}``."""
+    node, peers, settings = split_properties(properties)
+    values: dict[str, str | int] = {
+        **static_values(recipe), **node,
+        Placeholder.RUN_DIR.value: str(run_dir),
+        Placeholder.DATA_DIR.value: str(run_dir / "data"),
+        Placeholder.CONFIG_FILE.value: str(run_dir / recipe.config_file),
+        Placeholder.PROPERTIES.value: "".join(f"{k}={v}\n" for k, v in settings.items()),
+    }
+    node_id = int(node[Placeholder.NODE_ID])
+    for name, peer_list in recipe.peer_lists.items():
+        values[name] = render_peer_list(peer_list, values, peers, node_id)
+    return values
+
+
+def render_argv(recipe: Recipe, argv: tuple[str, ...], values: Mapping[str, str | int],
+                key: str) -> list[str]:
+    return [render(arg, values, source=recipe.source, key=f"{key}[{i}]")
+            for i, arg in enumerate(argv)]
+
+
+def render_command(recipe: Recipe, values: Mapping[str, str | int]) -> list[str]:
+    """The node's argv; with ``broker.env``, run through ``env(1)`` (the process launcher
+    passes the harness's own environment, so the recipe's variables go on the command)."""
+    command = render_argv(recipe, recipe.command, values, "broker.command")
+    if not recipe.env:
+        return command
+    env = [f"{name}={render(value, values, source=recipe.source, key=f'broker.env.{name}')}"
+           for name, value in recipe.env.items()]
+    return ["env", *env, *command]
+
+
+def render_files(recipe: Recipe, values: Mapping[str, str | int]) -> dict[str, str]:
+    """Each file of the node (the configuration file first) by name, rendered."""
+    return {name: render(template, values, source=recipe.source,
+                         key="config.template" if name == recipe.config_file else f"files.{name}")
+            for name, template in recipe.templates().items()}
+
+
 class _Readiness(Enum):
     SERVING = "serving"
     EXITED = "exited"
@@ -131,40 +173,15 @@ class RecipeBroker(BrokerProcess):
 
     def values(self) -> dict[str, str | int]:
         """Every placeholder's value for this node (peer lists rendered), but ``{pid}``."""
-        node, peers, settings = split_properties(self.properties)
-        values: dict[str, str | int] = {
-            **static_values(self.recipe), **node,
-            Placeholder.RUN_DIR.value: str(self.run_dir),
-            Placeholder.DATA_DIR.value: str(self.data_dir),
-            Placeholder.CONFIG_FILE.value: str(self.config_path),
-            Placeholder.PROPERTIES.value: "".join(f"{k}={v}\n" for k, v in settings.items()),
-        }
-        node_id = int(node[Placeholder.NODE_ID])
-        for name, peer_list in self.recipe.peer_lists.items():
-            values[name] = render_peer_list(peer_list, values, peers, node_id)
-        return values
-
-    def _render_argv(self, argv: tuple[str, ...], values: Mapping[str, str | int],
-                     key: str) -> list[str]:
-        return [render(arg, values, source=self.recipe.source, key=f"{key}[{i}]")
-                for i, arg in enumerate(argv)]
+        return node_values(self.recipe, self.properties, self.run_dir)
 
     def _command(self) -> list[str]:
-        values = self.values()
-        command = self._render_argv(self.recipe.command, values, "broker.command")
-        if not self.recipe.env:
-            return command
-        env = [f"{name}={render(value, values, source=self.recipe.source, key=f'env.{name}')}"
-               for name, value in self.recipe.env.items()]
-        return ["env", *env, *command]  # env(1): the launcher takes no environment of its own
+        return render_command(self.recipe, self.values())
 
     def _prepare(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        values = self.values()
-        for name, template in self.recipe.templates().items():
-            key = "config.template" if name == self.recipe.config_file else f"files.{name}"
-            write_atomically(self.run_dir / name,
-                             render(template, values, source=self.recipe.source, key=key))
+        for name, text in render_files(self.recipe, self.values()).items():
+            write_atomically(self.run_dir / name, text)
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
 
     def _wait_until_serving(self) -> None:
@@ -208,7 +225,8 @@ class RecipeBroker(BrokerProcess):
         if self.recipe.stop_command and pid is not None and self.is_running():
             os.kill(pid, signal.SIGCONT)  # a paused node could not act on being stopped
             values = {**self.values(), Placeholder.PID.value: pid}
-            command = self._render_argv(self.recipe.stop_command, values, "broker.stop_command")
+            command = render_argv(self.recipe, self.recipe.stop_command, values,
+                                  "broker.stop_command")
             subprocess.run(command, cwd=self.run_dir, stdin=subprocess.DEVNULL,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            timeout=_STOP_COMMAND_TIMEOUT_S, check=False)
