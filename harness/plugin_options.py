@@ -131,11 +131,14 @@ def configure(config: pytest.Config) -> KafkaOptions:
     if bootstrap and "--kafka-target" not in _given(config) and target == "reference":
         target = TargetName.EXTERNAL.value  # a bootstrap server alone means "test that broker"
     recipe = get("--kafka-recipe")
-    if recipe:
-        raise pytest.UsageError("--kafka-recipe: recipes are not wired to targets yet")
+    if recipe:  # a recipe alone means "a cluster of that broker"
+        if "--kafka-target" in _given(config) and target != TargetName.RECIPE:
+            raise pytest.UsageError(f"--kafka-recipe is for --kafka-target recipe, not "
+                                    f"{target!r}")
+        target = TargetName.RECIPE.value
     try:
         check_options(target, bootstrap, get("--kafka-brokers"), get("--kafka-network"),
-                      get("--kafka-backend"))
+                      get("--kafka-backend"), recipe=Path(recipe) if recipe else None)
     except ValueError as exc:
         raise pytest.UsageError(_plugin_spelling(str(exc))) from None
     harness_dir = get("--kafka-harness-dir")

@@ -7,7 +7,9 @@ reference|apache-kafka|apache-kafka-kraft|tansu|librdkafka-mock|external`` (defa
 (default 3), ``--kafka-network proxy|kernel`` (Toxiproxy on every link, or — root only —
 network namespaces and iptables drops, which refuse toxics), ``--kafka-backend local|docker``
 (processes on this machine, or containers behind a Toxiproxy container),
-``--kafka-harness-dir`` (keep the started target's logs there) and the chaos suite's
+``--kafka-harness-dir`` (keep the started target's logs there), ``--kafka-recipe FILE`` (a
+cluster of the broker a recipe file describes, every fault its recipe claims: see
+``docs/recipes.md``; implies ``--kafka-target recipe``) and the chaos suite's
 ``--kafka-chaos-duration``, ``--kafka-chaos-long-duration``, ``--kafka-chaos-seed``.
 
 Fixtures, all ``kafka_``-prefixed so they cannot collide with a user's own: ``kafka_target``
@@ -162,7 +164,7 @@ def _session_target(config: pytest.Config) -> Target:
             session.target = start_target(
                 options.target, brokers=options.brokers, bootstrap=options.bootstrap,
                 run_dir=session.run_dir / "target", properties=SUITE_BROKER_PROPERTIES,
-                network=options.network, backend=options.backend)
+                network=options.network, backend=options.backend, recipe=options.recipe)
         except TargetError as exc:
             pytest.fail(f"{exc} (infrastructure)", pytrace=False)
     return session.target
