@@ -175,5 +175,5 @@ def test_isolate_a_broker(kafka_target, kafka_faults):
 ''')
     result = pytester.runpytest_subprocess("--kafka-target", "apache-kafka", "-rs")
     result.stdout.fnmatch_lines(["kafka-harness target: apache-kafka 3.9.* (network proxy, "
-                                 "backend local)"])
+                                 "backend local); names under 'kh-*-'"])
     result.assert_outcomes(passed=4)
