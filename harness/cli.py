@@ -7,21 +7,29 @@ function here.
 
 from __future__ import annotations
 
-import json
-import time
-from enum import Enum, StrEnum
+from importlib import metadata
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
-from harness.checker.result import DEFAULT_GUARANTEE, GUARANTEES
+from harness import cluster_cli
+from harness.cli_errors import run_main
+from harness.cli_types import (
+    BOOTSTRAP_SERVER_HELP,
+    DEPRECATED_BOOTSTRAP,
+    Guarantee,
+    Stream,
+    ToxicType,
+)
+from harness.cli_types import bootstrap_server as bootstrap_server_option
 from harness.cluster.factory import Backend, Network, TargetName
 from harness.matrix_cli import register as register_matrix
 from harness.runner_cli import register as register_run
+
+DISTRIBUTION = "kafka-harness"
 
 app = typer.Typer(
     name="kafka-harness",
@@ -31,16 +39,19 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-# Built from GUARANTEES so the CLI's choices cannot drift from the checker's; mypy cannot see
-# the members of an Enum made at runtime.
-Guarantee = Enum("Guarantee", {name: name for name in GUARANTEES}, type=str)  # type: ignore[misc]
 
-
-_DEFAULT_GUARANTEE = Guarantee(DEFAULT_GUARANTEE)
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"kafka-harness {metadata.version(DISTRIBUTION)}")
+        raise typer.Exit()
 
 
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_print_version,
+        help="Print the installed kafka-harness version and exit.")] = False,
+) -> None:
     """Kafka protocol conformance and chaos test harness."""
 
 
@@ -51,7 +62,7 @@ def check(
     ],
     guarantee: Annotated[
         Guarantee, typer.Option(help="Delivery guarantee the run must keep.")
-    ] = _DEFAULT_GUARANTEE,
+    ] = Guarantee.AT_LEAST_ONCE,
     json_output: Annotated[
         bool, typer.Option("--json", help="Print one JSON object on stdout.")
     ] = False,
@@ -105,7 +116,7 @@ def demo(
 # --- the running cluster: up, status, down, and faults on demand ------------------------------
 #
 # Each command below is a separate process talking to the supervisor's control socket
-# (harness.supervisor); the supervisor is the only owner of the cluster.
+# (harness.supervisor); what each does is in harness.cluster_cli.
 
 DEFAULT_RUN_DIR = Path(".harness/current")
 RunDir = Annotated[
@@ -114,27 +125,10 @@ RunDir = Annotated[
                  help="Run directory of the cluster (state, control socket, logs)."),
 ]
 NodeArg = Annotated[str, typer.Argument(metavar="NODE", help="zk, broker-1 … broker-N.")]
+LinkArg = Annotated[str, typer.Argument(
+    metavar="LINK", help="e.g. 'client->broker-1', 'broker-1->broker-2', 'broker-2->zk' "
+                         "(quoted: a shell reads > as a redirection).")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
-
-
-def _stderr() -> Console:
-    return Console(stderr=True)
-
-
-def _call(run_dir: Path, request: dict[str, Any]) -> dict[str, Any]:
-    """One control request; exits 3 when no cluster runs there, 2 on a usage error (unknown
-    node, link, shape…), 1 when the command failed."""
-    from harness.cluster.control import NoCluster, send_request
-
-    try:
-        response = send_request(run_dir.resolve(), request)
-    except NoCluster as exc:
-        _stderr().print(f"[red]{escape(str(exc))}[/red] (start one with `kafka-harness up`)")
-        raise typer.Exit(3) from None
-    if not response.get("ok"):
-        _stderr().print(f"[red]error:[/red] {escape(str(response.get('error')))}")
-        raise typer.Exit(2 if response.get("kind") == "usage" else 1)
-    return response
 
 
 @app.command()
@@ -152,8 +146,12 @@ def up(
                                       "every fault), apache-kafka-kraft, tansu, librdkafka-mock "
                                       "or external (no faults: see `status`).")
     ] = TargetName.REFERENCE,
+    bootstrap_server: Annotated[
+        str | None, typer.Option("--bootstrap-server", metavar="HOST:PORT[,...]",
+                                 help=BOOTSTRAP_SERVER_HELP)
+    ] = None,
     bootstrap: Annotated[
-        str | None, typer.Option(help="Bootstrap servers of an external target.")
+        str | None, typer.Option(DEPRECATED_BOOTSTRAP, hidden=True)
     ] = None,
     network: Annotated[
         Network, typer.Option(help="How network faults are made: proxy (Toxiproxy on every "
@@ -169,254 +167,24 @@ def up(
     """Start ZooKeeper + brokers with every link behind Toxiproxy (or in network namespaces,
     in containers, or a peer target); return when ready and print the bootstrap address. Exit
     3 if it could not start."""
-    from harness.cluster.control import NoCluster, send_request
-    from harness.cluster.factory import check_options
-    from harness.cluster.local import ClusterSpec
-
-    try:
-        spec = ClusterSpec(brokers=brokers, zookeeper_session_timeout_ms=session_timeout_ms)
-        check_options(target, bootstrap, brokers, network, backend)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
-    _require_kernel(network)
-    run_dir = run_dir.resolve()
-    try:
-        send_request(run_dir, {"cmd": "status"}, timeout=10)
-    except (NoCluster, OSError):
-        pass
-    else:
-        _stderr().print(f"[red]a cluster is already running in {run_dir}[/red] "
-                        "(`kafka-harness down` first)")
-        raise typer.Exit(1)
-    launch = {"target": target.value, "bootstrap": bootstrap, "network": network.value,
-              "backend": backend.value}
-    if foreground:
-        raise typer.Exit(_up_foreground(run_dir, spec, launch))
-    raise typer.Exit(_up_detached(run_dir, spec, launch))
-
-
-def _require_kernel(network: Network) -> None:
-    """Exit 3 (infrastructure) naming what is missing when the kernel mechanism cannot work."""
-    if network is not Network.KERNEL:
-        return
-    from harness.net.netns import unavailable
-
-    reason = unavailable()
-    if reason is not None:
-        _stderr().print(f"[red]cannot start:[/red] {escape(reason)}")
-        raise typer.Exit(3)
-
-
-_IMAGE_BUILD_BUDGET_S = 900
-
-
-def _up_detached(run_dir: Path, spec: Any, launch: dict[str, Any]) -> int:
-    from harness import supervisor
-
-    console = _stderr()
-    process = supervisor.launch_detached(run_dir, spec, **launch)
-    started = time.monotonic()
-    # An image build (docker, sources changed) takes minutes; the progress line shows it.
-    deadline = started + 2 * spec.startup_timeout + 30 + (
-        _IMAGE_BUILD_BUDGET_S if launch["backend"] == "docker" else 0)
-    state: dict[str, Any] | None = None
-    try:
-        with console.status("starting…") as progress:
-            while True:
-                state = supervisor.read_state(run_dir)
-                phase = state.get("phase") if state else None
-                if phase == "ready" and supervisor.socket_path(run_dir).exists():
-                    break
-                if phase == "failed" or process.poll() is not None or time.monotonic() > deadline:
-                    return _start_failed(run_dir, state, process)
-                step = state.get("step", "starting") if state else "launching the supervisor"
-                progress.update(f"{step} ({time.monotonic() - started:.0f} s)")
-                time.sleep(0.1)
-    except KeyboardInterrupt:
-        process.terminate()
-        process.wait()
-        console.print("[yellow]interrupted: everything started was stopped[/yellow]")
-        return 130
-    assert state is not None
-    console.print(f"[green]cluster ready[/green] in {time.monotonic() - started:.1f} s "
-                  f"(supervisor pid {process.pid}, run dir {run_dir})")
-    process.returncode = 0  # detached on purpose: it outlives this command
-    print(state["bootstrap"])
-    return 0
-
-
-def _start_failed(run_dir: Path, state: dict[str, Any] | None, process: Any) -> int:
-    from harness.supervisor import LOG_NAME
-
-    if process.poll() is None:
-        process.terminate()
-        process.wait()
-    error = (state or {}).get("error") or f"the supervisor exited with code {process.returncode}"
-    log = run_dir / LOG_NAME
-    tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-    console = _stderr()
-    console.print(f"[red]the cluster did not start:[/red] {escape(error)}")
-    if tail:
-        console.print(f"--- last lines of {log} ---\n{escape(tail)}")
-    return 3
-
-
-def _up_foreground(run_dir: Path, spec: Any, launch: dict[str, Any]) -> int:
-    import logging
-
-    from harness import supervisor
-
-    run_dir.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(run_dir / supervisor.LOG_NAME)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    console = _stderr()
-    progress = console.status(f"starting ZooKeeper, {spec.brokers} brokers and the proxies…")
-    progress.start()
-
-    def ready(state: dict[str, Any]) -> None:
-        progress.stop()
-        console.print(f"[green]cluster ready[/green] (run dir {run_dir}); Ctrl-C stops it")
-        print(state["bootstrap"], flush=True)
-
-    try:
-        code = supervisor.run(run_dir, spec, on_ready=ready, **launch)
-    finally:
-        progress.stop()
-        root.removeHandler(handler)
-        handler.close()
-    if code == 3:
-        return _start_failed(run_dir, supervisor.read_state(run_dir), _Exited(3))
-    console.print("stopped" if code == 0 else "[yellow]interrupted while starting; "
-                  "everything started was stopped[/yellow]")
-    return code
-
-
-class _Exited:
-    """A finished process, for _start_failed when the supervisor ran in this process."""
-
-    def __init__(self, code: int) -> None:
-        self.returncode = code
-
-    def poll(self) -> int:
-        return self.returncode
+    raise typer.Exit(cluster_cli.start(
+        run_dir, brokers=brokers, session_timeout_ms=session_timeout_ms, target=target,
+        bootstrap=bootstrap_server_option(bootstrap_server, bootstrap), network=network,
+        backend=backend, foreground=foreground))
 
 
 @app.command()
 def status(run_dir: RunDir = DEFAULT_RUN_DIR, json_output: JsonFlag = False) -> None:
     """Nodes, pids, controller, bootstrap, proxies, active faults, and what is degraded."""
-    state = _call(run_dir, {"cmd": "status"})["state"]
-    if json_output:
-        print(json.dumps(state))
-        return
-    console = Console()
-    table = Table(title=f"cluster in {state['run_dir']}")
-    in_docker = state.get("backend") == "docker"
-    for column in ("node", "role", "status", "container" if in_docker else "pid",
-                   "address" if in_docker else "port", "client address", "registered"):
-        table.add_column(column)
-    colours = {"running": "green", "paused": "yellow", "down": "red"}
-    for node, facts in state["nodes"].items():
-        role = "controller" if node == f"broker-{state['controller']}" else ""
-        registered = facts.get("registered")
-        table.add_row(node, role, f"[{colours[facts['status']]}]{facts['status']}[/]",
-                      facts["container"] if in_docker else str(facts["pid"] or "-"),
-                      facts["address"] if in_docker else str(facts["port"]),
-                      facts.get("client_address", ""),
-                      "" if node == "zk" else {True: "yes", False: "no", None: "?"}[registered])
-    console.print(table)
-    if state.get("partitions"):
-        console.print(_partition_table(state))
-    version = f" {state['version']}" if state.get("version") else ""
-    epoch = state.get("controller_epoch")
-    controller = (f"; controller broker-{state['controller']} (epoch {epoch})"
-                  if state.get("controller") is not None else "")
-    console.print(f"brokers: {state.get('target')}{version}{controller}")
-    console.print(f"bootstrap: [bold]{state['bootstrap']}[/bold]")
-    if in_docker:
-        console.print(f"network: docker {state['docker_network']} ({state['subnet']}); "
-                      f"partitions by iptables in the containers, toxics in toxiproxy "
-                      f"{state['toxiproxy_url']} ({_toxiproxy_server(state)}"
-                      f"{len(state['proxies'])} proxies); "
-                      f"everything labelled {state['run_label']}")
-    elif state.get("network") == "kernel":
-        console.print(f"network: kernel (iptables drops in {len(state['namespaces'])} network "
-                      f"namespaces bridged in {state['hub']}, {state['subnet']}; no toxics)")
-    elif state.get("toxiproxy_url"):
-        console.print(f"network: proxy (toxiproxy {state['toxiproxy_url']}, "
-                      f"{_toxiproxy_server(state)}{len(state['proxies'])} proxies)")
-    else:
-        console.print(f"target: {state.get('target')} (no proxies: faults are not offered)")
-    faults = state["faults"]
-    if faults.get("partition"):
-        cut = ", ".join(f"{sender}->{receiver}" for sender, receiver in faults["partition"])
-        console.print(f"partition (traffic dropped): {cut}")
-    for link, names in (faults.get("toxics") or {}).items():
-        console.print(f"toxics on {link}: {', '.join(names)}")
-    if state["degraded"]:
-        console.print("[yellow]degraded:[/yellow] " + "; ".join(state["degraded"]))
-    else:
-        console.print("[green]healthy[/green]: every node up, no faults")
-
-
-def _partition_table(state: dict[str, Any]) -> Table:
-    """Leader, ISR and leader epoch of every topic partition, as the controller recorded them."""
-    table = Table(title="partitions (ZooKeeper)")
-    for column in ("partition", "leader", "isr", "leader epoch"):
-        table.add_column(column)
-    for name, facts in state["partitions"].items():
-        leader = "[red]none[/red]" if facts["leader"] < 0 else f"broker-{facts['leader']}"
-        table.add_row(name, leader, ",".join(map(str, facts["isr"])), str(facts["leader_epoch"]))
-    return table
-
-
-def _toxiproxy_server(state: dict[str, Any]) -> str:
-    """``real v2.12.0 server, `` — which Toxiproxy server runs, if the supervisor said."""
-    server = state.get("toxiproxy_server")
-    return f"{server} server, " if server else ""
+    cluster_cli.show_status(run_dir, json_output)
 
 
 @app.command()
 def down(run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
     """Stop everything: brokers, ZooKeeper, proxies, the supervisor (and, on docker, every
-    container, network and volume of the run, even when its supervisor was killed)."""
-    from harness.supervisor import process_state
-
-    if _remove_orphaned_containers(run_dir.resolve()):
-        return
-    pid = _call(run_dir, {"cmd": "down"})["supervisor_pid"]
-    console = _stderr()
-    deadline = time.monotonic() + 180
-    with console.status("stopping the brokers, ZooKeeper and the proxies…"):
-        while process_state(pid) != "down":
-            if time.monotonic() > deadline:
-                console.print(f"[red]the supervisor (pid {pid}) is still running[/red]")
-                raise typer.Exit(1)
-            time.sleep(0.1)
-    console.print("stopped")
-
-
-def _remove_orphaned_containers(run_dir: Path) -> bool:
-    """True when a docker run's supervisor died without cleaning up (SIGKILL, a crash) and
-    what its label names was removed here: containers outlive their owner, processes do not."""
-    from harness import supervisor
-
-    state = supervisor.read_state(run_dir)
-    if (state is None or state.get("backend") != "docker" or not state.get("run_label")
-            or state.get("phase") == "stopped"
-            or supervisor.process_state(state.get("supervisor_pid")) != "down"):
-        return False
-    from harness.cluster.docker_backend import remove_run
-    from harness.cluster.docker_images import ensure_engine
-
-    run_id = state["run_label"].partition("=")[2]
-    removed = remove_run(ensure_engine(), run_id)
-    supervisor.socket_path(run_dir).unlink(missing_ok=True)
-    _stderr().print(f"the supervisor of {run_dir} was gone; removed {len(removed)} "
-                    f"containers, networks and volumes labelled {state['run_label']}")
-    return True
+    container, network and volume of the run, even when its supervisor was killed). Exit 0
+    also when nothing was running."""
+    cluster_cli.stop(run_dir)
 
 
 partition_app = typer.Typer(name="partition", no_args_is_help=True,
@@ -424,35 +192,28 @@ partition_app = typer.Typer(name="partition", no_args_is_help=True,
 app.add_typer(partition_app)
 
 
-def _partition(run_dir: Path, request: dict[str, Any]) -> None:
-    cut = _call(run_dir, {"cmd": "partition", **request})["cut"]
-    Console().print(f"partitioned: {len(cut)} directed node pairs cut: "
-                    + ", ".join(f"{sender}->{receiver}" for sender, receiver in cut))
-
-
 @partition_app.command()
-def isolate(node: Annotated[str, typer.Argument(metavar="NODE")],
-            run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
+def isolate(node: NodeArg, run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
     """Cut NODE off from every other node, both ways."""
-    _partition(run_dir, {"shape": "isolate", "node": node})
+    cluster_cli.partition(run_dir, {"shape": "isolate", "node": node})
 
 
 @partition_app.command()
 def halves(run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
     """Split the brokers into two halves that cannot hear each other."""
-    _partition(run_dir, {"shape": "halves"})
+    cluster_cli.partition(run_dir, {"shape": "halves"})
 
 
 @partition_app.command()
 def ring(run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
     """Jepsen's majorities ring over the brokers."""
-    _partition(run_dir, {"shape": "ring"})
+    cluster_cli.partition(run_dir, {"shape": "ring"})
 
 
 @partition_app.command()
 def bridge(run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
     """Two halves of the brokers joined only through one bridge broker."""
-    _partition(run_dir, {"shape": "bridge"})
+    cluster_cli.partition(run_dir, {"shape": "bridge"})
 
 
 @partition_app.command()
@@ -460,17 +221,13 @@ def grudge(file: Annotated[Path, typer.Argument(metavar="FILE",
                                                 help="JSON {node: [nodes it cannot hear]}.")],
            run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
     """An explicit grudge read from a JSON file."""
-    try:
-        document = json.loads(file.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise typer.BadParameter(f"cannot read a grudge from {file}: {exc}") from None
-    _partition(run_dir, {"shape": "grudge", "grudge": document})
+    cluster_cli.partition(run_dir, {"shape": "grudge", "grudge": cluster_cli.read_grudge(file)})
 
 
 @app.command()
 def heal(run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
     """Remove every partition cut (other toxics stay)."""
-    _call(run_dir, {"cmd": "heal"})
+    cluster_cli.call(run_dir, {"cmd": "heal"})
     Console().print("healed")
 
 
@@ -478,52 +235,33 @@ toxic_app = typer.Typer(name="toxic", no_args_is_help=True, help="Add or remove 
 app.add_typer(toxic_app)
 
 
-class Stream(StrEnum):
-    up = "up"
-    down = "down"
-
-
-def _attribute(text: str) -> tuple[str, int | float | str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise typer.BadParameter(f"expected key=value, got {text!r}")
-    for kind in (int, float):
-        try:
-            return key, kind(value)
-        except ValueError:
-            continue
-    return key, value
-
-
 @toxic_app.command("add")
 def toxic_add(
-    link: Annotated[str, typer.Argument(metavar="LINK", help="e.g. client->broker-1.")],
-    type_: Annotated[str, typer.Argument(metavar="TYPE", help="latency, bandwidth, timeout, …")],
+    link: LinkArg,
+    type_: Annotated[ToxicType, typer.Argument(metavar="TYPE", help="The toxic's type.")],
     attr: Annotated[list[str] | None, typer.Option(
         "--attr", metavar="K=V", help="Toxic attribute (repeatable), e.g. latency=100.")] = None,
     stream: Annotated[Stream, typer.Option(help="up: bytes the link's left node sends; "
-                                                "down: bytes it receives.")] = Stream.down,
+                                                "down: bytes it receives.")] = Stream.DOWN,
     toxicity: Annotated[float, typer.Option(min=0.0, max=1.0)] = 1.0,
     name: Annotated[str | None, typer.Option(help="Default <type>_<stream>.")] = None,
     run_dir: RunDir = DEFAULT_RUN_DIR,
 ) -> None:
     """Add a toxic to one link; prints its name."""
-    attributes = dict(_attribute(item) for item in attr or [])
-    response = _call(run_dir, {"cmd": "toxic_add", "link": link, "type": type_,
-                               "attributes": attributes, "stream": f"{stream.value}stream",
-                               "toxicity": toxicity, "name": name})
+    attributes = dict(cluster_cli.attribute(item) for item in attr or [])
+    response = cluster_cli.call(run_dir, {
+        "cmd": "toxic_add", "link": link, "type": type_.value, "attributes": attributes,
+        "stream": f"{stream.value}stream", "toxicity": toxicity, "name": name})
     print(response["name"])
 
 
 @toxic_app.command("remove")
-def toxic_remove(
-    link: Annotated[str, typer.Argument(metavar="LINK")],
-    name: Annotated[str, typer.Argument(metavar="NAME")],
-    run_dir: RunDir = DEFAULT_RUN_DIR,
-) -> None:
+def toxic_remove(link: LinkArg, name: Annotated[str, typer.Argument(metavar="NAME")],
+                 run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
     """Remove a toxic from one link."""
-    _call(run_dir, {"cmd": "toxic_remove", "link": link, "name": name})
-    Console().print(f"removed {name} from {link}")
+    cluster_cli.call(run_dir, {"cmd": "toxic_remove", "link": link, "name": name})
+    Console().print(f"removed {escape(cluster_cli.shown(name))} from "
+                    f"{escape(cluster_cli.shown(link))}", highlight=False)
 
 
 _PROCESS_FAULTS = {
@@ -537,8 +275,8 @@ _PROCESS_FAULTS = {
 
 def _register_process_fault(action: str, help_text: str, done: str) -> None:
     def command(node: NodeArg, run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
-        _call(run_dir, {"cmd": action, "node": node})
-        Console().print(f"{done} {node}")
+        cluster_cli.call(run_dir, {"cmd": action, "node": node})
+        Console().print(f"{done} {escape(cluster_cli.shown(node))}", highlight=False)
 
     app.command(name=action, help=help_text)(command)
 
@@ -551,20 +289,7 @@ for _action, (_help, _done) in _PROCESS_FAULTS.items():
 def lose_unflushed(node: NodeArg, run_dir: RunDir = DEFAULT_RUN_DIR,
                    json_output: JsonFlag = False) -> None:
     """SIGKILL a broker, cut its logs back to the last recorded fsync point, restart it."""
-    response = _call(run_dir, {"cmd": "lose_unflushed", "node": node})
-    if json_output:
-        print(json.dumps(response))
-        return
-    if not response["partitions"]:
-        Console().print(f"{node} restarted; it had no partition logs to cut")
-        return
-    table = Table(title=f"{node}: unflushed data lost ({response['offsets_lost']} offsets)")
-    for column in ("partition", "recovery point", "log end before", "after", "bytes cut"):
-        table.add_column(column)
-    for partition, cut in response["partitions"].items():
-        table.add_row(partition, str(cut["recovery_point"]), str(cut["log_end_before"]),
-                      str(cut["log_end_after"]), str(cut["bytes_cut"]))
-    Console().print(table)
+    cluster_cli.lose_unflushed(run_dir, node, json_output)
 
 
 register_run(app)
@@ -572,7 +297,9 @@ register_matrix(app)
 
 
 def main() -> None:
-    app()
+    """The `kafka-harness` program: every error that carries an exit code (harness.cli_errors)
+    is printed as one line on stderr and gives its code."""
+    run_main(app)
 
 
 if __name__ == "__main__":

@@ -1,18 +1,29 @@
 """The conformance matrix: the suites run against several targets, one table of the outcomes.
 
-Each target gets its own pytest session in a subprocess (``pytest suites/... --target T``), so a
-target that hangs or crashes cannot take the others down, and each session starts and stops its
-own broker. The sessions write their outcomes with :mod:`harness.suite_results`; this module
-merges them into ``matrix.json``, ``matrix.md`` and ``matrix.html``: pass / fail / skip (with the
-reason) per test per target, and for every failure the Kafka rule the test checks (the first line
-of its docstring) next to what the target did.
+Each target gets its own pytest session in a subprocess (``pytest <suites>/... --kafka-target
+T``), so a target that hangs or crashes cannot take the others down, and each session starts and
+stops its own broker. The suites are found by :func:`harness.suite_location.suites_dir` (the
+checkout's ``suites/`` or the installed package), so the matrix runs from any directory. The
+sessions write their outcomes with :mod:`harness.suite_results`; this module merges them into
+``matrix.json``, ``matrix.md`` and ``matrix.html``: pass / fail / skip (with the reason) per
+test per target, and for every failure the Kafka rule the test checks (the first line of its
+docstring) next to what the target did. While a session runs, its live counts are shown
+(:mod:`harness.suite_progress`).
+
+JSON: ``matrix.json`` is ``{"schema_version": 1, "targets": [...]}``, one object per target
+(``target``, ``exit_status``, ``wall_s``, ``tests``, ``log``, ``junit``; each test as
+:mod:`harness.suite_results` writes it), and ``kafka-harness matrix --json`` prints
+``{"schema_version": 1, "exit_code", "files", "targets": {target: {outcome: count}}}``. The
+version is the harness's one JSON contract version (``harness.checker.result.SCHEMA_VERSION``):
+raised when a field changes meaning or goes away, not when one is added, so a reader can refuse
+what it does not understand.
 
 Exit code: 1 when a test fails on a *gating* target, 3 when a target produced no results at all
-(it could not be run). The targets a user names (``--targets``, ``--bootstrap``) gate: a user
-gating their own broker's pull requests gets a failing job when it fails a test. With no target
-named, the defaults run and the project's own yardsticks gate — the reference broker, which must
-conform, and Apache Kafka, on which a failing test is a wrong test — while the peers' failures
-are findings shown in the table.
+(it could not be run). The targets a user names (``--targets``, ``--bootstrap-server``) gate: a
+user gating their own broker's pull requests gets a failing job when it fails a test. With no
+target named, the defaults run and the project's own yardsticks gate — the reference broker,
+which must conform, and Apache Kafka, on which a failing test is a wrong test — while the peers'
+failures are findings shown in the table.
 """
 
 from __future__ import annotations
@@ -24,13 +35,20 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.cluster.factory import DOCKER_KINDS
+from harness import suite_location
+from harness.checker.result import SCHEMA_VERSION
+from harness.cli_errors import UsageError
+from harness.cluster.factory import DOCKER_KINDS, Backend
+from harness.suite_location import PACKAGE, suites_dir
+from harness.suite_progress import LineProgress, ProgressFile, SuiteProgress
+from harness.waiting import ClusterWaitTimeout, wait_for
 
-SUITES = ("protocol", "offsets", "groups", "failover", "unclean", "chaos")
+SUITES = suite_location.SUITES
 DEFAULT_TARGETS = ("reference", "apache-kafka", "apache-kafka-kraft", "tansu", "librdkafka-mock")
 # What gates when the user named no target (see the module docstring).
 DEFAULT_GATING = frozenset({"reference", "apache-kafka", "apache-kafka-kraft"})
@@ -38,8 +56,8 @@ OUTCOMES = ("passed", "failed", "error", "skipped")
 _TARGET_TIMEOUT_S = 1800
 
 
-class MatrixError(ValueError):
-    """The matrix cannot be run as asked (a usage error)."""
+class MatrixError(UsageError, ValueError):
+    """The matrix cannot be run as asked (a usage error: exit 2)."""
 
 
 @dataclass
@@ -60,13 +78,19 @@ class TargetRun:
         return bool(self.tests)
 
 
-def project_root() -> Path:
-    return Path(__file__).resolve().parent.parent
+# What the suites directory is called in a node id: ``suites/`` in a checkout, the package's
+# name when they are installed.
+_SUITES_DIR_NAMES = ("suites", PACKAGE)
+
+
+def short_nodeid(nodeid: str) -> str:
+    """``suites/protocol/test_x.py::a`` → ``protocol/test_x.py::a``, wherever the suites are."""
+    first, _, rest = nodeid.partition("/")
+    return rest if first in _SUITES_DIR_NAMES and rest else nodeid
 
 
 def suite_of(nodeid: str) -> str:
-    parts = nodeid.split("/")
-    return parts[1] if len(parts) > 2 and parts[0] == "suites" else parts[0]
+    return short_nodeid(nodeid).split("/")[0]
 
 
 def parse_list(text: str, allowed: tuple[str, ...], what: str) -> tuple[str, ...]:
@@ -81,44 +105,91 @@ def parse_list(text: str, allowed: tuple[str, ...], what: str) -> tuple[str, ...
 
 def pytest_command(target: str, suites: tuple[str, ...], results: Path, junit: Path, *,
                    bootstrap: str | None = None, keyword: str | None = None,
-                   markers: str = "not slow", backend: str = "local") -> list[str]:
-    """The pytest invocation of one target's session (run from the project root)."""
-    command = [sys.executable, "-m", "pytest", *(f"suites/{s}" for s in suites),
-               "--target", target, "-p", "harness.suite_results", "--suite-results", str(results),
+                   markers: str = "not slow", backend: Backend = Backend.LOCAL,
+                   where: Path | None = None, progress: Path | None = None) -> list[str]:
+    """The pytest invocation of one target's session: the suite directories under ``where``
+    (default :func:`suites_dir`) as paths, run from its parent, whose name starts every node
+    id. The plugin's options are spelt as it names them now (``--kafka-…``); the old names warn,
+    and the project's pytest configuration turns warnings into errors."""
+    where = (where or suites_dir()).resolve()
+    command = [sys.executable, "-m", "pytest", *(str(where / s) for s in suites),
+               "--rootdir", str(where.parent), "--kafka-target", target,
+               "-p", "harness.suite_results", "--suite-results", str(results),
                "--junitxml", str(junit), "-m", markers, "-q", "-p", "no:cacheprovider"]
+    if progress is not None:
+        command += ["--suite-progress", str(progress)]
     if bootstrap:
-        command += ["--bootstrap", bootstrap]
+        command += ["--kafka-bootstrap-server", bootstrap]
     if keyword:
         command += ["-k", keyword]
-    if backend != "local":
-        command += ["--backend", backend]
+    if backend != Backend.LOCAL:
+        command += ["--kafka-backend", backend]
     return command
 
 
 def run_target(target: str, suites: tuple[str, ...], out_dir: Path, *,
                bootstrap: str | None = None, keyword: str | None = None,
-               markers: str = "not slow", root: Path | None = None,
-               backend: str = "local") -> TargetRun:
-    """One pytest session of `suites` (directories under ``root/suites``) against `target`."""
+               markers: str = "not slow", where: Path | None = None,
+               backend: Backend = Backend.LOCAL, progress: SuiteProgress | None = None
+               ) -> TargetRun:
+    """One pytest session of `suites` (directories under ``where``, default
+    :func:`suites_dir`) against `target`, its live counts shown through ``progress``."""
+    out_dir = out_dir.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
-    results, junit, log = (out_dir / f"{target}.{ext}" for ext in ("json", "xml", "log"))
+    results, junit, log, counts = (out_dir / f"{target}.{ext}"
+                                   for ext in ("json", "xml", "log", "progress"))
     results.unlink(missing_ok=True)
-    command = pytest_command(target, suites, results.resolve(), junit.resolve(),
-                             bootstrap=bootstrap, keyword=keyword, markers=markers,
-                             backend=backend)
+    counts.unlink(missing_ok=True)
+    where = (where or suites_dir()).resolve()
+    command = pytest_command(target, suites, results, junit, bootstrap=bootstrap,
+                             keyword=keyword, markers=markers, backend=backend, where=where,
+                             progress=counts)
     started = time.monotonic()
-    with log.open("w") as output:
-        try:
-            status = subprocess.run(command, cwd=root or project_root(), stdout=output,
-                                    stderr=subprocess.STDOUT, timeout=_TARGET_TIMEOUT_S,
-                                    env={**os.environ, "PYTHONUNBUFFERED": "1"}).returncode
-        except subprocess.TimeoutExpired:
-            status = -1
+    if progress is not None:
+        progress.started(target, log)
+    try:
+        status = _run_session(command, where.parent, log, ProgressFile(counts), target, progress)
+    finally:
+        if progress is not None:
+            progress.finished(target)
     run = TargetRun(target, status, round(time.monotonic() - started, 1),
                     log=str(log), junit=str(junit))
     if results.exists():
         run.tests = json.loads(results.read_text())["tests"]
     return run
+
+
+_INTERRUPT_GRACE_S = 60
+
+
+def _run_session(command: list[str], cwd: Path, log: Path, counts: ProgressFile, target: str,
+                 progress: SuiteProgress | None) -> int:
+    """Run one session, its output in ``log``; its exit status, -1 when it timed out."""
+    with log.open("w") as output:
+        process = subprocess.Popen(command, cwd=cwd, stdout=output, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL,
+                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+    def ended() -> bool:
+        if counts.read_new() and progress is not None:
+            progress.update(target, counts.counts)
+        return process.poll() is not None
+
+    try:
+        wait_for(ended, _TARGET_TIMEOUT_S, f"the {target} session to end", interval=0.5)
+    except ClusterWaitTimeout:
+        process.kill()
+        process.wait()
+        return -1
+    except KeyboardInterrupt:
+        # The terminal's Ctrl-C reached the session too: let it stop what it started.
+        try:
+            process.wait(timeout=_INTERRUPT_GRACE_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        raise
+    return process.returncode
 
 
 def exit_code(runs: list[TargetRun], gating: frozenset[str] = DEFAULT_GATING) -> int:
@@ -216,7 +287,7 @@ def render_markdown(runs: list[TargetRun]) -> str:
     lines += ["", "| test | " + " | ".join(targets) + " |", "|---|" + "---|" * len(targets)]
     for nodeid, _rule, cells in _rows(runs):
         row = [_SYMBOL[cells[t]["outcome"]] if t in cells else "—" for t in targets]
-        lines.append(f"| `{nodeid.removeprefix('suites/')}` | " + " | ".join(row) + " |")
+        lines.append(f"| `{short_nodeid(nodeid)}` | " + " | ".join(row) + " |")
     skips = Counter((run.target, t["reason"]) for run in runs for t in run.tests
                     if t["outcome"] == "skipped")
     if skips:
@@ -258,7 +329,7 @@ def render_html(runs: list[TargetRun]) -> str:
             title = esc(test["reason"], quote=True)
             tds.append(f'<td class="{test["outcome"]}" title="{title}">'
                        f'{esc(test["outcome"])}</td>')
-        rows.append(f"<tr><td><code>{esc(nodeid.removeprefix('suites/'))}</code><div "
+        rows.append(f"<tr><td><code>{esc(short_nodeid(nodeid))}</code><div "
                     f'class="rule">{esc(rule)}</div></td>{"".join(tds)}</tr>')
     findings = "".join(
         f"<li><b>{esc(target)}</b> <code>{esc(test['nodeid'])}</code><br>rule: "
@@ -276,11 +347,22 @@ def render_html(runs: list[TargetRun]) -> str:
             f"</body></html>\n")
 
 
+def as_json(runs: list[TargetRun]) -> dict[str, Any]:
+    """What ``matrix.json`` holds (see the module docstring)."""
+    return {"schema_version": SCHEMA_VERSION, "targets": [asdict(run) for run in runs]}
+
+
+def summary_json(runs: list[TargetRun], code: int, files: dict[str, str]) -> dict[str, Any]:
+    """What ``kafka-harness matrix --json`` prints."""
+    return {"schema_version": SCHEMA_VERSION, "exit_code": code, "files": files,
+            "targets": {run.target: dict(run.counts()) for run in runs}}
+
+
 def write(runs: list[TargetRun], out_dir: Path) -> dict[str, str]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"json": out_dir / "matrix.json", "markdown": out_dir / "matrix.md",
              "html": out_dir / "matrix.html"}
-    paths["json"].write_text(json.dumps([asdict(run) for run in runs], indent=1))
+    paths["json"].write_text(json.dumps(as_json(runs), indent=1))
     paths["markdown"].write_text(render_markdown(runs))
     paths["html"].write_text(render_html(runs))
     return {kind: str(path) for kind, path in paths.items()}
@@ -288,22 +370,29 @@ def write(runs: list[TargetRun], out_dir: Path) -> dict[str, str]:
 
 def run_matrix(targets: tuple[str, ...], suites: tuple[str, ...], out_dir: Path, *,
                bootstrap: str | None = None, keyword: str | None = None,
-               say: Any = print, root: Path | None = None, backend: str = "local"
+               say: Callable[[str], object] = print, where: Path | None = None,
+               backend: Backend = Backend.LOCAL, progress: SuiteProgress | None = None
                ) -> tuple[list[TargetRun], dict[str, str]]:
-    """Run the suites against every target in turn and write the matrix files."""
-    where = (root or project_root()) / "suites"
+    """Run the suites (directories under ``where``, default :func:`suites_dir`) against every
+    target in turn and write the matrix files. ``progress`` shows each session's live counts
+    (default: a line through ``say`` every few tests)."""
+    try:
+        where = (where or suites_dir()).resolve()
+    except FileNotFoundError as exc:
+        raise MatrixError(str(exc)) from None
     missing = [s for s in suites if not (where / s).is_dir()]
     if missing:
-        raise MatrixError(f"no suite directory for {', '.join(missing)} under {where} "
-                          "(the matrix runs from a checkout of the project)")
+        raise MatrixError(f"no suite directory for {', '.join(missing)} under {where}")
     if "external" in targets and not bootstrap:
-        raise MatrixError("the external target needs --bootstrap H:P")
+        raise MatrixError("the external target needs --bootstrap-server HOST:PORT")
+    progress = progress or LineProgress(say)
     runs = []
     for target in targets:
         say(f"running {', '.join(suites)} against {target} …")
-        run = run_target(target, suites, out_dir, keyword=keyword, root=root,
+        run = run_target(target, suites, out_dir, keyword=keyword, where=where,
                          bootstrap=bootstrap if target == "external" else None,
-                         backend=backend if target in DOCKER_KINDS else "local")
+                         backend=backend if target in DOCKER_KINDS else Backend.LOCAL,
+                         progress=progress)
         runs.append(run)
         outcome = _summary(run.counts()) if run.ran else f"no results (see {run.log})"
         say(f"  {target}: {outcome} in {run.wall_s:.0f} s")

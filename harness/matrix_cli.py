@@ -1,4 +1,8 @@
-"""`kafka-harness matrix`, registered on the CLI's typer app by :func:`register`."""
+"""`kafka-harness matrix`, registered on the CLI's typer app by :func:`register`.
+
+Only the options live here; the matrix itself is :mod:`harness.matrix`. Its errors carry their
+exit code (:mod:`harness.cli_errors`), printed by the CLI's ``main``.
+"""
 
 from __future__ import annotations
 
@@ -9,20 +13,27 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from harness import matrix
-from harness.cluster.factory import TargetName
+from harness import matrix, suite_progress
+from harness.cli_types import BOOTSTRAP_SERVER_HELP, DEPRECATED_BOOTSTRAP, bootstrap_server
+from harness.cluster.factory import Backend, TargetName
 
 
 def register(app: typer.Typer) -> None:
     @app.command("matrix")
     def matrix_command(
         targets: Annotated[str | None, typer.Option(
+            metavar="TARGET[,TARGET...]",
             help=f"Comma-separated targets from {', '.join(TargetName)} "
-                 f"[default: {','.join(matrix.DEFAULT_TARGETS)}].")] = None,
-        bootstrap: Annotated[str | None, typer.Option(
-            help="Run against an external broker at this bootstrap address (alone, unless "
-                 "--targets names others too).")] = None,
+                 f"[default: {','.join(matrix.DEFAULT_TARGETS)}; with only "
+                 f"--bootstrap-server: external].")] = None,
+        bootstrap_server_: Annotated[str | None, typer.Option(
+            "--bootstrap-server", metavar="HOST:PORT[,...]",
+            help=f"{BOOTSTRAP_SERVER_HELP} Given alone, only that broker is tested (the "
+                 f"external target); with --targets, it is tested next to them.")] = None,
+        bootstrap: Annotated[str | None, typer.Option(DEPRECATED_BOOTSTRAP, hidden=True)
+                             ] = None,
         suites: Annotated[str, typer.Option(
+            metavar="SUITE[,SUITE...]",
             help=f"Comma-separated suites from {', '.join(matrix.SUITES)}.")
         ] = ",".join(matrix.SUITES),
         keyword: Annotated[str | None, typer.Option(
@@ -30,35 +41,36 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path, typer.Option(
             "--out", help="Where matrix.md/.html/.json and each target's log and JUnit XML go.")
         ] = Path(".harness/matrix"),
-        backend: Annotated[str, typer.Option(
-            help="Where the reference target runs: local processes or docker containers.")
-        ] = "local",
+        backend: Annotated[Backend, typer.Option(
+            help="Where the reference and apache-kafka targets run: local processes or docker "
+                 "containers.")
+        ] = Backend.LOCAL,
         json_output: Annotated[bool, typer.Option(
-            "--json", help="Print the file paths and per-target counts as JSON.")] = False,
+            "--json", help="Print the file paths and per-target counts as JSON "
+                           "(with schema_version).")] = False,
     ) -> None:
         """Run the suites against each target and write the conformance matrix.
 
         Exit 1 when a test fails on a target you named (with none named: on the reference
-        broker or Apache Kafka; the other peers' failures are findings in the table). Exit 3
-        when a target produced no results at all.
+        broker or Apache Kafka; the other peers' failures are findings in the table). Exit 2 on
+        bad options, 3 when a target produced no results at all.
         """
-        console = Console(stderr=True)
-        try:
-            named = None if targets is None else matrix.parse_list(
-                targets, tuple(TargetName), "target")
-            chosen, gating = matrix.chosen_targets(named, bootstrap)
-            chosen_suites = matrix.parse_list(suites, matrix.SUITES, "suite")
-            matrix.parse_list(backend, ("local", "docker"), "backend")
-            runs, paths = matrix.run_matrix(
-                chosen, chosen_suites, out, bootstrap=bootstrap, keyword=keyword,
-                say=lambda text: console.print(text, highlight=False), backend=backend)
-        except matrix.MatrixError as exc:
-            console.print(f"[red]error:[/] {exc}", highlight=False)
-            raise typer.Exit(2) from None
+        console = Console(stderr=True, soft_wrap=True)
+        address = bootstrap_server(bootstrap_server_, bootstrap, console)
+        named = None if targets is None else matrix.parse_list(
+            targets, tuple(TargetName), "target")
+        chosen, gating = matrix.chosen_targets(named, address)
+        chosen_suites = matrix.parse_list(suites, matrix.SUITES, "suite")
+
+        def say(text: str) -> None:
+            console.print(text, highlight=False)
+
+        runs, paths = matrix.run_matrix(
+            chosen, chosen_suites, out, bootstrap=address, keyword=keyword, say=say,
+            backend=backend, progress=suite_progress.for_stderr(say))
         code = matrix.exit_code(runs, gating)
         if json_output:
-            print(json.dumps({"exit_code": code, "files": paths, "targets": {
-                run.target: dict(run.counts()) for run in runs}}))
+            print(json.dumps(matrix.summary_json(runs, code, paths)))
         else:
-            console.print(f"matrix: {paths['markdown']} and {paths['html']}", highlight=False)
+            say(f"matrix: {paths['markdown']} and {paths['html']}")
         raise typer.Exit(code)

@@ -1,32 +1,59 @@
 """`kafka-harness run`, registered on the CLI's typer app by :func:`register`.
 
 Kept apart from harness/cli.py so the run command's options live next to the runner they map
-onto; cli.py only calls ``register(app)``.
+onto; cli.py only calls ``register(app)``. Options with a fixed set of values are enums
+(:mod:`harness.cli_types`), so ``--help`` lists them and the parser refuses others (exit 2).
+
+A run without ``--dir`` goes to ``.harness/runs/<time>-seed<N>``, and ``.harness/runs/latest``
+is pointed at it as it starts: ``tail -f .harness/runs/latest/suites/reference.log`` follows the
+run in progress, and a script finds the newest run without parsing the time.
 """
 
 from __future__ import annotations
 
+import os
+import random
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from harness.checker.result import DEFAULT_GUARANTEE, GUARANTEES
+from harness.cli_errors import UsageError
+from harness.cli_types import Acks, CommitStrategy, ConsumerMode, Engine, Guarantee
 from harness.cluster.factory import Backend, Network
 from harness.cluster.registry import ClusterTarget
-from harness.matrix import parse_list
+from harness.matrix import SUITES, parse_list
 from harness.nemesis.schedule import FAULTS
+
+LATEST = "latest"
 
 
 def _parse_suites(text: str, allowed: tuple[str, ...], default: tuple[str, ...]
                   ) -> tuple[str, ...]:
-    """``default``, ``none`` (or nothing), or a comma-separated list of suites; ValueError
+    """``default``, ``none`` (or nothing), or a comma-separated list of suites; UsageError
     naming an unknown one."""
     if text.strip() == "default":
         return default
     if text.strip() in ("", "none"):
         return ()
     return parse_list(text, allowed, "suite")
+
+
+def point_latest(run_dir: Path) -> Path:
+    """Make ``latest`` next to ``run_dir`` a symlink to it (replaced atomically, relative so
+    the runs directory can be moved); returns the link."""
+    link = run_dir.parent / LATEST
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    staged = run_dir.parent / f".{LATEST}.{os.getpid()}"
+    staged.unlink(missing_ok=True)
+    staged.symlink_to(run_dir.name, target_is_directory=True)
+    os.replace(staged, link)
+    return link
+
+
+# The suites a run can start with (the run is the chaos part itself); runner.SUITES, without
+# importing the runner (and its client libraries) to build the CLI.
+_RUN_SUITES = tuple(suite for suite in SUITES if suite != "chaos")
 
 
 def register(app: typer.Typer) -> None:
@@ -36,17 +63,19 @@ def register(app: typer.Typer) -> None:
         brokers: Annotated[int, typer.Option(help="Number of brokers.")] = 3,
         nemesis: Annotated[
             str,
-            typer.Option(help=f"Comma-separated faults from {', '.join(FAULTS)}; or none."),
+            typer.Option(metavar="FAULT[,FAULT...]",
+                         help=f"Comma-separated faults from {', '.join(FAULTS)}; or none."),
         ] = "partition,kill",
         seed: Annotated[
             int | None, typer.Option(help="Seed of the nemesis schedule (default: random).")
         ] = None,
         guarantee: Annotated[
-            str, typer.Option(help=f"Delivery guarantee: {', '.join(GUARANTEES)}.")
-        ] = DEFAULT_GUARANTEE,
+            Guarantee, typer.Option(help="Delivery guarantee the run must keep.")
+        ] = Guarantee.AT_LEAST_ONCE,
         run_dir: Annotated[
             Path | None,
-            typer.Option("--dir", help="Run directory (default ./.harness/runs/<time>-seed<N>)."),
+            typer.Option("--dir", help="Run directory (default ./.harness/runs/<time>-seed<N>, "
+                                       "with ./.harness/runs/latest pointing at it)."),
         ] = None,
         json_output: Annotated[
             bool, typer.Option("--json", help="Print one JSON object on stdout.")
@@ -55,23 +84,26 @@ def register(app: typer.Typer) -> None:
         producers: Annotated[int, typer.Option(help="Producer processes.")] = 2,
         consumers: Annotated[int, typer.Option(help="Consumer processes.")] = 2,
         rate: Annotated[float, typer.Option(help="Sends per second, all producers.")] = 100.0,
-        consumer_mode: Annotated[str, typer.Option(help="group or assign.")] = "group",
-        commit: Annotated[
-            str, typer.Option(help="Group commit strategy: auto, after, before (processing).")
-        ] = "after",
-        acks: Annotated[str, typer.Option(help="Producer acks: 0, 1, all.")] = "all",
+        consumer_mode: Annotated[ConsumerMode, typer.Option(
+            help="Consumers in a group, or assigned their partitions.")] = ConsumerMode.GROUP,
+        commit: Annotated[CommitStrategy, typer.Option(
+            help="When group consumers commit: auto, or after/before processing.")
+        ] = CommitStrategy.AFTER,
+        acks: Annotated[Acks, typer.Option(help="Producer acks.")] = Acks.ALL,
         idempotence: Annotated[
             bool, typer.Option(help="Producer enable.idempotence.")
         ] = True,
         engine: Annotated[
-            str, typer.Option(help="Checker: spark (as `check`) or python (small runs).")
-        ] = "spark",
+            Engine, typer.Option(help="Checker: spark (as `check`) or python (small runs).")
+        ] = Engine.SPARK,
         master: Annotated[
             str | None, typer.Option(metavar="SPARK_MASTER", help="Spark master for the check.")
         ] = None,
         suites: Annotated[
-            str, typer.Option(help="Suites run first against a reference cluster of their own "
-                                   "(comma-separated, 'default' = all but chaos, or none).")
+            str, typer.Option(metavar="SUITE[,SUITE...]",
+                              help="Suites run first against a cluster of the target of their "
+                                   f"own: comma-separated from {', '.join(_RUN_SUITES)}; "
+                                   "'default' (all of them) or 'none'.")
         ] = "default",
         network: Annotated[
             Network, typer.Option(help="Network faults by proxy (Toxiproxy) or kernel (root: "
@@ -93,27 +125,24 @@ def register(app: typer.Typer) -> None:
         history so far kept)."""
         from harness import runner
         from harness.nemesis.schedule import parse_faults
-        from harness.workload.consumer import COMMITS, MODES
 
         try:
             faults = parse_faults(nemesis)
-            if consumer_mode not in MODES:
-                raise ValueError(f"--consumer-mode must be one of {', '.join(MODES)}")
-            if commit not in COMMITS:
-                raise ValueError(f"--commit must be one of {', '.join(COMMITS)}")
-            chosen_suites = _parse_suites(suites, runner.SUITES, runner.DEFAULT_SUITES)
-            if acks not in ("0", "1", "all", "-1"):
-                raise ValueError("--acks must be one of 0, 1, all")
-            if min(partitions, producers + consumers, rate) <= 0:
-                raise ValueError("--partitions, --rate and the number of clients must be > 0")
         except ValueError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(runner.USAGE) from None
+            raise UsageError(str(exc)) from None
+        chosen_suites = _parse_suites(suites, runner.SUITES, runner.DEFAULT_SUITES)
+        if min(partitions, producers + consumers, rate) <= 0:
+            raise UsageError("--partitions, --rate and the number of clients must be > 0")
+        if run_dir is None:
+            seed = seed if seed is not None else random.randrange(2**31)
+            run_dir = runner.default_run_dir(seed)
+            point_latest(run_dir)
         options = runner.RunOptions(
             duration_s=duration, brokers=brokers, nemesis=faults, seed=seed,
-            guarantee=guarantee, run_dir=run_dir, partitions=partitions, producers=producers,
-            consumers=consumers, rate=rate, consumer_mode=consumer_mode, commit=commit,
-            acks=acks, idempotence=idempotence, engine=engine, master=master,
+            guarantee=guarantee.value, run_dir=run_dir, partitions=partitions,
+            producers=producers, consumers=consumers, rate=rate,
+            consumer_mode=consumer_mode.value, commit=commit.value, acks=acks.value,
+            idempotence=idempotence, engine=engine.value, master=master,
             network=network.value, backend=backend.value, target=target.value,
             suites=chosen_suites,
         )

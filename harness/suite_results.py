@@ -8,6 +8,10 @@ behaviour it checks in the first line of its docstring, and a failing peer is re
 One record per test: ``nodeid``, ``outcome`` (passed / failed / skipped / error — error is a
 failure outside the test body, e.g. the target would not start), ``reason`` (skip reason or the
 first line of the failure), ``rule`` and ``duration_s``.
+
+With ``--suite-progress FILE`` it also appends one JSON line ``{"nodeid", "outcome"}`` as each
+test ends, so the process that started the session can show live counts
+(:mod:`harness.suite_progress`) without parsing pytest's terminal output.
 """
 
 from __future__ import annotations
@@ -26,12 +30,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("kafka-harness").addoption(
         "--suite-results", default=None, metavar="FILE",
         help="write every test's outcome and rule as JSON to FILE (the conformance matrix)")
+    parser.getgroup("kafka-harness").addoption(
+        "--suite-progress", default=None, metavar="FILE",
+        help="append one JSON line per test outcome to FILE as each test ends (live counts)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("--suite-results")
     if path:
-        config.pluginmanager.register(SuiteResults(Path(path)), "kafka-harness-suite-results")
+        progress = config.getoption("--suite-progress")
+        config.pluginmanager.register(
+            SuiteResults(Path(path), Path(progress) if progress else None),
+            "kafka-harness-suite-results")
 
 
 def first_line(text: str | None) -> str:
@@ -52,8 +62,9 @@ def _reason(report: pytest.TestReport) -> str:
 class SuiteResults:
     """Collects outcomes while the session runs and writes them when it ends."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, progress: Path | None = None) -> None:
         self.path = path
+        self.progress = progress
         self.tests: dict[str, dict[str, Any]] = {}
         self.rules: dict[str, str] = {}
         self.started = time.monotonic()
@@ -67,14 +78,20 @@ class SuiteResults:
         entry = self.tests.setdefault(report.nodeid, {
             "nodeid": report.nodeid, "outcome": "passed", "reason": "", "duration_s": 0.0})
         entry["duration_s"] = round(entry["duration_s"] + report.duration, 3)
-        if entry["outcome"] in ("failed", "error"):
-            return
-        if report.failed:
-            entry["outcome"] = "failed" if report.when == "call" else "error"
-            entry["reason"] = _reason(report)
-        elif report.skipped:
-            entry["outcome"] = "skipped"
-            entry["reason"] = _reason(report)
+        if entry["outcome"] not in ("failed", "error"):
+            if report.failed:
+                entry["outcome"] = "failed" if report.when == "call" else "error"
+                entry["reason"] = _reason(report)
+            elif report.skipped:
+                entry["outcome"] = "skipped"
+                entry["reason"] = _reason(report)
+        if report.when == "teardown" and self.progress is not None:
+            # Teardown is each test's last report: its outcome is final now.
+            # One line per test, the file closed again, so a session killed half-way leaves
+            # nothing open (the reader takes whole lines only).
+            with self.progress.open("a") as progress:
+                progress.write(json.dumps({"nodeid": report.nodeid,
+                                           "outcome": entry["outcome"]}) + "\n")
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         tests = [{**entry, "rule": self.rules.get(nodeid, "")}

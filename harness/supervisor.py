@@ -570,7 +570,7 @@ def launch_detached(run_dir: Path, spec: ClusterSpec, toxiproxy_url: str | None 
         command += ["--toxiproxy-url", toxiproxy_url]
     command += ["--target", target, "--network", network, "--backend", backend]
     if bootstrap:
-        command += ["--bootstrap", bootstrap]
+        command += ["--bootstrap-server", bootstrap]
     with open(run_dir / LOG_NAME, "ab") as log:
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True,
@@ -586,7 +586,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session-timeout-ms", type=int, default=6000)
     parser.add_argument("--toxiproxy-url", default=None)
     parser.add_argument("--target", choices=[t.value for t in TargetName], default="reference")
-    parser.add_argument("--bootstrap", default=None)
+    # Spelt as Kafka's tools spell it; --bootstrap is what `up` of the first release passed.
+    parser.add_argument("--bootstrap-server", "--bootstrap", dest="bootstrap", default=None)
     parser.add_argument("--network", choices=[n.value for n in Network], default="proxy")
     parser.add_argument("--backend", choices=[b.value for b in Backend], default="local")
     args = parser.parse_args(argv)

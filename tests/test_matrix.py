@@ -8,7 +8,11 @@ import sys
 from pathlib import Path
 
 from harness import matrix
+from harness.checker.result import SCHEMA_VERSION
+from harness.cluster.factory import Backend
 from harness.matrix import TargetRun
+from harness.suite_location import suites_dir
+from harness.suite_progress import LineProgress
 
 DEMO_SUITE = '''
 import pytest
@@ -100,10 +104,39 @@ def test_bootstrap_alone_means_test_that_broker():
 
 def test_the_backend_reaches_the_reference_session_only():
     command = matrix.pytest_command("reference", ("protocol",), Path("r.json"), Path("j.xml"),
-                                    backend="docker")
-    assert command[command.index("--backend") + 1] == "docker"
+                                    backend=Backend.DOCKER)
+    assert command[command.index("--kafka-backend") + 1] == "docker"
     local = matrix.pytest_command("reference", ("protocol",), Path("r.json"), Path("j.xml"))
-    assert "--backend" not in local
+    assert "--kafka-backend" not in local
+
+
+def test_the_sessions_use_the_plugins_prefixed_options_and_the_located_suites():
+    """The old option names warn, and the project's pytest config makes a warning an error."""
+    command = matrix.pytest_command("external", ("protocol", "groups"), Path("r.json"),
+                                    Path("j.xml"), bootstrap="127.0.0.1:9092")
+    assert command[command.index("--kafka-target") + 1] == "external"
+    assert command[command.index("--kafka-bootstrap-server") + 1] == "127.0.0.1:9092"
+    assert not {"--target", "--bootstrap", "--backend"} & set(command)
+    where = suites_dir()
+    assert str(where / "protocol") in command and str(where / "groups") in command
+    assert command[command.index("--rootdir") + 1] == str(where.parent)
+
+
+def test_node_ids_name_their_suite_from_a_checkout_or_an_installed_package():
+    for prefix in ("suites/", "kafka_harness_suites/", ""):
+        nodeid = f"{prefix}groups/test_join_group.py::test_x"
+        assert matrix.suite_of(nodeid) == "groups"
+        assert matrix.short_nodeid(nodeid) == "groups/test_join_group.py::test_x"
+
+
+def test_matrix_json_carries_its_schema_version(tmp_path: Path):
+    runs = [_run("reference", {"a": "passed"})]
+    paths = matrix.write(runs, tmp_path)
+    written = json.loads(Path(paths["json"]).read_text())
+    assert written["schema_version"] == SCHEMA_VERSION == 1
+    assert written["targets"][0]["target"] == "reference"
+    summary = matrix.summary_json(runs, 0, paths)
+    assert summary["schema_version"] == 1 and summary["targets"] == {"reference": {"passed": 1}}
 
 
 def test_parse_list_names_the_unknown_and_the_allowed():
@@ -117,12 +150,14 @@ def test_parse_list_names_the_unknown_and_the_allowed():
 
 
 def test_matrix_runs_real_targets_in_their_own_sessions(tmp_path: Path):
-    root = tmp_path / "project"
-    (root / "suites" / "protocol").mkdir(parents=True)
-    (root / "suites" / "protocol" / "test_demo.py").write_text(DEMO_SUITE)
+    where = tmp_path / "project" / "suites"
+    (where / "protocol").mkdir(parents=True)
+    (where / "protocol" / "test_demo.py").write_text(DEMO_SUITE)
     out = tmp_path / "out"
+    said: list[str] = []
     runs, paths = matrix.run_matrix(("reference", "librdkafka-mock"), ("protocol",), out,
-                                    root=root, say=lambda _text: None)
+                                    where=where, say=said.append,
+                                    progress=LineProgress(said.append, every=1))
     by_target = {run.target: {t["nodeid"].rsplit("::", 1)[1]: t for t in run.tests}
                  for run in runs}
     assert {n: t["outcome"] for n, t in by_target["reference"].items()} == {
@@ -137,8 +172,13 @@ def test_matrix_runs_real_targets_in_their_own_sessions(tmp_path: Path):
     assert matrix.exit_code(runs) == 0
     markdown = Path(paths["markdown"]).read_text()
     assert "rule: The target is not a test double [made up for this test]" in markdown
-    assert json.loads(Path(paths["json"]).read_text())[0]["target"] == "reference"
+    assert json.loads(Path(paths["json"]).read_text())["targets"][0]["target"] == "reference"
     assert (out / "librdkafka-mock.xml").exists()
+    # The log path first, then the counts as the tests end (each poll shows what it found).
+    assert said.index(f"  reference: log {out.resolve() / 'reference.log'}") < said.index(
+        next(line for line in said if line.startswith("  reference: 3 passed so far")))
+    assert any(line.startswith("  librdkafka-mock: 1 passed, 1 failed, 1 skipped so far")
+               for line in said)
 
 
 def test_cli_rejects_an_unknown_suite_with_exit_2():

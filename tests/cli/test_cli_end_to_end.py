@@ -91,7 +91,7 @@ def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
 
 
 def test_commands_without_a_cluster_exit_3(tmp_path):
-    for args in (["status"], ["down"], ["heal"], ["kill", "broker-1"],
+    for args in (["status"], ["heal"], ["kill", "broker-1"],
                  ["partition", "halves"], ["toxic", "remove", "client->broker-1", "x"]):
         result = cli(tmp_path / "nothing", *args)
         assert result.returncode == 3, (args, result.stderr)
@@ -134,7 +134,10 @@ def test_the_cli_drives_one_cluster_from_separate_processes(tmp_path):
                    "--attr", "latency=100")
         name = added.stdout.strip()
         assert status(run_dir)["faults"]["toxics"] == {"client->broker-1": [name]}
-        ok(run_dir, "toxic", "remove", "client->broker-1", name)
+        # Quoted as a shell reads it back: unquoted, > would redirect.
+        assert f"toxics on 'client->broker-1': {name}" in ok(run_dir, "status").stdout
+        removed = ok(run_dir, "toxic", "remove", "client->broker-1", name)
+        assert removed.stdout.strip() == f"removed {name} from 'client->broker-1'"
         assert status(run_dir)["faults"]["toxics"] == {}
 
         ok(run_dir, "pause", "broker-3")

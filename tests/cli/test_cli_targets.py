@@ -32,15 +32,29 @@ def test_up_with_the_tansu_target_serves_clients_and_refuses_faults(tmp_path: Pa
     assert process_state(supervisor_pid) == "down"
 
 
-def test_up_with_an_external_target_needs_a_bootstrap(tmp_path: Path):
+def test_up_with_an_external_target_needs_a_bootstrap_server(tmp_path: Path):
     assert cli(tmp_path / "x", "up", "--target", "external").returncode == 2
+    both = cli(tmp_path / "x", "up", "--target", "external", "--bootstrap-server", "127.0.0.1:9",
+               "--bootstrap", "127.0.0.1:9")
+    assert both.returncode == 2 and "given together" in both.stderr
     run_dir = tmp_path / "external"
-    ok(run_dir, "up", "--target", "external", "--bootstrap", "127.0.0.1:9")
+    ok(run_dir, "up", "--target", "external", "--bootstrap-server", "127.0.0.1:9")
     try:
         state = status(run_dir)
         assert state["target"] == "external" and state["bootstrap"] == "127.0.0.1:9"
         refused = cli(run_dir, "heal")
         assert refused.returncode == 2
         assert "external target is reached directly" in " ".join(refused.stderr.split())
+    finally:
+        ok(run_dir, "down")
+
+
+def test_the_old_bootstrap_spelling_still_works_with_a_deprecation_note(tmp_path: Path):
+    run_dir = tmp_path / "external"
+    started = ok(run_dir, "up", "--target", "external", "--bootstrap", "127.0.0.1:9")
+    try:
+        assert "--bootstrap is deprecated" in started.stderr
+        assert "use --bootstrap-server" in started.stderr
+        assert status(run_dir)["bootstrap"] == "127.0.0.1:9"
     finally:
         ok(run_dir, "down")
