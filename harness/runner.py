@@ -42,7 +42,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 
 from harness import history, matrix, replay
-from harness.checker import manifest, nemesis_ops, report
+from harness.checker import manifest, nemesis_ops, report, timeline
 from harness.checker.nemesis_ops import NemesisRow
 from harness.checker.result import (
     DEFAULT_GUARANTEE,
@@ -270,8 +270,10 @@ def _check_python(history_dir: Path, guarantee: str) -> tuple[CheckResult, Repor
     result = rules.check_events(events, guarantee)
     nemesis = nemesis_ops.operations(NemesisRow(e.time_ns, e.op, e.type, e.value, e.error)
                                      for e in events if e.f == "nemesis")
-    last = result.stats.get("last_time_ns") or 0
-    return result, ReportData(1, [], nemesis_ops.windows(nemesis, last), [], nemesis)
+    first, last = result.stats.get("first_time_ns"), result.stats.get("last_time_ns") or 0
+    width = timeline.bucket_width(first or 0, last)
+    buckets = timeline.timeline(events, first, width) if first is not None else []
+    return result, ReportData(width, buckets, nemesis_ops.windows(nemesis, last), [], nemesis)
 
 
 def _check_spark(history_dir: Path, guarantee: str, master: str | None

@@ -6,25 +6,25 @@ Kept apart from harness.checker.spark, which registers the view: these are plain
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from harness.checker import nemesis_ops, sql
 from harness.checker import result as R
+from harness.checker import timeline as timeline_py
 
 
 def report_data(
     spark: Any,
     result: R.CheckResult,
     *,
-    buckets: int = 120,
+    buckets: int = timeline_py.BUCKETS,
     around: int = 20,
     points_per_anchor: int = 400,
 ) -> R.ReportData:
     """Bucketed throughput and latency, the nemesis' fault windows, and the observed offsets of
     each example's partition within `around` of its offset."""
     first, last = result.stats["first_time_ns"], result.stats["last_time_ns"]
-    width = max(1, math.ceil((last - first + 1) / buckets))
+    width = timeline_py.bucket_width(first, last, buckets)
     anchors = [
         (name, index, anchor)
         for name in R.ANOMALIES

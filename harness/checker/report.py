@@ -67,7 +67,7 @@ th{background:#f5f5f5}td.n{text-align:right}tr.fail td{background:#fde8e8}
 tr.allowed td{background:#fff6e0}.rows td{font:12px monospace}
 .chart{background:#fff;border:1px solid #eee}.tick,.legend{font-size:11px;fill:#555}
 .axis{font-size:12px;fill:#333}.fields{font:12px monospace;color:#444}
-.bar-label{font-size:11px;fill:#fff;font-weight:600}
+.bar-label{font-size:11px;fill:#fff;font-weight:600}.bar-label-out{font-size:11px;fill:#333}
 .swatch{display:inline-block;width:10px;height:10px;margin-right:5px;border-radius:2px}
 .legend-list{list-style:none;padding:0;font-size:13px}.legend-list li{margin:2px 0}
 pre.replay{background:#f5f5f5;padding:8px;white-space:pre-wrap;word-break:break-all}
@@ -225,9 +225,9 @@ def render_html(
         f"{generated}</p>"
         f"<h2>Verdict per anomaly</h2><table><tr><th>anomaly</th><th>count</th>"
         f"<th>fails {result.guarantee}?</th><th>status</th></tr>{rows}</table>"
-        f"<h2>Run</h2>{report_sections.run_section(provenance)}"
+        f"<h2 id='run'>Run</h2>{report_sections.run_section(provenance)}"
         f"<h2>Timeline</h2>{_timeline(result, data)}"
-        f"<h2>Nemesis</h2>"
+        f"<h2 id='nemesis'>Nemesis</h2>"
         f"{report_sections.nemesis_section(data, _origin(result), end_ns, provenance)}"
         f"<h2>Examples</h2>{_examples(result, data)}"
         f"<h2>Stats</h2><table>{stats}</table></body></html>"

@@ -156,6 +156,7 @@ class Bar:
 
 
 _LANE_H, _LANE_LEFT = 24, 120
+_CHAR_W = 6.6  # about how wide a character of an 11px label is, to keep labels readable
 
 
 def render_lanes(lanes: list[str], bars: list[Bar], x_label: str, x_range: tuple[float, float]
@@ -193,13 +194,19 @@ def render_lanes(lanes: list[str], bars: list[Bar], x_label: str, x_range: tuple
         )
     for bar in bars:
         y = _TOP + bar.lane * _LANE_H + 3
-        width = max(2.0, px(bar.end) - px(bar.start))
+        left, width = px(bar.start), max(2.0, px(bar.end) - px(bar.start))
+        text_w = _CHAR_W * len(bar.label) + 6
+        if text_w <= width:  # inside the bar
+            label = f'x="{left + 3:.1f}" class="bar-label"'
+        elif left + width + text_w <= WIDTH:  # after it
+            label = f'x="{left + width + 3:.1f}" class="bar-label-out"'
+        else:  # before it, at the chart's right edge
+            label = f'x="{left - 3:.1f}" text-anchor="end" class="bar-label-out"'
         out.append(
             f'<g class="bar"><title>{escape(bar.tooltip or bar.label)}</title>'
-            f'<rect x="{px(bar.start):.1f}" y="{y}" width="{width:.1f}" height="{_LANE_H - 6}" '
+            f'<rect x="{left:.1f}" y="{y}" width="{width:.1f}" height="{_LANE_H - 6}" '
             f'fill="{escape(bar.color)}" opacity="0.8" rx="2"/>'
-            f'<text x="{px(bar.start) + 3:.1f}" y="{y + _LANE_H / 2 + 1:.1f}" '
-            f'class="bar-label">{escape(bar.label)}</text></g>'
+            f'<text {label} y="{y + _LANE_H / 2 + 1:.1f}">{escape(bar.label)}</text></g>'
         )
     out.append(
         f'<text x="{_LANE_LEFT + plot_w / 2}" y="{height - 4}" text-anchor="middle" '

@@ -233,3 +233,43 @@ def test_check_reads_the_manifest_next_to_the_history(tmp_path):
     assert "--seed 31" in page.find("pre", class_="replay")[0].text
     assert len(page.tables["nemesis"]) == 1 + 8
     assert json.loads((out / "report.json").read_text())["schema_version"] == SCHEMA_VERSION
+
+
+def test_a_python_engine_report_shades_coloured_fault_windows_on_its_charts(tmp_path):
+    page = _report(tmp_path, manifest.NO_MANIFEST)
+    assert "No throughput" not in page.text
+    charts = page.find("svg", class_="chart")
+    assert len(charts) == 2  # throughput and latency; the lanes chart is class "chart lanes"
+    shaded = [e for e in page.elements if e.tag == "rect" and e.attrs.get("opacity") == "0.25"]
+    assert len(shaded) == 2 * 7  # every fault window on both charts
+    assert {e.attrs["fill"] for e in shaded} == {
+        FAULT_COLORS[k] for k in (FaultKind.PARTITION, FaultKind.KILL, FaultKind.PAUSE,
+                                  FaultKind.LOSE_UNFLUSHED, FaultKind.LATENCY,
+                                  FaultKind.CRASH_CLIENT, FaultKind.OTHER)}
+    assert "kill broker-2" in {e.text for e in shaded}
+
+
+def test_both_engines_give_the_report_the_same_nemesis_and_timeline(spark, tmp_path):
+    """The Spark engine's report inputs (SQL) and the Python engine's (harness.checker.timeline,
+    nemesis_ops on the rows) agree: the same operations and windows, the same buckets."""
+    from harness.checker import spark as engine
+    from harness.checker import synth
+
+    history = _history(tmp_path / "history")
+    _, python_data = runner.check_history(history, "at-least-once", engine="python")
+    data = engine.report_data(spark, history, engine.check(spark, history))
+    assert data.nemesis == python_data.nemesis and len(data.nemesis) == 8
+    assert data.faults == python_data.faults
+    assert (data.bucket_ns, data.timeline) == (python_data.bucket_ns, python_data.timeline)
+
+    big = tmp_path / "synth"
+    synth.generate(big, synth.Spec(rows=10_000, partitions=2, rates={}, unseen=0.0))
+    _, python_data = runner.check_history(big, "at-least-once", engine="python")
+    data = engine.report_data(spark, big, engine.check(spark, big))
+    assert data.bucket_ns == python_data.bucket_ns and len(data.timeline) > 50
+    assert [(b.start_ns, b.sends_ok, b.sends_failed, b.records_read) for b in data.timeline] == \
+        [(b.start_ns, b.sends_ok, b.sends_failed, b.records_read) for b in python_data.timeline]
+    for ours, theirs in zip(python_data.timeline, data.timeline, strict=True):
+        assert ours.latency_mean_ms == pytest.approx(theirs.latency_mean_ms)
+        assert ours.latency_p99_ms == pytest.approx(theirs.latency_p99_ms)
+    assert data.faults == python_data.faults and data.faults
