@@ -243,6 +243,7 @@ class ApacheKafkaKind:
     name = "apache-kafka"
     capabilities = frozenset(Capability)
     listener_per_peer = True
+    needs_zookeeper = True
     log_name = ApacheKafkaBroker.name
     # kafka.Kafka shuts down in a JVM shutdown hook on SIGTERM, after which the JVM exits with
     # 128 + 15, as every JVM killed by a signal does; 0 only when it stops on its own.

@@ -120,6 +120,12 @@ class BrokerKind(Protocol):
         ...
 
     @property
+    def needs_zookeeper(self) -> bool:
+        """Whether its nodes need a ZooKeeper (the cluster state is then read there; without
+        one, through the Admin API: :class:`~harness.cluster.state.AdminState`)."""
+        ...
+
+    @property
     def log_name(self) -> str:
         """The node's log file name in its run directory, without ``.log``."""
         ...

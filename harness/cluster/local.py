@@ -38,7 +38,7 @@ from harness.cluster.kinds import (
     direct_wiring,
 )
 from harness.cluster.reference_kind import REFERENCE
-from harness.cluster.state import ZooKeeperState, ZooKeeperStateReads
+from harness.cluster.state import AdminState, ClusterState, ZooKeeperState, ZooKeeperStateReads
 from harness.cluster.zookeeper import ZooKeeperServer
 from harness.net.ports import LOOPBACK
 from harness.raw_client import RawClient
@@ -111,11 +111,14 @@ class ClusterSpec:
         keys, then ``properties``, then the kind's ``wiring`` keys (listeners, peers,
         ZooKeeper), then ``broker_properties[broker_id]``."""
         replication = min(3, self.brokers)
+        zookeeper: dict[str, str | int] = {
+            "zookeeper.connect": zookeeper_connect,
+            "zookeeper.session.timeout.ms": self.zookeeper_session_timeout_ms,
+        } if zookeeper_connect else {}  # a kind without ZooKeeper is told of none
         merged: dict[str, str | int] = {
             **TEST_FRIENDLY_DEFAULTS,
             "broker.id": broker_id,
-            "zookeeper.connect": zookeeper_connect,
-            "zookeeper.session.timeout.ms": self.zookeeper_session_timeout_ms,
+            **zookeeper,
             "offsets.topic.replication.factor": replication,
             "default.replication.factor": self.default_replication_factor or replication,
             "min.insync.replicas": self.min_insync_replicas,
@@ -163,6 +166,8 @@ class LocalCluster(ZooKeeperStateReads):
         self.brokers: dict[int, BrokerNodeProcess] = {}
         self._paused: set[int] = set()
         self._state: ZooKeeperState | None = None
+        self._admin_state: AdminState | None = None
+        self._started = False
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -183,17 +188,19 @@ class LocalCluster(ZooKeeperStateReads):
         The brokers start in parallel because none can finish alone: until a controller is
         elected and has sent UpdateMetadata, a broker knows no cluster to describe.
         """
-        if self.zookeeper is not None:
+        if self._started:
             raise RuntimeError("the cluster is already started")
         if self._given_run_dir is not None:
             self._given_run_dir.mkdir(parents=True, exist_ok=True)
             self._run_dir = self._given_run_dir
         else:
             self._run_dir = Path(tempfile.mkdtemp(prefix="local-cluster-"))
+        self._started = True
         try:
-            self.zookeeper = self._new_zookeeper(self._run_dir / "zookeeper",
-                                                 self._zookeeper_port)
-            self.zookeeper.start()
+            if self.kind.needs_zookeeper:
+                self.zookeeper = self._new_zookeeper(self._run_dir / "zookeeper",
+                                                     self._zookeeper_port)
+                self.zookeeper.start()
             wiring = self._wiring if self._wiring is not None else self._direct_wiring()
             for broker_id in self.spec.broker_ids:
                 mine = wiring[broker_id]
@@ -214,11 +221,11 @@ class LocalCluster(ZooKeeperStateReads):
 
     def _direct_wiring(self) -> dict[int, BrokerWiring]:
         """Every broker dialling its peers at their own addresses."""
-        assert self.zookeeper is not None
         hosts = {b: self._broker_host(b) for b in self.spec.broker_ids}
         ports = (self._ports if self._ports is not None
                  else allocate_ports(self.kind, self.spec.broker_ids))
-        return direct_wiring(ports, hosts, self.zookeeper.connect_string)
+        return direct_wiring(ports, hosts,
+                             self.zookeeper.connect_string if self.zookeeper is not None else "")
 
     def _broker_host(self, broker_id: int) -> str:
         """The address a broker listens on; a backend with addresses per node overrides it."""
@@ -240,8 +247,10 @@ class LocalCluster(ZooKeeperStateReads):
         try:
             self._run_on_brokers(lambda broker: broker.stop(), list(self.brokers))
         finally:
+            self._started = False
             self._paused.clear()
             self._close_reader()
+            self._admin_state = None
             if self.zookeeper is not None:
                 self.zookeeper.stop()
                 self.zookeeper = None
@@ -300,7 +309,7 @@ class LocalCluster(ZooKeeperStateReads):
         broker = self.broker(broker_id)
         if broker.is_running():
             raise RuntimeError(f"broker {broker_id} is already running (pid {broker.pid})")
-        if wait_for_deregistration:
+        if wait_for_deregistration and self.zookeeper is not None:  # a znode outlives a crash
             timeout = self.spec.zookeeper_session_timeout_ms / 1000 + 10
             self.wait_for(lambda: self.broker_registration(broker_id) is None, timeout,
                           f"the old registration of broker {broker_id} to expire")
@@ -334,10 +343,24 @@ class LocalCluster(ZooKeeperStateReads):
     def state(self) -> ZooKeeperState:
         """The cluster's state as its ZooKeeper records it (controller, ISR, registrations)."""
         if self.zookeeper is None:
-            raise RuntimeError("the cluster has not been started")
+            raise RuntimeError("the cluster has not been started" if self.kind.needs_zookeeper
+                               else f"the {self.kind.name!r} kind runs without ZooKeeper")
         if self._state is None or self._state.hosts != self.zookeeper.connect_string:
             self._state = ZooKeeperState(self.zookeeper.connect_string)
         return self._state
+
+    @property
+    def reads(self) -> ClusterState:
+        """Where the cluster-state questions are answered: ZooKeeper, or for a kind without
+        one the Admin API on the brokers (which follows the addresses they advertise, so a
+        cut of the clients' links hides the state too)."""
+        if self.kind.needs_zookeeper:
+            return self.state
+        if not self._started:
+            raise RuntimeError("the cluster has not been started")
+        if self._admin_state is None:
+            self._admin_state = AdminState(self.bootstrap)
+        return self._admin_state
 
     def lists_brokers(self, broker_id: int, expected: set[int]) -> bool:
         """Whether ``broker_id``'s Metadata lists every broker in ``expected``."""
@@ -357,7 +380,9 @@ class LocalCluster(ZooKeeperStateReads):
 
     def log_paths(self) -> list[Path]:
         """Every node's log, ZooKeeper first — what to read when a test fails."""
-        return [self.run_dir / "zookeeper" / f"{ZooKeeperServer.name}.log"] + [
+        zookeeper = ([self.run_dir / "zookeeper" / f"{ZooKeeperServer.name}.log"]
+                     if self.kind.needs_zookeeper else [])
+        return zookeeper + [
             self.run_dir / f"broker-{broker_id}" / f"{self.kind.log_name}.log"
             for broker_id in self.spec.broker_ids
         ]

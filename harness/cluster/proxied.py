@@ -102,7 +102,8 @@ class ProxiedCluster:
 
     @property
     def nodes(self) -> list[str]:
-        return [ZOOKEEPER, *(broker_node(b) for b in self.spec.broker_ids), CLIENT]
+        zookeeper = [ZOOKEEPER] if self.kind.needs_zookeeper else []
+        return [*zookeeper, *(broker_node(b) for b in self.spec.broker_ids), CLIENT]
 
     @property
     def cluster(self) -> ClusterNodes:
@@ -203,7 +204,7 @@ class ProxiedCluster:
             self._run_dir = Path(tempfile.mkdtemp(prefix="proxied-cluster-"))
         try:
             self._url = self._start_toxiproxy()
-            zookeeper_port = distinct_free_ports(1)[0]
+            zookeeper_port = distinct_free_ports(1)[0] if self.kind.needs_zookeeper else None
             broker_ports = allocate_ports(self.kind, self.spec.broker_ids)
             self._create_proxies(zookeeper_port, broker_ports)
             self._cluster = LocalCluster(self.spec, run_dir=self._run_dir, kind=self.kind,
@@ -227,7 +228,8 @@ class ProxiedCluster:
         self._server = ToxiproxyProcess(self.run_dir / "toxiproxy", find_toxiproxy_server())
         return self._server.start()
 
-    def _create_proxies(self, zookeeper_port: int, broker_ports: dict[int, BrokerPorts]) -> None:
+    def _create_proxies(self, zookeeper_port: int | None,
+                        broker_ports: dict[int, BrokerPorts]) -> None:
         """One proxy per link; a proxy of the same name left on a shared server by a crashed
         run is replaced, as Toxiproxy's own ``populate`` does."""
         upstreams: dict[str, int] = {}
@@ -239,7 +241,8 @@ class ProxiedCluster:
                     upstreams[link_name(broker_node(source), broker_node(destination))] = (
                         broker_ports[destination].inbound[source])
         for broker_id in self.spec.broker_ids:
-            upstreams[link_name(broker_node(broker_id), ZOOKEEPER)] = zookeeper_port
+            if zookeeper_port is not None:
+                upstreams[link_name(broker_node(broker_id), ZOOKEEPER)] = zookeeper_port
         client = self.toxiproxy
         existing = client.proxies()
         for name, port in upstreams.items():
@@ -268,7 +271,8 @@ class ProxiedCluster:
                 advertised_client=self._listen(link_name(CLIENT, node)),
                 dial={j: via(me, j) for j in ids},
                 dialled_at={i: via(i, me) for i in ids},
-                zookeeper_connect=self._listen(link_name(node, ZOOKEEPER)))
+                zookeeper_connect=(self._listen(link_name(node, ZOOKEEPER))
+                                   if self.kind.needs_zookeeper else ""))
         return wiring
 
     def lift_all_faults(self) -> None:

@@ -29,6 +29,7 @@ class ReferenceKind:
     name = "reference"
     capabilities = frozenset(Capability)
     listener_per_peer = False
+    needs_zookeeper = True
     log_name = ReferenceBroker.name
     clean_exit_codes = frozenset({0})  # it catches SIGTERM, shuts down, and exits 0
 

@@ -149,13 +149,18 @@ class ZooKeeperState:
 
 class ZooKeeperStateReads:
     """The cluster-state questions a backend answers from ZooKeeper, for the backends to share:
-    each provides :attr:`state` (kept in ``_state``), these delegate to it."""
+    each provides :attr:`state` (kept in ``_state``), these delegate to :attr:`reads`, which is
+    that state unless a backend without ZooKeeper answers otherwise."""
 
     _state: ZooKeeperState | None = None
 
     @property
     def state(self) -> ZooKeeperState:
         raise NotImplementedError
+
+    @property
+    def reads(self) -> ClusterState:
+        return self.state
 
     def zk(self, timeout: float = _DEFAULT_TIMEOUT_S) -> contextlib.AbstractContextManager[
             KazooClient]:
@@ -168,25 +173,25 @@ class ZooKeeperStateReads:
             state.close()
 
     def broker_registration(self, broker_id: int) -> dict[str, Any] | None:
-        return self.state.broker_registration(broker_id)
+        return self.reads.broker_registration(broker_id)
 
     def registered_broker_ids(self) -> list[int]:
-        return self.state.registered_broker_ids()
+        return self.reads.registered_broker_ids()
 
     def controller_id(self) -> int | None:
-        return self.state.controller_id()
+        return self.reads.controller_id()
 
     def controller_epoch(self) -> int | None:
-        return self.state.controller_epoch()
+        return self.reads.controller_epoch()
 
     def cluster_id(self) -> str | None:
-        return self.state.cluster_id()
+        return self.reads.cluster_id()
 
     def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
-        return self.state.partition_state(topic, partition)
+        return self.reads.partition_state(topic, partition)
 
     def leader(self, topic: str, partition: int) -> int | None:
-        return self.state.leader(topic, partition)
+        return self.reads.leader(topic, partition)
 
 
 class AdminState:

@@ -1,0 +1,61 @@
+"""``--kafka-recipe``: the failover suite, run as a user runs it (pytest in a subprocess, the
+plugin from its entry point), against a cluster started from a recipe file — with the faults
+the suite injects (a killed leader, a follower cut from its leader, an isolated follower)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE_RECIPE = ROOT / "harness" / "recipes" / "reference.toml"
+FAILOVER = ["suites/failover/test_leader_failover.py", "suites/failover/test_isr_membership.py"]
+
+
+def _pytest(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def _outcomes(output: str) -> dict[str, int]:
+    summary = output.strip().splitlines()[-1]
+    return {word: int(count) for count, word in re.findall(r"(\d+) (\w+)", summary)}
+
+
+def test_the_failover_suite_passes_on_a_cluster_started_from_the_reference_recipe(tmp_path):
+    run = _pytest(*FAILOVER, "--kafka-recipe", str(REFERENCE_RECIPE),
+                  "--kafka-harness-dir", str(tmp_path))
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output[-4000:]
+    assert _outcomes(run.stdout) == {"passed": 3}, run.stdout[-2000:]
+    assert "kafka-harness target: recipe" in run.stdout
+    # The nodes were the recipe's: its name is their log's, its template their configuration,
+    # and each dials its peers through the pair's proxy, not at the peer's own listener.
+    for broker_id in (1, 2, 3):
+        node = tmp_path / "target" / f"broker-{broker_id}"
+        assert (node / "reference-recipe.log").is_file()
+        config = (node / "server.properties").read_text()
+        own = re.search(r"^listeners=PLAINTEXT://(\S+)$", config, re.MULTILINE)
+        peers = re.search(r"^broker\.peer\.addresses=(\S+)$", config, re.MULTILINE)
+        assert own is not None and peers is not None, config
+        dialled = dict(entry.split("=") for entry in peers[1].split(","))
+        assert dialled[str(broker_id)] == own[1]  # itself directly, as the built-in kind
+        others = [address for peer, address in dialled.items() if peer != str(broker_id)]
+        assert len(set(others)) == 2 and own[1] not in others
+
+
+def test_a_bad_recipe_is_a_usage_error_naming_its_file_and_key(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(REFERENCE_RECIPE.read_text().replace('"per-destination"', '"advertised"'))
+    run = _pytest(FAILOVER[0], "--kafka-recipe", str(bad), timeout=120)
+    assert run.returncode == 4, run.stdout + run.stderr
+    assert f"{bad}: broker.capabilities: claims faults" in run.stderr
+
+
+def test_a_recipe_goes_with_the_recipe_target_only(tmp_path):
+    run = _pytest(FAILOVER[0], "--kafka-recipe", str(REFERENCE_RECIPE),
+                  "--kafka-target", "tansu", timeout=120)
+    assert run.returncode == 4, run.stdout + run.stderr
+    assert "--kafka-recipe is for --kafka-target recipe, not 'tansu'" in run.stderr
