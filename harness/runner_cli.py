@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import random
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,6 +24,9 @@ from harness.cluster.factory import Backend, Network
 from harness.cluster.registry import ClusterTarget
 from harness.matrix import SUITES, parse_list
 from harness.nemesis.schedule import FAULTS
+
+if TYPE_CHECKING:
+    from harness.runner import RunOptions
 
 LATEST = "latest"
 
@@ -133,10 +136,11 @@ def register(app: typer.Typer) -> None:
         chosen_suites = _parse_suites(suites, runner.SUITES, runner.DEFAULT_SUITES)
         if min(partitions, producers + consumers, rate) <= 0:
             raise UsageError("--partitions, --rate and the number of clients must be > 0")
+        latest = run_dir is None  # only the runs directory's own runs are "the latest"
         if run_dir is None:
+            # The run's directory is named after its seed: chosen here to know it in advance.
             seed = seed if seed is not None else random.randrange(2**31)
             run_dir = runner.default_run_dir(seed)
-            point_latest(run_dir)
         options = runner.RunOptions(
             duration_s=duration, brokers=brokers, nemesis=faults, seed=seed,
             guarantee=guarantee.value, run_dir=run_dir, partitions=partitions,
@@ -146,4 +150,18 @@ def register(app: typer.Typer) -> None:
             network=network.value, backend=backend.value, target=target.value,
             suites=chosen_suites,
         )
+        if latest and _valid(options):
+            run_dir.mkdir(parents=True, exist_ok=True)
+            point_latest(run_dir)
         raise typer.Exit(runner.run(options, as_json=json_output))
+
+
+def _valid(options: RunOptions) -> bool:
+    """Whether the runner will carry the run out (it reports why not itself)."""
+    from harness.runner import RunError
+
+    try:
+        options.validate()
+    except RunError:
+        return False
+    return True
