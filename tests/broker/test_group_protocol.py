@@ -1,25 +1,76 @@
 """Every classic-group error path a client can meet, through raw requests (harness.wire)."""
 
-import threading
 import time
 import uuid
 
 import pytest
 
 from harness.raw_client import RawClient
+from harness.waiting import wait_for
 from harness.wire.group_records import encode_subscription
 from harness.wire.protocol import error_name, to_plain
+from harness.wire.records import build_batch
+from tests.broker.conftest import create_topic
 
-FIND, JOIN, HEARTBEAT, LEAVE, SYNC = 10, 11, 12, 13, 14
+PRODUCE, LIST_OFFSETS = 0, 2
+FIND, JOIN, HEARTBEAT, LEAVE, SYNC, DESCRIBE = 10, 11, 12, 13, 14, 15
 META = encode_subscription(["t"])
-
-
+WAIT_S = 10  # generous: each awaited event takes milliseconds on an idle machine
 
 # SyncGroup v5 names its protocol type and name (mandatory from v5, KIP-559), as clients do.
 NAMED = {"protocol_type": "consumer", "protocol_name": "range"}
 
+
 def err(response):
     return error_name(int(response.error_code))
+
+
+def described(observer, group):
+    """DescribeGroups v5 of one group, asked on a connection of its own (a member's
+    connection may have a group request parked, and its group requests run one at a time)."""
+    return observer.request(DESCRIBE, 5, {"groups": [group],
+                                          "include_authorized_operations": False}).groups[0]
+
+
+def wait_for_state(observer, group, state):
+    return wait_for(lambda: described(observer, group).group_state == state, WAIT_S,
+                    f"group {group} to be {state}",
+                    context=f"last described {to_plain(described(observer, group))}")
+
+
+class Marker:
+    """Proof that the broker has read what a connection sent so far.
+
+    The broker dispatches the requests of one connection in the order they arrive, starting
+    each before it reads the next. So a produce to a topic of the test's own, pipelined behind
+    some requests: once an observer connection sees it appended, every request sent before it on
+    that connection has been handed to its handler. Its answer comes after theirs (answers keep
+    request order), and :meth:`answered` reads it."""
+
+    def __init__(self, broker, observer):
+        self.topic = create_topic(broker.bootstrap)
+        self.observer = observer
+        self.sent = 0
+
+    def send(self, conn):
+        conn.send(PRODUCE, 9, {"acks": 1, "timeout": 5000, "topic_data": [
+            {"name": self.topic, "partition_data": [
+                {"index": 0, "records": build_batch([(None, b"marker")])}]}]})
+        self.sent += 1
+
+    def wait_seen(self):
+        wait_for(lambda: self._end_offset() >= self.sent, WAIT_S,
+                 f"marker {self.sent} to be appended to {self.topic}")
+
+    def answered(self, conn):
+        _, response = conn.receive(PRODUCE, 9)
+        assert err(response.responses[0].partition_responses[0]) == "NONE"
+
+    def _end_offset(self):
+        answer = self.observer.request(LIST_OFFSETS, 7, {
+            "replica_id": -1, "isolation_level": 0, "topics": [{"name": self.topic,
+                "partitions": [{"partition_index": 0, "timestamp": -1}]}]})
+        return answer.topics[0].partitions[0].offset
 
 
 @pytest.fixture
@@ -133,10 +184,12 @@ def test_sync_and_heartbeat_errors(client):
 def test_a_new_member_triggers_rebalance_in_progress(group_broker, client):
     group = new_group()
     first = stable_member(client, group)
-    with RawClient(group_broker.host, group_broker.port) as other:
+    with RawClient(group_broker.host, group_broker.port) as other, \
+            RawClient(group_broker.host, group_broker.port) as observer:
+        marker = Marker(group_broker, observer)
         pending = other.request(JOIN, 5, join_body(group))
         other.send(JOIN, 5, join_body(group, pending.member_id))
-        time.sleep(0.2)
+        wait_for_state(observer, group, "PreparingRebalance")  # the join is parked
         base = {"group_id": group, "member_id": first.member_id,
                 "generation_id": first.generation_id}
         assert err(client.request(HEARTBEAT, 4, base)) == "REBALANCE_IN_PROGRESS"
@@ -151,19 +204,27 @@ def test_a_new_member_triggers_rebalance_in_progress(group_broker, client):
         # The follower's SyncGroup waits for the leader's, then gets its share.
         other.send(SYNC, 5, {"group_id": group, "generation_id": second.generation_id,
                              "member_id": second.member_id, "assignments": [], **NAMED})
-        time.sleep(0.1)
-        client.request(SYNC, 5, {"group_id": group, "generation_id": rejoined.generation_id,
-                                 "member_id": first.member_id, **NAMED, "assignments": [
-                                     {"member_id": first.member_id, "assignment": b"1"},
-                                     {"member_id": second.member_id, "assignment": b"2"}]})
+        marker.send(other)
+        marker.wait_seen()  # the follower's SyncGroup reached the coordinator first
+        assert described(observer, group).group_state == "CompletingRebalance"
+        leader = client.request(SYNC, 5, {
+            "group_id": group, "generation_id": rejoined.generation_id,
+            "member_id": first.member_id, **NAMED, "assignments": [
+                {"member_id": first.member_id, "assignment": b"1"},
+                {"member_id": second.member_id, "assignment": b"2"}]})
+        assert err(leader) == "NONE" and leader.assignment == b"1"
         _, follower = other.receive(SYNC, 5)
         assert err(follower) == "NONE" and follower.assignment == b"2"
+        marker.answered(other)
 
 
-def test_session_expiry_evicts_a_silent_member(client):
+def test_session_expiry_evicts_a_silent_member(group_broker, client):
     group = new_group()
+    started = time.monotonic()  # the session cannot begin before the member joins
     joined = stable_member(client, group, session=300)
-    time.sleep(0.6)
+    with RawClient(group_broker.host, group_broker.port) as observer:
+        wait_for_state(observer, group, "Empty")  # DescribeGroups is not a heartbeat
+    assert time.monotonic() - started >= 0.3, "evicted before its session timeout"
     assert err(client.request(HEARTBEAT, 4, {"group_id": group, "member_id": joined.member_id,
                                              "generation_id": joined.generation_id})) \
         == "UNKNOWN_MEMBER_ID"
@@ -211,17 +272,13 @@ def test_join_waits_for_members_until_the_rebalance_timeout(group_broker, client
     """A member that does not rejoin is dropped when the rebalance timeout passes."""
     group = new_group()
     stuck = stable_member(client, group, rebalance=300)
-    result = {}
     with RawClient(group_broker.host, group_broker.port) as other:
-        def join_new():
-            pending = other.request(JOIN, 5, join_body(group))
-            result["join"] = other.request(JOIN, 5, join_body(group, pending.member_id,
-                                                              rebalance=300))
-
-        thread = threading.Thread(target=join_new)
-        thread.start()
-        thread.join(timeout=10)
-    joined = result["join"]
+        pending = other.request(JOIN, 5, join_body(group))
+        started = time.monotonic()  # the rebalance cannot begin before this join is sent
+        joined = other.request(JOIN, 5, join_body(group, pending.member_id, rebalance=300))
+    # Answered only when the rebalance timeout gave up on the member that did not rejoin (the
+    # socket's 10 s timeout bounds the wait from above).
+    assert time.monotonic() - started >= 0.3, "answered before the rebalance timeout"
     assert err(joined) == "NONE" and joined.leader == joined.member_id
     assert [m.member_id for m in joined.members] == [joined.member_id]
     assert stuck.member_id != joined.member_id
@@ -233,14 +290,19 @@ def test_a_connections_group_requests_are_handled_one_at_a_time(group_broker, cl
     completes (new generation), not against the rebalance in progress."""
     group = new_group()
     first = stable_member(client, group)
-    with RawClient(group_broker.host, group_broker.port) as other:
+    with RawClient(group_broker.host, group_broker.port) as other, \
+            RawClient(group_broker.host, group_broker.port) as observer:
+        marker = Marker(group_broker, observer)
         pending = other.request(JOIN, 5, join_body(group))
         other.send(JOIN, 5, join_body(group, pending.member_id))
         other.send(HEARTBEAT, 4, {"group_id": group, "member_id": pending.member_id,
                                   "generation_id": first.generation_id})
-        time.sleep(0.2)
+        marker.send(other)
+        marker.wait_seen()  # the broker has both the JoinGroup and the Heartbeat behind it
+        assert described(observer, group).group_state == "PreparingRebalance"
         rejoined = client.request(JOIN, 5, join_body(group, first.member_id))
         _, joined = other.receive(JOIN, 5)
         _, heartbeat = other.receive(HEARTBEAT, 4)
+        marker.answered(other)
         assert joined.generation_id == rejoined.generation_id == first.generation_id + 1
         assert err(heartbeat) == "ILLEGAL_GENERATION"
