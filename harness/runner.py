@@ -486,8 +486,9 @@ class Run:
             generator.stop()
             nemesis.halt()  # only reached early on an error or an interrupt: no heal needed
             recorder.close()
-        self.result.nemesis = nemesis.done
-        self.result.clients = [asdict(e) for e in generator.ended]
+            # Also after an error or an interrupt: run.json and the manifest say what was done.
+            self.result.nemesis = nemesis.done
+            self.result.clients = [asdict(e) for e in generator.ended]
         return generator.next_process
 
     def _supervise(self, generator: Generator, nemesis: Nemesis) -> None:

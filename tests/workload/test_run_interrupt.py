@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from harness import history
+from harness.checker import manifest
 from harness.net.ports import is_accepting
 
 INTERRUPTED = 130
@@ -90,6 +91,10 @@ def test_ctrl_c_stops_the_run_keeps_its_history_and_leaves_nothing(tmp_path):
     sends = [e for e in events if e.f == "send" and e.type == "ok"]
     assert sends, "the history written before the interrupt was not kept"
     assert any(e.f == "nemesis" for e in events)
+    # The history keeps how to make it again, and what the nemesis did before the interrupt.
+    kept = manifest.read(run_dir / "history").manifest
+    assert kept is not None and kept.seed == 3 and "--seed" in kept.replay
+    assert kept.nemesis and kept.nemesis[0].what.startswith("partition ")
     assert processes_of(run_dir) == []
     assert [a for a in addresses if is_accepting(*a)] == []
     assert stopped_in < 60
