@@ -107,7 +107,9 @@ def test_fault_windows_are_coloured_and_labelled_by_kind_with_a_legend(tmp_path)
     assert by_label["lose-unflushed broker-3"][0] == FAULT_COLORS[FaultKind.LOSE_UNFLUSHED]
     assert by_label["crash-client client"][0] == FAULT_COLORS[FaultKind.CRASH_CLIENT]
     assert "15.000 s to 18.100 s" in by_label["pause broker-1"][1]  # ended by heal all
-    lanes = [t.text for t in page.find("text", class_="axis")]
+    chart = page.elements.index(page.find("svg", class_="chart lanes")[0])
+    lanes = [e.text for e in page.elements[chart:] if e.tag == "text" and
+             e.attrs.get("class") == "axis"]
     assert lanes[:7] == ["partition", "kill", "pause", "lose-unflushed", "latency",
                          "crash-client", "other"]
 
@@ -142,8 +144,9 @@ def test_history_values_are_escaped_not_markup(tmp_path):
         seed=1, master="spark://<b>x</b>:1"))))
     html = (tmp_path / "report" / "report.html").read_text()
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; co" in html
-    assert not page.find("b", class_="injected") and "<b>x</b>" not in html
-    assert "spark://&lt;b&gt;x&lt;/b&gt;:1" in html
+    assert "<b>x</b>" not in html and "spark://&lt;b&gt;x&lt;/b&gt;:1" in html
+    assert "--master 'spark://<b>x</b>:1'" in page.find("pre", class_="replay")[0].text
+    assert dict(page.tables["options"])["master"] == '"spark://<b>x</b>:1"'
 
 
 def test_the_report_shows_the_seed_options_and_replay_command(tmp_path):
