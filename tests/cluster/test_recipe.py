@@ -269,3 +269,18 @@ def test_a_missing_file_names_itself(tmp_path):
         load_recipe(tmp_path / "no-such.toml")
     with pytest.raises(RecipeError, match="no such shipped recipe"):
         builtin_recipe("no-such")
+
+
+def test_the_example_in_the_docs_is_a_valid_recipe_and_renders_as_shown(tmp_path):
+    docs = (ROOT / "docs" / "recipes.md").read_text()
+    example = docs.split("```toml\n# my-broker.toml\n", 1)[1].split("```", 1)[0]
+    recipe = parse_recipe(example, "docs/recipes.md", directory=tmp_path)
+    assert recipe.peer_addressing is PeerAddressing.PER_DESTINATION and not recipe.zookeeper
+    wiring = _wiring(2, listener_per_peer=False)
+    values = node_values(recipe, RecipeKind(recipe).wiring_properties(wiring), tmp_path)
+    config = render_files(recipe, values)["node.toml"]
+    assert tomllib.loads(config) == {
+        "node_id": 2, "data_dir": str(tmp_path / "data"), "listen": "127.0.0.1:30020",
+        "advertise": "127.0.0.1:40002", "cluster_size": 3,
+        "peers": {"1": "127.0.0.1:50021", "3": "127.0.0.1:50023"}}
+    assert render_command(recipe, values)[:2] == ["env", "RUST_LOG=info"]
