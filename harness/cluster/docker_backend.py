@@ -51,6 +51,7 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 
+from harness import reaper
 from harness.cluster.docker_images import build_project_image, ensure_base_image, ensure_engine
 from harness.cluster.docker_nodes import DATA_DIR, LOG_DIR, DockerNode
 from harness.cluster.kinds import (
@@ -139,6 +140,7 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
         self._state: ZooKeeperState | None = None
         self._started = False
         self._previous_sigterm: Any = None
+        self._ledger_entry: int | None = None
 
     # --- what the cluster looks like -------------------------------------------------------
 
@@ -188,6 +190,8 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
                          else Path(tempfile.mkdtemp(prefix="docker-cluster-")))
         self._run_dir.mkdir(parents=True, exist_ok=True)
         self._started = True
+        # Removed by the harness's watchdog should the harness die without stopping it.
+        self._ledger_entry = reaper.register(reaper.Kind.DOCKER_RUN, self.run_id)
         atexit.register(self.stop)
         self._install_sigterm_handler()
         try:
@@ -392,6 +396,8 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
         finally:
             if self.client is not None:
                 remove_run(self.client, self.run_id)
+            reaper.release(self._ledger_entry)
+            self._ledger_entry = None
             self._restore_sigterm_handler()
             self.containers.clear()
             self.zookeeper = None

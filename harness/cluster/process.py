@@ -16,6 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
+from harness import reaper
 from harness.net.ports import LOOPBACK, free_port
 
 _LOG_TAIL_CHARS = 2000
@@ -52,6 +53,7 @@ class ManagedProcess:
         self.returncode: int | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._log_file: IO[bytes] | None = None
+        self._ledger_entry: int | None = None
 
     @property
     def host(self) -> str:
@@ -106,6 +108,8 @@ class ManagedProcess:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+            # Killed by the harness's watchdog should the harness die without stopping it.
+            self._ledger_entry = reaper.register(reaper.Kind.PROCESS, self._process.pid)
             self._wait_until_serving()
         except BaseException as exc:
             exit_code = self._process.poll() if self._process is not None else None
@@ -162,6 +166,8 @@ class ManagedProcess:
             self._process.wait()
             self.returncode = self._process.returncode
             self._process = None
+            reaper.release(self._ledger_entry)
+            self._ledger_entry = None
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None

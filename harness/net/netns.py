@@ -52,6 +52,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 
+from harness import reaper
 from harness.net.grudge import links_to_cut
 
 CHAIN = "HARNESS-GRUDGE"
@@ -132,6 +133,7 @@ class NetnsNetwork:
         self._namespaces: list[str] = []  # created, in order, for close(); the hub first
         self._host_link_created = False
         self._closed = False
+        self._ledger: list[int] = []  # the reaper's entries, released by close()
         try:
             self.subnet = self._claim_subnet()
         except BaseException:
@@ -156,11 +158,13 @@ class NetnsNetwork:
 
     def _create_hub(self, gateway: str) -> None:
         in_hub = ["ip", "-n", self.hub]
+        self._ledger.append(reaper.register(reaper.Kind.NAMESPACE, self.hub))
         _run(["ip", "netns", "add", self.hub])
         self._namespaces.append(self.hub)
         _run([*in_hub, "link", "add", self.bridge, "type", "bridge"])
         _run([*in_hub, "link", "set", self.bridge, "up"])
         hub_side = f"hx{self.token}"
+        self._ledger.append(reaper.register(reaper.Kind.HOST_LINK, self.host_link))
         _run(["ip", "link", "add", self.host_link, "type", "veth", "peer", "name", hub_side,
               "netns", self.hub])
         self._host_link_created = True
@@ -183,6 +187,7 @@ class NetnsNetwork:
         hub_side, node_side = f"hv{self.token}{index}", f"hn{self.token}{index}"
         ip = str(self.subnet.network_address + 2 + index)
 
+        self._ledger.append(reaper.register(reaper.Kind.NAMESPACE, namespace))
         _run(["ip", "netns", "add", namespace])
         self._namespaces.append(namespace)
         in_hub = ["ip", "-n", self.hub]
@@ -308,6 +313,10 @@ class NetnsNetwork:
                 _delete(["ip", "link", "del", self.host_link])
         self._namespaces.clear()
         self._host_link_created = False
+        if not errors:
+            for entry in self._ledger:
+                reaper.release(entry)
+            self._ledger.clear()
         if errors:
             raise errors[0]
 
@@ -359,6 +368,12 @@ def _routed_networks() -> list[ipaddress.IPv4Network]:
                 networks.append(ipaddress.IPv4Network(word, strict=False))
                 break
     return networks
+
+
+def delete_namespace(namespace: str) -> None:
+    """Kill what runs in a namespace and delete it; a namespace already gone is no error."""
+    _kill_processes(namespace)
+    _delete(["ip", "netns", "del", namespace])
 
 
 def _kill_processes(namespace: str) -> None:

@@ -27,7 +27,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import IO
 
-from harness import vendor
+from harness import reaper, vendor
 from harness.net.ports import LOOPBACK, free_port, is_accepting
 
 TOXIPROXY_URL_ENV = "TOXIPROXY_URL"
@@ -160,6 +160,7 @@ class ToxiproxyProcess:
         self.version: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
+        self._ledger_entry: int | None = None
 
     @property
     def log_path(self) -> Path:
@@ -202,6 +203,7 @@ class ToxiproxyProcess:
         self._process = subprocess.Popen(
             command, cwd=self.run_dir, stdin=subprocess.DEVNULL, stdout=stdout,
             stderr=self._log, start_new_session=True)
+        self._ledger_entry = reaper.register(reaper.Kind.PROCESS, self._process.pid)
 
     def _read_listening_port(self) -> int:
         """The port of the built-in server's ``listening on HOST:PORT`` line."""
@@ -244,6 +246,8 @@ class ToxiproxyProcess:
             if self._process.stdout is not None:
                 self._process.stdout.close()
             self._process = None
+            reaper.release(self._ledger_entry)
+            self._ledger_entry = None
         if self._log is not None:
             self._log.close()
             self._log = None

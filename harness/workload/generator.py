@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness import reaper
 from harness.workload import client
 from harness.workload.consumer import ConsumerSpec
 from harness.workload.context import RunContext
@@ -87,6 +88,7 @@ class Client:
     spec: ProducerSpec | ConsumerSpec
     popen: subprocess.Popen
     log_path: Path
+    ledger_entry: int | None = None  # the reaper's, released once the client is reaped
 
 
 @dataclass
@@ -121,7 +123,8 @@ class Generator:
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,  # a Ctrl-C reaches the harness, which stops them
             )
-        started = Client(process, role, spec, popen, log_path)
+        started = Client(process, role, spec, popen, log_path,
+                         reaper.register(reaper.Kind.PROCESS, popen.pid))
         self.running[process] = started
         return started
 
@@ -138,6 +141,7 @@ class Generator:
             if code is None:
                 continue
             del self.running[process]
+            reaper.release(running.ledger_entry)
             salvage_process(self.history_dir, process)
             ended_by = None
             if code != 0 and self.context.remaining_s() > _MIN_REPLACEMENT_LIFE_S:
@@ -170,6 +174,7 @@ class Generator:
             running.popen.kill()
         for running in self.running.values():
             running.popen.wait()
+            reaper.release(running.ledger_entry)
             self.ended.append(Ended(running.process, running.role, running.popen.returncode, None))
             salvage_process(self.history_dir, running.process)
         self.running.clear()

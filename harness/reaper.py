@@ -1,0 +1,241 @@
+"""Nothing the harness starts outlives it, even when it is SIGKILLed.
+
+Every process the harness starts runs in a session of its own (so a Ctrl-C reaches only the
+harness, which then stops them in order), and network namespaces, host links and containers are
+kernel or engine objects: none of them dies with the process that made them. A harness process
+that is SIGKILLed — a CI job cancelled after its timeout, pytest killed by the OOM killer — runs
+no ``finally``, no ``atexit`` and no signal handler, so its own clean-up cannot be the answer.
+
+So each harness process that starts something writes it into a *ledger* (one JSON line per
+resource, and one per release), and on the first such write it starts a *watchdog*: a small
+process in its own session that holds a pidfd of its owner and waits for it to exit, whatever
+the way. Then it undoes every resource the ledger holds and nobody released: process groups are
+SIGKILLed (only if the pid still names the process that was registered — its start time is
+compared, so a reused pid is left alone), namespaces and host links deleted, a docker run's
+containers, networks and volumes removed. After a clean exit the ledger holds nothing unreleased
+and the watchdog only deletes the ledger.
+
+Registering from any thread is safe (one lock, appends of whole lines), and a forked child
+starts a ledger and a watchdog of its own. ``KAFKA_HARNESS_REAPER=0`` turns the watchdog off
+(the ledger still records).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+DISABLE_ENV = "KAFKA_HARNESS_REAPER"
+READY = "ready"
+_WATCHDOG_START_TIMEOUT_S = 15.0
+
+
+class Kind(StrEnum):
+    """What a ledger entry is, and so how the watchdog undoes it."""
+
+    PROCESS = "process"        # a process group (its leader's pid and start time)
+    NAMESPACE = "namespace"    # a network namespace (processes in it are killed first)
+    HOST_LINK = "host_link"    # a network link in the root namespace
+    DOCKER_RUN = "docker_run"  # every container, network and volume with a run's label
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: int
+    kind: Kind
+    value: str
+    start_time: str | None = None  # a process's start time (/proc/PID/stat field 22)
+
+
+def ledger_dir() -> Path:
+    return Path(tempfile.gettempdir()) / "kafka-harness-ledgers"
+
+
+def process_start_time(pid: int) -> str | None:
+    """Field 22 of /proc/PID/stat (clock ticks since boot), or None when there is no such
+    process: with the pid, it names one process even after the pid is reused."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[19]
+
+
+class Ledger:
+    """The resources one harness process started and has not released yet, on disk."""
+
+    def __init__(self, path: Path, owner: int) -> None:
+        self.path = path
+        self.owner = owner
+        self._lock = threading.Lock()
+        self._next = 0
+        self.watchdog: subprocess.Popen[bytes] | None = None
+
+    def register(self, kind: Kind, value: str | int) -> int:
+        start = process_start_time(int(value)) if kind == Kind.PROCESS else None
+        with self._lock:
+            self._next += 1
+            entry: dict[str, object] = {"id": self._next, "kind": kind.value,
+                                        "value": str(value)}
+            if start is not None:
+                entry["start_time"] = start
+            self._append(entry)
+            return self._next
+
+    def release(self, entry_id: int) -> None:
+        with self._lock:
+            self._append({"released": entry_id})
+
+    def _append(self, record: dict[str, object]) -> None:
+        with self.path.open("a") as out:
+            out.write(json.dumps(record) + "\n")
+
+
+def read_unreleased(path: Path) -> list[Entry]:
+    """The entries of a ledger file nobody released, in registration order."""
+    entries: dict[int, Entry] = {}
+    with contextlib.suppress(FileNotFoundError):
+        for line in path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line torn by the owner's death mid-write
+            if "released" in record:
+                entries.pop(record["released"], None)
+            else:
+                entries[record["id"]] = Entry(record["id"], Kind(record["kind"]),
+                                              record["value"], record.get("start_time"))
+    return list(entries.values())
+
+
+_LEDGER: Ledger | None = None
+_LEDGER_LOCK = threading.Lock()
+
+
+def ledger() -> Ledger:
+    """This process's ledger, its watchdog started on first use (again after a fork)."""
+    global _LEDGER
+    with _LEDGER_LOCK:
+        if _LEDGER is None or _LEDGER.owner != os.getpid():
+            directory = ledger_dir()
+            directory.mkdir(parents=True, exist_ok=True)
+            path = directory / f"{os.getpid()}-{time.time_ns()}.jsonl"
+            path.touch()
+            _LEDGER = Ledger(path, os.getpid())
+            if os.environ.get(DISABLE_ENV) != "0":
+                _LEDGER.watchdog = _start_watchdog(path)
+        return _LEDGER
+
+
+def register(kind: Kind, value: str | int) -> int:
+    return ledger().register(kind, value)
+
+
+def release(entry_id: int | None) -> None:
+    if entry_id is not None and _LEDGER is not None and _LEDGER.owner == os.getpid():
+        _LEDGER.release(entry_id)
+
+
+def _start_watchdog(path: Path) -> subprocess.Popen[bytes]:
+    watchdog = subprocess.Popen(
+        [sys.executable, "-m", "harness.reaper", str(os.getpid()), str(path)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        start_new_session=True)  # a signal to our process group must not reach it
+    assert watchdog.stdout is not None
+    ready, _, _ = select.select([watchdog.stdout], [], [], _WATCHDOG_START_TIMEOUT_S)
+    line = watchdog.stdout.readline().decode().strip() if ready else ""
+    if line != READY:
+        watchdog.kill()
+        raise RuntimeError(f"the harness's watchdog did not start (said {line!r})")
+    watchdog.stdout.close()
+    return watchdog
+
+
+# --- the watchdog ------------------------------------------------------------------------------
+
+def _kill_group(entry: Entry) -> None:
+    pid = int(entry.value)
+    if entry.start_time is None or process_start_time(pid) != entry.start_time:
+        return  # gone already, or the pid now names another process
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _delete_namespace(entry: Entry) -> None:
+    from harness.net.netns import delete_namespace
+
+    delete_namespace(entry.value)
+
+
+def _delete_host_link(entry: Entry) -> None:
+    subprocess.run(["ip", "link", "del", entry.value], capture_output=True, check=False,
+                   timeout=30)
+
+
+def _remove_docker_run(entry: Entry) -> None:
+    from harness.cluster.docker_backend import remove_run
+    from harness.cluster.docker_images import engine_client
+
+    client = engine_client(timeout=10)
+    if client is not None:
+        remove_run(client, entry.value)
+
+
+UNDO = {Kind.PROCESS: _kill_group, Kind.NAMESPACE: _delete_namespace,
+        Kind.HOST_LINK: _delete_host_link, Kind.DOCKER_RUN: _remove_docker_run}
+
+
+def undo(entries: list[Entry]) -> list[str]:
+    """Undo entries newest first (processes before the namespaces they run in); one failure
+    does not stop the rest. Returns what failed, for the log."""
+    failed = []
+    for entry in sorted(entries, key=lambda e: (e.kind != Kind.PROCESS, -e.id)):
+        try:
+            UNDO[entry.kind](entry)
+        except Exception as exc:  # noqa: BLE001 - keep undoing the rest
+            failed.append(f"{entry.kind} {entry.value}: {exc}")
+    return failed
+
+
+def _wait_for_exit(owner: int) -> None:
+    try:
+        pidfd = os.pidfd_open(owner)
+    except ProcessLookupError:
+        return  # gone before we looked: nothing to wait for
+    except OSError:  # no pidfd (a kernel before 5.3): poll the process's start time
+        started = process_start_time(owner)
+        print(READY, flush=True)
+        while process_start_time(owner) == started and started is not None:
+            time.sleep(0.2)
+        return
+    print(READY, flush=True)
+    select.select([pidfd], [], [])
+    os.close(pidfd)
+
+
+def watch(owner: int, path: Path) -> int:
+    """Wait for ``owner`` to exit, then undo what its ledger still holds."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # only the owner's end ends the watch
+    _wait_for_exit(owner)
+    failed = undo(read_unreleased(path))
+    path.unlink(missing_ok=True)
+    for line in failed:
+        print(line, file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(watch(int(sys.argv[1]), Path(sys.argv[2])))

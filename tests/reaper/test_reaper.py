@@ -1,0 +1,222 @@
+"""Nothing the harness starts outlives it: a SIGKILLed harness process (pytest, the supervisor of
+`kafka-harness up`, `kafka-harness run`) leaves no broker, ZooKeeper, proxy server, client or
+network namespace behind — its watchdog undoes what its ledger holds within seconds."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness import reaper
+from harness.net.netns import unavailable
+from harness.waiting import wait_for
+
+GONE_WITHIN_S = 20.0
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a killed orphan may wait a moment to be reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+def _descendants(root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _wait_gone(pids: set[int], what: str) -> None:
+    wait_for(lambda: not [p for p in pids if _running(p)], GONE_WITHIN_S,
+             f"{what} to be gone", context=f"still running: {[p for p in pids if _running(p)]}")
+
+
+def _sleeper() -> subprocess.Popen[bytes]:
+    return subprocess.Popen(["sleep", "600"], start_new_session=True)
+
+
+OWNER = textwrap.dedent('''
+    import json, subprocess, sys, time
+    from harness import reaper
+    kept = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    reaper.register(reaper.Kind.PROCESS, kept.pid)
+    done = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    reaper.release(reaper.register(reaper.Kind.PROCESS, done.pid))
+    print(json.dumps({"kept": kept.pid, "released": done.pid,
+                      "ledger": str(reaper.ledger().path),
+                      "watchdog": reaper.ledger().watchdog.pid}), flush=True)
+    if sys.argv[1] == "exit":
+        sys.exit(0)
+    time.sleep(600)
+''')
+
+
+def _owner(mode: str) -> tuple[subprocess.Popen[str], dict]:
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, mode], stdout=subprocess.PIPE,
+                             text=True)
+    assert owner.stdout is not None
+    with owner.stdout:
+        return owner, json.loads(owner.stdout.readline())
+
+
+def test_a_sigkilled_owner_loses_what_it_did_not_release_and_keeps_the_rest():
+    owner, started = _owner("wait")
+    try:
+        assert _running(started["kept"]) and _running(started["released"])
+        owner.kill()
+        owner.wait()
+        _wait_gone({started["kept"], started["watchdog"]}, "the unreleased process")
+        assert _running(started["released"]), "a released process was killed"
+        assert not Path(started["ledger"]).exists()
+    finally:
+        for pid in (started["kept"], started["released"]):
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_clean_exit_kills_only_what_it_forgot():
+    owner, started = _owner("exit")
+    try:
+        owner.wait(timeout=30)
+        _wait_gone({started["kept"], started["watchdog"]}, "the forgotten process")
+        assert _running(started["released"])
+    finally:
+        for pid in (started["kept"], started["released"]):
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_reused_pid_is_left_alone(tmp_path: Path):
+    """The watchdog kills a pid only while it names the process that was registered."""
+    other = _sleeper()
+    try:
+        stale = reaper.Entry(1, reaper.Kind.PROCESS, str(other.pid), start_time="1")
+        assert reaper.undo([stale]) == []
+        assert _running(other.pid)
+        current = reaper.Entry(2, reaper.Kind.PROCESS, str(other.pid),
+                               start_time=reaper.process_start_time(other.pid))
+        assert reaper.undo([current]) == []
+        other.wait(timeout=10)
+        assert other.returncode == -signal.SIGKILL
+    finally:
+        if other.poll() is None:
+            other.kill()
+
+
+def test_a_ledger_torn_by_a_death_mid_write_still_reads(tmp_path: Path):
+    ledger = tmp_path / "ledger.jsonl"
+    ledger.write_text('{"id": 1, "kind": "process", "value": "10", "start_time": "5"}\n'
+                      '{"id": 2, "kind": "namespace", "value": "kh-x"}\n'
+                      '{"released": 1}\n'
+                      '{"id": 3, "kind": "proc')
+    assert reaper.read_unreleased(ledger) == [reaper.Entry(2, reaper.Kind.NAMESPACE, "kh-x")]
+
+
+SLOW_TEST = '''
+import json, os, pathlib, time
+
+def test_waits(kafka_target):
+    nodes, cluster = kafka_target.nodes, kafka_target.cluster
+    pids = [b.pid for b in nodes.brokers.values()] + [nodes.zookeeper.pid]
+    pids.append(getattr(cluster, "server_pid", None))
+    namespaces = list(cluster.namespaces().values()) if hasattr(cluster, "namespaces") else []
+    pathlib.Path(os.environ["PIDS_FILE"]).write_text(
+        json.dumps({"pids": [p for p in pids if p], "namespaces": namespaces}))
+    time.sleep(600)
+'''
+
+
+def _namespaces() -> str:
+    return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
+@pytest.mark.parametrize("network", [
+    "proxy",
+    pytest.param("kernel", marks=pytest.mark.skipif(unavailable() is not None,
+                                                    reason=unavailable() or "")),
+])
+def test_a_sigkilled_pytest_leaves_no_broker_zookeeper_proxy_or_namespace(
+        tmp_path: Path, network: str):
+    (tmp_path / "test_slow.py").write_text(SLOW_TEST)
+    pids_file = tmp_path / "pids.json"
+    pytest_run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "test_slow.py", "--kafka-brokers", "1",
+         "--kafka-network", network, "-p", "no:cacheprovider", "-q"],
+        cwd=tmp_path, env={**os.environ, "PIDS_FILE": str(pids_file)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(pids_file.exists, 120, "the target to start", context=str(tmp_path))
+        started = json.loads(pids_file.read_text())
+        everything = _descendants(pytest_run.pid)
+        assert set(started["pids"]) <= everything
+        assert len(started["pids"]) >= 2 and (network == "proxy") == (not started["namespaces"])
+        pytest_run.kill()
+        pytest_run.wait()
+        _wait_gone(everything, "every process the killed pytest started")
+        wait_for(lambda: not [n for n in started["namespaces"] if n in _namespaces()],
+                 GONE_WITHIN_S, "the namespaces of the killed pytest to be deleted")
+    finally:
+        if pytest_run.poll() is None:
+            pytest_run.kill()
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_sigkilled_supervisor_of_up_leaves_nothing(tmp_path: Path):
+    run_dir = tmp_path / "run"
+    up = _cli("up", "--brokers", "1", "--dir", str(run_dir), cwd=tmp_path)
+    assert up.returncode == 0, up.stderr
+    state = json.loads((run_dir / "state.json").read_text())
+    supervisor = state["supervisor_pid"]
+    try:
+        everything = _descendants(supervisor)
+        assert len(everything) >= 3  # ZooKeeper, a broker, the Toxiproxy server
+        os.kill(supervisor, signal.SIGKILL)
+        _wait_gone(everything, "every process of the killed supervisor")
+    finally:
+        if _running(supervisor):
+            _cli("down", "--dir", str(run_dir), cwd=tmp_path)
+
+
+def test_a_sigkilled_run_leaves_no_cluster_client_or_suite_session(tmp_path: Path):
+    run = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "run", "--suites", "none", "--duration", "120",
+         "--brokers", "1", "--nemesis", "none", "--dir", str(tmp_path / "run")],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        # The cluster and the clients are up once the first client has a log.
+        wait_for(lambda: list((tmp_path / "run" / "logs").glob("process-*.log")), 120,
+                 "the run's clients to start")
+        everything = _descendants(run.pid)
+        assert len(everything) >= 4  # ZooKeeper, broker, proxy server, clients
+        run.kill()
+        run.wait()
+        _wait_gone(everything, "every process of the killed run")
+    finally:
+        if run.poll() is None:
+            run.kill()
