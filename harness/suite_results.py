@@ -37,11 +37,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("--suite-results")
-    if path:
+    # Under pytest-xdist the controller sees every worker's reports: only it writes the files.
+    if path and not hasattr(config, "workerinput"):
         progress = config.getoption("--suite-progress")
         config.pluginmanager.register(
             SuiteResults(Path(path), Path(progress) if progress else None),
             "kafka-harness-suite-results")
+
+
+RULE_PROPERTY = "kafka_rule"
+"""The user property each test carries its rule in: reports carry user properties from an
+xdist worker to the controller, which writes the files (JUnit XML lists it too)."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--suite-results"):
+        return
+    for item in items:
+        function = getattr(item, "function", None)
+        item.user_properties.append((RULE_PROPERTY, first_line(getattr(function, "__doc__",
+                                                                       None))))
 
 
 def first_line(text: str | None) -> str:
@@ -69,15 +84,13 @@ class SuiteResults:
         self.rules: dict[str, str] = {}
         self.started = time.monotonic()
 
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        for item in items:
-            function = getattr(item, "function", None)
-            self.rules[item.nodeid] = first_line(getattr(function, "__doc__", None))
-
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         entry = self.tests.setdefault(report.nodeid, {
             "nodeid": report.nodeid, "outcome": "passed", "reason": "", "duration_s": 0.0})
         entry["duration_s"] = round(entry["duration_s"] + report.duration, 3)
+        for name, value in report.user_properties:
+            if name == RULE_PROPERTY:
+                self.rules[report.nodeid] = str(value)
         if entry["outcome"] not in ("failed", "error"):
             if report.failed:
                 entry["outcome"] = "failed" if report.when == "call" else "error"
