@@ -9,10 +9,8 @@ from harness.raw_client import RawClient
 from harness.waiting import wait_for
 from harness.wire.group_records import encode_subscription
 from harness.wire.protocol import error_name, to_plain
-from harness.wire.records import build_batch
-from tests.broker.conftest import create_topic
+from tests.broker.dispatch_marker import Marker
 
-PRODUCE, LIST_OFFSETS = 0, 2
 FIND, JOIN, HEARTBEAT, LEAVE, SYNC, DESCRIBE = 10, 11, 12, 13, 14, 15
 META = encode_subscription(["t"])
 WAIT_S = 10  # generous: each awaited event takes milliseconds on an idle machine
@@ -38,39 +36,6 @@ def wait_for_state(observer, group, state):
                     context=f"last described {to_plain(described(observer, group))}")
 
 
-class Marker:
-    """Proof that the broker has read what a connection sent so far.
-
-    The broker dispatches the requests of one connection in the order they arrive, starting
-    each before it reads the next. So a produce to a topic of the test's own, pipelined behind
-    some requests: once an observer connection sees it appended, every request sent before it on
-    that connection has been handed to its handler. Its answer comes after theirs (answers keep
-    request order), and :meth:`answered` reads it."""
-
-    def __init__(self, broker, observer):
-        self.topic = create_topic(broker.bootstrap)
-        self.observer = observer
-        self.sent = 0
-
-    def send(self, conn):
-        conn.send(PRODUCE, 9, {"acks": 1, "timeout": 5000, "topic_data": [
-            {"name": self.topic, "partition_data": [
-                {"index": 0, "records": build_batch([(None, b"marker")])}]}]})
-        self.sent += 1
-
-    def wait_seen(self):
-        wait_for(lambda: self._end_offset() >= self.sent, WAIT_S,
-                 f"marker {self.sent} to be appended to {self.topic}")
-
-    def answered(self, conn):
-        _, response = conn.receive(PRODUCE, 9)
-        assert err(response.responses[0].partition_responses[0]) == "NONE"
-
-    def _end_offset(self):
-        answer = self.observer.request(LIST_OFFSETS, 7, {
-            "replica_id": -1, "isolation_level": 0, "topics": [{"name": self.topic,
-                "partitions": [{"partition_index": 0, "timestamp": -1}]}]})
-        return answer.topics[0].partitions[0].offset
 
 
 @pytest.fixture
