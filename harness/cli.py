@@ -1,8 +1,10 @@
 """The `kafka-harness` command line.
 
 This module only builds the typer app and maps options onto the library: each command's logic
-lives in its own package (the checker's in harness.checker.command), so adding a command is one
-function here.
+lives in its own module (the checker's in harness.checker.command, the running cluster's in
+harness.cluster_cli, run's and matrix's options in harness.runner_cli and harness.matrix_cli), so
+adding a command is one function here. Commands raise harness.cli_errors errors, which carry
+their exit code; :func:`main` is the one place that prints them and exits.
 """
 
 from __future__ import annotations

@@ -14,9 +14,10 @@ JSON: ``matrix.json`` is ``{"schema_version": 1, "targets": [...]}``, one object
 (``target``, ``exit_status``, ``wall_s``, ``tests``, ``log``, ``junit``; each test as
 :mod:`harness.suite_results` writes it), and ``kafka-harness matrix --json`` prints
 ``{"schema_version": 1, "exit_code", "files", "targets": {target: {outcome: count}}}``. The
-version is the harness's one JSON contract version (``harness.checker.result.SCHEMA_VERSION``):
+version (:data:`SCHEMA_VERSION`) keeps the contract of the harness's other JSON (docs/history.md):
 raised when a field changes meaning or goes away, not when one is added, so a reader can refuse
-what it does not understand.
+what it does not understand. It is this module's own constant, not the checker's: the matrix
+does not import the checker (which reaches the runner, which runs the matrix).
 
 Exit code: 1 when a test fails on a *gating* target, 3 when a target produced no results at all
 (it could not be run). The targets a user names (``--targets``, ``--bootstrap-server``) gate: a
@@ -41,13 +42,14 @@ from pathlib import Path
 from typing import Any
 
 from harness import suite_location
-from harness.checker.result import SCHEMA_VERSION
 from harness.cli_errors import UsageError
 from harness.cluster.factory import DOCKER_KINDS, Backend
 from harness.suite_location import PACKAGE, suites_dir
-from harness.suite_progress import LineProgress, ProgressFile, SuiteProgress
+from harness.suite_progress import ProgressFile, SuiteProgress, for_stderr
 from harness.waiting import ClusterWaitTimeout, wait_for
 
+SCHEMA_VERSION = 1
+"""The version of matrix.json and of ``matrix --json`` (see the module docstring)."""
 SUITES = suite_location.SUITES
 DEFAULT_TARGETS = ("reference", "apache-kafka", "apache-kafka-kraft", "tansu", "librdkafka-mock")
 # What gates when the user named no target (see the module docstring).
@@ -375,7 +377,8 @@ def run_matrix(targets: tuple[str, ...], suites: tuple[str, ...], out_dir: Path,
                ) -> tuple[list[TargetRun], dict[str, str]]:
     """Run the suites (directories under ``where``, default :func:`suites_dir`) against every
     target in turn and write the matrix files. ``progress`` shows each session's live counts
-    (default: a line through ``say`` every few tests)."""
+    (default: a live line when stderr is a terminal, else a line through ``say`` every few
+    tests)."""
     try:
         where = (where or suites_dir()).resolve()
     except FileNotFoundError as exc:
@@ -385,7 +388,7 @@ def run_matrix(targets: tuple[str, ...], suites: tuple[str, ...], out_dir: Path,
         raise MatrixError(f"no suite directory for {', '.join(missing)} under {where}")
     if "external" in targets and not bootstrap:
         raise MatrixError("the external target needs --bootstrap-server HOST:PORT")
-    progress = progress or LineProgress(say)
+    progress = progress or for_stderr(say)
     runs = []
     for target in targets:
         say(f"running {', '.join(suites)} against {target} …")

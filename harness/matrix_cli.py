@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from harness import matrix, suite_progress
+from harness import matrix
 from harness.cli_types import BOOTSTRAP_SERVER_HELP, DEPRECATED_BOOTSTRAP, bootstrap_server
 from harness.cluster.factory import Backend, TargetName
 
@@ -67,7 +67,7 @@ def register(app: typer.Typer) -> None:
 
         runs, paths = matrix.run_matrix(
             chosen, chosen_suites, out, bootstrap=address, keyword=keyword, say=say,
-            backend=backend, progress=suite_progress.for_stderr(say))
+            backend=backend)
         code = matrix.exit_code(runs, gating)
         if json_output:
             print(json.dumps(matrix.summary_json(runs, code, paths)))

@@ -3,6 +3,7 @@ lines a live display reads - in a plain session and under pytest-xdist."""
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -10,8 +11,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
-from harness.suite_progress import LineProgress, ProgressFile
+from harness.suite_progress import LineProgress, LiveProgress, ProgressFile
+from harness.waiting import wait_for
 
 PLAIN_TESTS = '''
 import pytest
@@ -81,3 +84,17 @@ def test_line_progress_says_a_line_every_n_tests():
     assert said[0] == "  tansu: log /out/tansu.log"
     assert [line.split(" so far")[0] for line in said[1:]] == [
         "  tansu: 2 passed", "  tansu: 2 passed, 3 failed"]
+
+
+def test_on_a_terminal_the_counts_are_one_live_line_that_goes_away():
+    out = io.StringIO()
+    progress = LiveProgress(Console(file=out, force_terminal=True, width=100))
+    progress.started("reference", Path("/out/reference.log"))
+    progress.update("reference", Counter(passed=2, skipped=1))
+    wait_for(lambda: "reference: 2 passed, 1 skipped" in out.getvalue(), 5,
+             "the live line to show the counts")
+    progress.finished("reference")
+    text = out.getvalue()
+    assert text.startswith("  reference: log /out/reference.log\n")
+    assert "\r" in text  # rewritten in place, not one line per update
+    assert text.endswith("\x1b[2K")  # and erased when the session ends
