@@ -9,8 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE_RECIPE = ROOT / "harness" / "recipes" / "reference.toml"
+KAFKA_RECIPE = ROOT / "harness" / "recipes" / "apache-kafka-3.9.toml"
 FAILOVER = ["suites/failover/test_leader_failover.py", "suites/failover/test_isr_membership.py"]
 
 
@@ -44,6 +47,21 @@ def test_the_failover_suite_passes_on_a_cluster_started_from_the_reference_recip
         assert dialled[str(broker_id)] == own[1]  # itself directly, as the built-in kind
         others = [address for peer, address in dialled.items() if peer != str(broker_id)]
         assert len(set(others)) == 2 and own[1] not in others
+
+
+@pytest.mark.slow
+def test_the_failover_suite_passes_on_apache_kafka_started_from_its_recipe(tmp_path):
+    """Three JVMs on the vendored Kafka 3.9 jars, wired by the recipe's listener per source."""
+    run = _pytest(*FAILOVER, "--kafka-recipe", str(KAFKA_RECIPE),
+                  "--kafka-harness-dir", str(tmp_path), timeout=900)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    assert _outcomes(run.stdout) == {"passed": 3}, run.stdout[-2000:]
+    for broker_id in (1, 2, 3):
+        node = tmp_path / "target" / f"broker-{broker_id}"
+        assert "started (kafka.server.KafkaServer)" in (
+            node / "apache-kafka-recipe.log").read_text()
+        config = (node / "server.properties").read_text()
+        assert f"inter.broker.listener.name=BROKER{broker_id}\n" in config
 
 
 def test_a_bad_recipe_is_a_usage_error_naming_its_file_and_key(tmp_path):
