@@ -1,4 +1,10 @@
-"""The coordinator against an in-memory offsets log: timers and futures, no sockets."""
+"""The coordinator against an in-memory offsets log: timers and futures, no sockets.
+
+Every scenario runs on a virtual clock (tests/virtual_time.py): the coordinator's timers (session
+timeouts, the rebalance and initial delays, the load delay) and its timestamps (``now_ms``)
+follow the event loop's clock, so the tests assert exact times and orders that no machine load
+can change, and the ordering waits are on observable state, not on sleeps.
+"""
 
 import asyncio
 
@@ -19,6 +25,7 @@ from reference_broker.coordinator.group.group_metadata_manager import (
     partition_for,
 )
 from reference_broker.coordinator.group.offset_commits import OffsetCommits, OffsetToCommit
+from tests.virtual_time import clock_ms, run, settle
 
 PARTITIONS = 3
 CONFIG = GroupConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=10,
@@ -41,7 +48,8 @@ class FakeOffsetsLog:
 
 
 async def started(log, config=CONFIG, load_delay_ms=0):
-    manager = GroupMetadataManager(PARTITIONS, log.append, log.read, load_delay_ms=load_delay_ms)
+    manager = GroupMetadataManager(PARTITIONS, log.append, log.read, load_delay_ms=load_delay_ms,
+                                   now_ms=clock_ms)
     coordinator = GroupCoordinator(manager, config)
     for p in range(PARTITIONS):
         await coordinator.on_elected(p)
@@ -73,7 +81,8 @@ def test_two_members_join_sync_and_survive_a_reload():
         a = await coordinator.join_group(join(first.member_id))
         assert (a.error, a.generation_id, a.leader_id) == (ErrorCode.none, 1, a.member_id)
         b_task = asyncio.ensure_future(coordinator.join_group(join()))
-        await asyncio.sleep(0)
+        group = coordinator.manager.groups["g"]
+        await settle(lambda: group.is_state(GroupState.PREPARING_REBALANCE), "b's join begun")
         assert coordinator.heartbeat("g", a.member_id, None, 1) == ErrorCode.rebalance_in_progress
         a2 = await coordinator.join_group(join(a.member_id))
         b = await b_task
@@ -81,8 +90,8 @@ def test_two_members_join_sync_and_survive_a_reload():
         assert [m[0] for m in a2.members] == [a.member_id, b.member_id] and b.members == []
         b_sync = asyncio.ensure_future(
             coordinator.sync_group("g", 2, b.member_id, None, None, None, {}))
-        await asyncio.sleep(0)
-        assert not b_sync.done()
+        await asyncio.sleep(0.5)  # virtual; within both sessions (1 s)
+        assert not b_sync.done(), "the follower's SyncGroup waits for the leader's"
         a_sync = await coordinator.sync_group("g", 2, a.member_id, None, "consumer", "range",
                                               {a.member_id: b"A", b.member_id: b"B"})
         assert (a_sync.error, a_sync.assignment) == (ErrorCode.none, b"A")
@@ -104,31 +113,38 @@ def test_two_members_join_sync_and_survive_a_reload():
         assert again.heartbeat("g", b.member_id, None, 2) == ErrorCode.not_coordinator
         coordinator.on_resigned(partition_for("g", PARTITIONS))
 
-    asyncio.run(scenario())
+    run(scenario())
 
 
 def test_session_expiry_evicts_and_the_survivor_rebalances():
     async def scenario():
         coordinator, _ = await started(FakeOffsetsLog())
         a = await coordinator.join_group(join(session=50))
+        group = coordinator.manager.groups["g"]
         b_task = asyncio.ensure_future(coordinator.join_group(join(session=50)))
-        await asyncio.sleep(0)
+        await settle(lambda: group.is_state(GroupState.PREPARING_REBALANCE), "b's join begun")
         await coordinator.join_group(join(a.member_id, session=50))
         b = await b_task
         await coordinator.sync_group("g", b.generation_id, a.member_id, None, None, None, {})
-        for _ in range(6):  # b heartbeats, a does not
+        # a's session runs from that SyncGroup: 50 ms. b heartbeats every 20 ms, a does not.
+        for _ in range(2):
             await asyncio.sleep(0.02)
-            coordinator.heartbeat("g", b.member_id, None, b.generation_id)
-        group = coordinator.manager.groups["g"]
-        assert a.member_id not in group.members
+            assert coordinator.heartbeat("g", b.member_id, None, b.generation_id) \
+                == ErrorCode.none
+        await asyncio.sleep(0.009)
+        assert a.member_id in group.members, "49 ms into a 50 ms session"
+        await asyncio.sleep(0.002)
+        assert a.member_id not in group.members, "51 ms into a 50 ms session"
         assert group.state is GroupState.PREPARING_REBALANCE
+        assert coordinator.heartbeat("g", b.member_id, None, b.generation_id) \
+            == ErrorCode.rebalance_in_progress
         rejoined = await coordinator.join_group(join(b.member_id, session=50))
         assert rejoined.leader_id == b.member_id and rejoined.generation_id == 3
         assert coordinator.leave_group("g", [(b.member_id, None)]) \
             == (ErrorCode.none, [ErrorCode.none])
         assert (group.state, group.generation_id) == (GroupState.EMPTY, 4)
 
-    asyncio.run(scenario())
+    run(scenario())
 
 
 def test_join_errors():
@@ -149,14 +165,14 @@ def test_join_errors():
                 == ErrorCode.member_id_required
         group = coordinator.manager.groups["g"]
         newcomers = [asyncio.create_task(coordinator.join_group(join())) for _ in range(2)]
-        while group.state is not GroupState.PREPARING_REBALANCE:
-            await asyncio.sleep(0.01)
+        await settle(lambda: group.is_state(GroupState.PREPARING_REBALANCE),
+                     "the newcomers' joins begun")
         joined = await asyncio.gather(coordinator.join_group(join(a.member_id)), *newcomers)
         assert [j.error for j in joined] == [ErrorCode.none] * CONFIG.max_size
         assert (await coordinator.join_group(join(known_required=True))).error \
             == ErrorCode.group_max_size_reached
 
-    asyncio.run(scenario())
+    run(scenario())
 
 
 def test_static_member_rejoin_keeps_the_generation_and_fences_the_old_id():
@@ -180,7 +196,7 @@ def test_static_member_rejoin_keeps_the_generation_and_fences_the_old_id():
         assert changed.error == ErrorCode.none and changed.generation_id == new.generation_id + 1
         assert coordinator.leave_group("g", [("", "i-1")]) == (ErrorCode.none, [ErrorCode.none])
 
-    asyncio.run(scenario())
+    run(scenario())
 
 
 def test_a_failed_store_fails_the_sync_and_rebalances():
@@ -195,24 +211,29 @@ def test_a_failed_store_fails_the_sync_and_rebalances():
         assert coordinator.manager.groups["g"].state is GroupState.PREPARING_REBALANCE
         coordinator.leave_group("g", [(a.member_id, None)])
 
-    asyncio.run(scenario())
+    run(scenario())
 
 
 def test_loading_is_refused_until_replayed():
     async def scenario():
         log = FakeOffsetsLog()
-        manager = GroupMetadataManager(PARTITIONS, log.append, log.read, load_delay_ms=50)
+        manager = GroupMetadataManager(PARTITIONS, log.append, log.read, load_delay_ms=50,
+                                       now_ms=clock_ms)
         coordinator = GroupCoordinator(manager, CONFIG)
         assert coordinator.heartbeat("g", "m", None, 1) == ErrorCode.not_coordinator
-        loading = asyncio.ensure_future(coordinator.on_elected(partition_for("g", PARTITIONS)))
-        await asyncio.sleep(0.01)
+        partition = partition_for("g", PARTITIONS)
+        loop = asyncio.get_running_loop()
+        elected = loop.time()
+        loading = asyncio.ensure_future(coordinator.on_elected(partition))
+        await settle(lambda: partition in manager.loading, "the load begun")
         loading_error = ErrorCode.coordinator_load_in_progress
         assert (await coordinator.join_group(join())).error == loading_error
         assert group_admin.list_groups(manager, None, None)[0] == loading_error
         await loading
+        assert loop.time() - elected == pytest.approx(0.05), "loaded after load_delay_ms"
         assert (await coordinator.join_group(join())).error == ErrorCode.none
 
-    asyncio.run(scenario())
+    run(scenario())
 
 
 def test_a_long_replay_answers_other_requests_and_partitions_replay_one_at_a_time():
@@ -228,7 +249,7 @@ def test_a_long_replay_answers_other_requests_and_partitions_replay_one_at_a_tim
             yield from log.read(partition)
             replays.append(("end", partition))
 
-        manager = GroupMetadataManager(PARTITIONS, log.append, read)
+        manager = GroupMetadataManager(PARTITIONS, log.append, read, now_ms=clock_ms)
         offsets = OffsetCommits(manager, CONFIG)
         first, second = partition_for("g", PARTITIONS), (partition_for("g", PARTITIONS) + 1) % 3
         other = next(f"h{i}" for i in range(100) if partition_for(f"h{i}", PARTITIONS) == second)
@@ -241,7 +262,9 @@ def test_a_long_replay_answers_other_requests_and_partitions_replay_one_at_a_tim
 
         loads = [asyncio.ensure_future(manager.load_partition(p, lambda _g: None))
                  for p in (first, second)]
-        await asyncio.sleep(0)
+        await settle(lambda: ("start", first) in replays, "the first replay begun")
+        assert ("end", first) not in replays, "this test runs in the middle of the replay"
+        assert not any(load.done() for load in loads)
         assert manager.ownership_error("g") == ErrorCode.coordinator_load_in_progress
         assert manager.ownership_error(other) == ErrorCode.coordinator_load_in_progress
         await asyncio.gather(*loads)
@@ -249,7 +272,7 @@ def test_a_long_replay_answers_other_requests_and_partitions_replay_one_at_a_tim
         assert manager.ownership_error("g") == ErrorCode.none
         assert manager.groups["g"].offsets[tp].offset == 1999
 
-    asyncio.run(scenario())
+    run(scenario())
 
 
 def test_offset_rules_retention_and_group_deletion():
@@ -278,7 +301,12 @@ def test_offset_rules_retention_and_group_deletion():
         assert group_admin.delete_group(coordinator.manager, "nope") == ErrorCode.group_id_not_found
         assert offsets.delete("g", [tp]) == (ErrorCode.none, {tp: ErrorCode.none})
         coordinator.leave_group("g", [(a.member_id, None)])
-        await asyncio.sleep(0.06)
+        # "s"'s offset was committed when the scenario began (the virtual clock has not moved
+        # since); retention is 50 ms.
+        await asyncio.sleep(0.049)
+        assert coordinator.manager.expire_offsets(CONFIG.offsets_retention_ms) == 0
+        assert "s" in coordinator.manager.groups
+        await asyncio.sleep(0.002)
         assert coordinator.manager.expire_offsets(CONFIG.offsets_retention_ms) == 1
         assert "s" not in coordinator.manager.groups
         assert group_admin.describe_group(coordinator.manager, "s").state == "Dead"
@@ -288,7 +316,7 @@ def test_offset_rules_retention_and_group_deletion():
                   if v is not None and decode_key(k).__class__.__name__ == "GroupMetadataKey"]
         assert values and all(v.protocol_type == "consumer" for v in values)
 
-    asyncio.run(scenario())
+    run(scenario())
 
 
 @pytest.mark.parametrize("states,expected", [(None, ["a"]), ({"stable"}, []),
@@ -303,7 +331,7 @@ def test_list_groups_filters_by_state(states, expected):
             == (ErrorCode.none, [])
         coordinator.on_resigned(partition_for("a", PARTITIONS))
 
-    asyncio.run(scenario())
+    run(scenario())
 
 
 def test_initial_rebalance_delay_gathers_a_starting_fleet_into_one_generation():
@@ -313,19 +341,19 @@ def test_initial_rebalance_delay_gathers_a_starting_fleet_into_one_generation():
         loop = asyncio.get_running_loop()
         begun = loop.time()
         first = asyncio.ensure_future(coordinator.join_group(join()))
-        await asyncio.sleep(0.03)
+        await asyncio.sleep(0.03)  # virtual: 30 ms into the 100 ms initial delay
         assert not first.done()
         second = await coordinator.join_group(join())
         a = await first
         elapsed = loop.time() - begun
         assert a.generation_id == second.generation_id == 1
         assert len(a.members) == 2
-        # The second arrival extended the wait by one more delay, capped by the rebalance
-        # timeout (1000 ms here).
-        assert 0.19 <= elapsed < 0.9
+        # As Kafka's InitialDelayedJoin: the delay expires at 100 ms, sees a new member, and
+        # waits one more delay (the rebalance timeout, 1000 ms, leaves room for it).
+        assert elapsed == pytest.approx(0.2)
         coordinator.on_resigned(partition_for("g", PARTITIONS))
 
-    asyncio.run(scenario())
+    run(scenario())
 
 
 def test_resigning_during_a_load_abandons_it():
@@ -333,15 +361,18 @@ def test_resigning_during_a_load_abandons_it():
         log = FakeOffsetsLog()
         writer, offsets = await started(log)
         offsets.commit("g", "", None, -1, {("t", 0): OffsetToCommit(1, -1, None)})
-        manager = GroupMetadataManager(PARTITIONS, log.append, log.read, load_delay_ms=50)
+        manager = GroupMetadataManager(PARTITIONS, log.append, log.read, load_delay_ms=50,
+                                       now_ms=clock_ms)
         coordinator = GroupCoordinator(manager, CONFIG)
         partition = partition_for("g", PARTITIONS)
         loading = asyncio.ensure_future(coordinator.on_elected(partition))
-        await asyncio.sleep(0.01)
+        await settle(lambda: partition in manager.loading, "the load begun")
+        await asyncio.sleep(0.01)  # virtual: inside the 50 ms load delay
+        assert not loading.done()
         coordinator.on_resigned(partition)
         await loading
         assert manager.groups == {} and partition not in manager.owned
         assert manager.ownership_error("g") == ErrorCode.not_coordinator
         assert writer.manager.groups["g"].offsets
 
-    asyncio.run(scenario())
+    run(scenario())
