@@ -13,12 +13,11 @@ compares the options it builds with the run's.
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import MISSING, fields
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from harness.runner import RunOptions
+if TYPE_CHECKING:  # RunOptions, without importing the runner: it imports this module
+    from _typeshed import DataclassInstance as RunOptions
 
 PROGRAM = "kafka-harness"
 # RunOptions fields that the command line does not take, with what a replay then lacks.
@@ -54,7 +53,8 @@ def _flag(name: str, value: object) -> list[str]:
 
 
 def replay_command(options: RunOptions, seed: int) -> tuple[list[str], list[str]]:
-    """(argv of ``kafka-harness run`` repeating a run of ``options`` with ``seed``, the caveats
+    """(argv of ``kafka-harness run`` repeating a run of ``options`` (harness.runner.RunOptions)
+    with ``seed``, the caveats
     saying what it cannot repeat; none when it repeats the run exactly)."""
     argv = [PROGRAM, "run"]
     caveats = []
@@ -70,8 +70,3 @@ def replay_command(options: RunOptions, seed: int) -> tuple[list[str], list[str]
         else:
             argv += _flag(spec.name, value)
     return argv, caveats
-
-
-def shell_line(argv: list[str]) -> str:
-    """The command as one line a POSIX shell runs as is."""
-    return shlex.join(argv)

@@ -11,6 +11,7 @@ escaped: a nemesis value or an option is data, never markup.
 from __future__ import annotations
 
 import json
+import shlex
 from html import escape
 
 from harness.checker import svg
@@ -18,7 +19,6 @@ from harness.checker.manifest import NemesisAccount, Provenance, RunManifest
 from harness.checker.nemesis_ops import Action, FaultKind, FaultWindow, NemesisOp, Outcome
 from harness.checker.result import ReportData
 from harness.nemesis.schedule import FAULTS
-from harness.replay import shell_line
 
 # One colour per kind of fault, the same in every chart and in the legend.
 FAULT_COLORS: dict[FaultKind, str] = {
@@ -185,6 +185,6 @@ def run_section(provenance: Provenance) -> str:
     return (
         f'<p class="seed">Seed: <b>{manifest.seed}</b> ({how}) · run '
         f"<code>{escape(manifest.run_id)}</code></p>"
-        f"<h3>Replay</h3><pre class=\"replay\"><code>{escape(shell_line(manifest.replay))}"
+        f"<h3>Replay</h3><pre class=\"replay\"><code>{escape(shlex.join(manifest.replay))}"
         f"</code></pre>{exact}<h3>Options</h3>{_options_table(manifest)}"
     )
