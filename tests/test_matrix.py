@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -185,3 +186,18 @@ def test_cli_rejects_an_unknown_suite_with_exit_2():
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "unknown suite nope" in result.stderr
+
+
+def test_matrix_runs_the_suites_where_an_installed_package_keeps_them(tmp_path: Path):
+    """The suites as the wheel installs them (package kafka_harness_suites, no checkout around
+    it): the session runs from there and its node ids still name their suite."""
+    where = tmp_path / "site-packages" / "kafka_harness_suites"
+    shutil.copytree(suites_dir(), where, ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path / "out"
+    runs, paths = matrix.run_matrix(("librdkafka-mock",), ("protocol",), out, where=where,
+                                    keyword="test_every_broker_advertises_api_versions",
+                                    say=lambda _text: None)
+    (test,) = runs[0].tests
+    assert test["nodeid"].startswith("kafka_harness_suites/protocol/test_api_versions.py::")
+    assert test["outcome"] == "passed", runs[0].log
+    assert "| protocol | 1 passed |" in Path(paths["markdown"]).read_text()
