@@ -18,10 +18,11 @@ import subprocess
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypedDict
 
 from rich.console import Console
 from rich.markup import escape
+from rich.status import Status
 from rich.table import Table
 
 from harness.cli_errors import CommandFailed, ExitCode, InfrastructureError, UsageError
@@ -33,6 +34,15 @@ if TYPE_CHECKING:
 
 _IMAGE_BUILD_BUDGET_S = 900
 _DOWN_TIMEOUT_S = 180
+
+
+class Launch(TypedDict):
+    """What the supervisor runs, as :func:`harness.supervisor.run` takes it."""
+
+    target: str
+    bootstrap: str | None
+    network: str
+    backend: str
 
 
 def stderr() -> Console:
@@ -87,8 +97,8 @@ def start(run_dir: Path, *, brokers: int, session_timeout_ms: int, target: Targe
     else:
         raise CommandFailed(f"a cluster is already running in {run_dir}",
                             hint="`kafka-harness down` first")
-    launch = {"target": target.value, "bootstrap": bootstrap, "network": network.value,
-              "backend": backend.value}
+    launch = Launch(target=target.value, bootstrap=bootstrap, network=network.value,
+                    backend=backend.value)
     if foreground:
         return _up_foreground(run_dir, spec, launch)
     return _up_detached(run_dir, spec, launch)
@@ -105,7 +115,7 @@ def _require_kernel(network: Network) -> None:
         raise InfrastructureError(f"cannot start: {reason}")
 
 
-def _up_detached(run_dir: Path, spec: ClusterSpec, launch: dict[str, Any]) -> int:
+def _up_detached(run_dir: Path, spec: ClusterSpec, launch: Launch) -> int:
     from harness import supervisor
 
     console = stderr()
@@ -115,7 +125,7 @@ def _up_detached(run_dir: Path, spec: ClusterSpec, launch: dict[str, Any]) -> in
     budget = 2 * spec.startup_timeout + 30 + (
         _IMAGE_BUILD_BUDGET_S if launch["backend"] == Backend.DOCKER else 0)
 
-    def settled(progress: Any) -> dict[str, Any] | None:
+    def settled(progress: Status) -> dict[str, Any] | None:
         """The state once the supervisor is ready, failed or gone; None meanwhile."""
         state = supervisor.read_state(run_dir)
         phase = state.get("phase") if state else None
@@ -165,7 +175,7 @@ def _start_failed(run_dir: Path, state: dict[str, Any] | None,
     raise InfrastructureError(f"the cluster did not start: {error}")
 
 
-def _up_foreground(run_dir: Path, spec: ClusterSpec, launch: dict[str, Any]) -> int:
+def _up_foreground(run_dir: Path, spec: ClusterSpec, launch: Launch) -> int:
     from harness import supervisor
 
     run_dir.mkdir(parents=True, exist_ok=True)
