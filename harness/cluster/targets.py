@@ -151,7 +151,7 @@ def start(options: ClusterOptions, run_dir: Path | None) -> Target:
         caps = set(built.kind.capabilities)  # a recipe's kind claims fewer than the built-ins
         if options.brokers == 1:
             caps.discard(Capability.MULTI_BROKER)
-        return Target(built.kind.name, built.cluster.bootstrap, frozenset(caps), options.brokers,
+        return Target(name.value, built.cluster.bootstrap, frozenset(caps), options.brokers,
                       built.cluster, built.faults, version=built.kind.version(),
                       _close=built.cluster.stop)
     except (OSError, RuntimeError) as exc:
