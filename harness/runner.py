@@ -65,6 +65,7 @@ from harness.cluster.factory import (
 from harness.cluster.local import ClusterSpec
 from harness.cluster.nodes import ClusterNodes
 from harness.cluster.process import PeerStartError
+from harness.latest import point_latest
 from harness.nemesis.executor import FaultTarget, Nemesis
 from harness.nemesis.schedule import FAULTS, Step, plan
 from harness.waiting import ClusterWaitTimeout
@@ -369,6 +370,8 @@ class Run:
         as KeyboardInterrupt, so a caller such as pytest stops too; :func:`run` turns it into
         the exit code."""
         self.dir.mkdir(parents=True, exist_ok=True)
+        if self.options.run_dir is None:  # a run of the runs directory: now its newest
+            point_latest(self.dir)
         self.history_dir.mkdir(exist_ok=True)
         manifest.write(self.history_dir, self.run_manifest())  # first, so any history has one
         try:

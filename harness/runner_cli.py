@@ -5,16 +5,13 @@ onto; cli.py only calls ``register(app)``. Options with a fixed set of values ar
 (:mod:`harness.cli_types`), so ``--help`` lists them and the parser refuses others (exit 2).
 
 A run without ``--dir`` goes to ``.harness/runs/<time>-seed<N>``, and ``.harness/runs/latest``
-is pointed at it as it starts: ``tail -f .harness/runs/latest/suites/reference.log`` follows the
-run in progress, and a script finds the newest run without parsing the time.
+points at it as it starts (:mod:`harness.latest`).
 """
 
 from __future__ import annotations
 
-import os
-import random
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -24,11 +21,6 @@ from harness.cluster.factory import Backend, Network
 from harness.cluster.registry import ClusterTarget
 from harness.matrix import SUITES, parse_list
 from harness.nemesis.schedule import FAULTS
-
-if TYPE_CHECKING:
-    from harness.runner import RunOptions
-
-LATEST = "latest"
 
 
 def _parse_suites(text: str, allowed: tuple[str, ...], default: tuple[str, ...]
@@ -40,18 +32,6 @@ def _parse_suites(text: str, allowed: tuple[str, ...], default: tuple[str, ...]
     if text.strip() in ("", "none"):
         return ()
     return parse_list(text, allowed, "suite")
-
-
-def point_latest(run_dir: Path) -> Path:
-    """Make ``latest`` next to ``run_dir`` a symlink to it (replaced atomically, relative so
-    the runs directory can be moved); returns the link."""
-    link = run_dir.parent / LATEST
-    run_dir.parent.mkdir(parents=True, exist_ok=True)
-    staged = run_dir.parent / f".{LATEST}.{os.getpid()}"
-    staged.unlink(missing_ok=True)
-    staged.symlink_to(run_dir.name, target_is_directory=True)
-    os.replace(staged, link)
-    return link
 
 
 # The suites a run can start with (the run is the chaos part itself); runner.SUITES, without
@@ -136,11 +116,6 @@ def register(app: typer.Typer) -> None:
         chosen_suites = _parse_suites(suites, runner.SUITES, runner.DEFAULT_SUITES)
         if min(partitions, producers + consumers, rate) <= 0:
             raise UsageError("--partitions, --rate and the number of clients must be > 0")
-        latest = run_dir is None  # only the runs directory's own runs are "the latest"
-        if run_dir is None:
-            # The run's directory is named after its seed: chosen here to know it in advance.
-            seed = seed if seed is not None else random.randrange(2**31)
-            run_dir = runner.default_run_dir(seed)
         options = runner.RunOptions(
             duration_s=duration, brokers=brokers, nemesis=faults, seed=seed,
             guarantee=guarantee.value, run_dir=run_dir, partitions=partitions,
@@ -150,18 +125,5 @@ def register(app: typer.Typer) -> None:
             network=network.value, backend=backend.value, target=target.value,
             suites=chosen_suites,
         )
-        if latest and _valid(options):
-            run_dir.mkdir(parents=True, exist_ok=True)
-            point_latest(run_dir)
         raise typer.Exit(runner.run(options, as_json=json_output))
 
-
-def _valid(options: RunOptions) -> bool:
-    """Whether the runner will carry the run out (it reports why not itself)."""
-    from harness.runner import RunError
-
-    try:
-        options.validate()
-    except RunError:
-        return False
-    return True

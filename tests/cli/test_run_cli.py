@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.runner_cli import point_latest
+from harness.latest import point_latest
 
 KAFKA_HARNESS = str(Path(sys.executable).parent / "kafka-harness")
 
@@ -39,6 +39,9 @@ def test_a_run_shows_the_suites_log_and_counts_and_becomes_the_latest(tmp_path: 
     run_dir = Path(result["dir"])
     latest = tmp_path / ".harness" / "runs" / "latest"
     assert latest.is_symlink() and latest.resolve() == run_dir.resolve()
+    # Still the run's own random seed: pointing `latest` did not make the CLI choose it.
+    assert json.loads((run_dir / "history" / "run-manifest.json").read_text())[
+        "seed_given"] is False
     lines = done.stderr.splitlines()
     started = lines.index(f"  reference: log {run_dir / 'suites' / 'reference.log'}")
     counts = [i for i, line in enumerate(lines) if line.startswith("  reference: ")
