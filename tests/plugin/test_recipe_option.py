@@ -50,6 +50,20 @@ def test_the_failover_suite_passes_on_a_cluster_started_from_the_reference_recip
 
 
 @pytest.mark.slow
+def test_controller_session_and_unclean_scenarios_pass_on_the_reference_recipe(tmp_path):
+    """The rest of the failover suite that needs no judged run of its own, and the unclean
+    election suite: controller failover, ZooKeeper session expiry, controlled shutdown,
+    preferred leader election, unclean election (each with the faults it injects)."""
+    run = _pytest("suites/failover/test_controlled_shutdown.py",
+                  "suites/failover/test_controller_failover.py",
+                  "suites/failover/test_preferred_leader.py",
+                  "suites/failover/test_zk_session_expiry.py", "suites/unclean",
+                  "-m", "not slow", "--kafka-recipe", str(REFERENCE_RECIPE), timeout=900)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    assert _outcomes(run.stdout) == {"passed": 9}, run.stdout[-2000:]
+
+
+@pytest.mark.slow
 def test_the_failover_suite_passes_on_apache_kafka_started_from_its_recipe(tmp_path):
     """Three JVMs on the vendored Kafka 3.9 jars, wired by the recipe's listener per source."""
     run = _pytest(*FAILOVER, "--kafka-recipe", str(KAFKA_RECIPE),
