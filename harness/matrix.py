@@ -161,6 +161,7 @@ def run_target(target: str, suites: tuple[str, ...], out_dir: Path, *,
     return run
 
 
+_CTRL_C_GRACE_S = 5
 _INTERRUPT_GRACE_S = 60
 
 
@@ -184,14 +185,25 @@ def _run_session(command: list[str], cwd: Path, log: Path, counts: ProgressFile,
         process.wait()
         return -1
     except KeyboardInterrupt:
-        # The terminal's Ctrl-C reached the session too: let it stop what it started.
-        try:
-            process.wait(timeout=_INTERRUPT_GRACE_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _stop_session(process)
         raise
     return process.returncode
+
+
+def _stop_session(process: subprocess.Popen[bytes]) -> None:
+    """Stop an interrupted session so that it closes its target. A terminal's Ctrl-C reached it
+    too and it is closing already; a SIGTERM to this process did not reach it, so it gets one
+    (the plugin closes the target on SIGTERM as on Ctrl-C). SIGKILL only if that hangs."""
+    try:
+        process.wait(timeout=_CTRL_C_GRACE_S)
+        return
+    except subprocess.TimeoutExpired:
+        process.terminate()
+    try:
+        process.wait(timeout=_INTERRUPT_GRACE_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def exit_code(runs: list[TargetRun], gating: frozenset[str] = DEFAULT_GATING) -> int:

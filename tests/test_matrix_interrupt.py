@@ -1,0 +1,74 @@
+"""An interrupted matrix stops the session it started, and that session closes its target.
+
+The interrupt reaches only the matrix process here (as SIGTERM to `kafka-harness run`, turned
+into an interrupt, would): the session must be told, or it would run on for up to half an hour
+with its brokers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.waiting import wait_for
+
+WAITING_SUITE = '''
+import json
+import os
+import pathlib
+import time
+
+
+def test_waits(kafka_target):
+    nodes = kafka_target.nodes
+    pids = [b.pid for b in nodes.brokers.values()] + [nodes.zookeeper.pid]
+    pathlib.Path(os.environ["PIDS_FILE"]).write_text(json.dumps(pids))
+    time.sleep(120)
+'''
+
+MATRIX = '''
+import sys
+from pathlib import Path
+
+from harness import matrix
+
+matrix.run_matrix(("reference",), ("protocol",), Path(sys.argv[2]), where=Path(sys.argv[1]))
+'''
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_an_interrupted_matrix_closes_the_sessions_target(tmp_path: Path):
+    where = tmp_path / "suites"
+    (where / "protocol").mkdir(parents=True)
+    (where / "protocol" / "test_waiting.py").write_text(WAITING_SUITE)
+    pids_file = tmp_path / "pids.json"
+    process = subprocess.Popen([sys.executable, "-c", MATRIX, str(where), str(tmp_path / "out")],
+                               env={**os.environ, "PIDS_FILE": str(pids_file)},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    pids: list[int] = []
+    try:
+        wait_for(pids_file.exists, 120, "the session's target to start")
+        pids = json.loads(pids_file.read_text())
+        assert pids and all(_alive(pid) for pid in pids)
+        process.send_signal(signal.SIGINT)
+        _out, err = process.communicate(timeout=120)
+        assert "KeyboardInterrupt" in err
+        wait_for(lambda: not any(_alive(pid) for pid in pids), 30,
+                 "the target's processes to end")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for pid in pids:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
