@@ -75,6 +75,7 @@ class ReadyCheck(StrEnum):
     """How the harness tells that a node it started serves."""
 
     KAFKA_METADATA = "kafka-metadata"  # a Kafka client's Metadata request names a broker
+    API_VERSIONS = "api-versions"      # the client port answers ApiVersions without an error
     PORT = "port"                      # the client port accepts TCP connections
     LOG_LINE = "log-line"              # a line of the node's log matches ``ready.log_line``
 

@@ -17,7 +17,7 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import Enum
 from functools import partial
 from pathlib import Path
@@ -35,6 +35,7 @@ from harness.cluster.recipe import (
     static_values,
 )
 from harness.net.ports import is_accepting
+from harness.raw_client import RawClient
 from harness.waiting import ClusterWaitTimeout, wait_for
 
 WIRING_PREFIX = "harness.recipe."
@@ -190,12 +191,7 @@ class RecipeBroker(BrokerProcess):
             wait_until_serving(self.host, self.port, timeout=self.startup_timeout,
                                still_running=self.is_running)
             return
-        probe = (partial(is_accepting, self.host, self.port)
-                 if self.recipe.ready is ReadyCheck.PORT else self._ready_line_logged)
-        what = (f"{self.host}:{self.port} to accept connections"
-                if self.recipe.ready is ReadyCheck.PORT
-                else f"a line matching {self.recipe.ready_log_line.pattern!r} in {self.log_path}"
-                if self.recipe.ready_log_line is not None else "")
+        probe, what = self._probe()
 
         def ready() -> _Readiness | None:
             if not self.is_running():
@@ -208,6 +204,24 @@ class RecipeBroker(BrokerProcess):
             raise PeerStartError(str(exc)) from exc
         if outcome is _Readiness.EXITED:
             raise PeerStartError(f"process exited before {what}")
+
+    def _probe(self) -> tuple[Callable[[], bool], str]:
+        """How to ask whether the node serves (a failing probe means "not yet"), and what is
+        awaited, for the timeout's message."""
+        assert self.port is not None
+        address = f"{self.host}:{self.port}"
+        if self.recipe.ready is ReadyCheck.PORT:
+            return partial(is_accepting, self.host, self.port), f"{address} to accept connections"
+        if self.recipe.ready is ReadyCheck.API_VERSIONS:
+            return self._answers_api_versions, f"{address} to answer ApiVersions"
+        assert self.recipe.ready_log_line is not None
+        return (self._ready_line_logged,
+                f"a line matching {self.recipe.ready_log_line.pattern!r} in {self.log_path}")
+
+    def _answers_api_versions(self) -> bool:
+        assert self.port is not None
+        with RawClient(self.host, self.port, timeout=1.0, client_id="recipe-ready") as client:
+            return bool(client.advertised())
 
     def _ready_line_logged(self) -> bool:
         """Whether this start's part of the log (not an earlier run's) has the ready line."""

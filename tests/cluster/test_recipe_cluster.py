@@ -32,6 +32,9 @@ num.partitions=1
 listeners=PLAINTEXT://{host}:{client_port}
 advertised.listeners=PLAINTEXT://{advertised}
 """
+
+[ready]
+check = "api-versions"
 '''
 
 
