@@ -6,7 +6,11 @@ exit code (:mod:`harness.cli_errors`), printed by the CLI's ``main``.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +18,7 @@ import typer
 from rich.console import Console
 
 from harness import matrix
+from harness.cli_errors import ExitCode
 from harness.cli_types import BOOTSTRAP_SERVER_HELP, DEPRECATED_BOOTSTRAP, bootstrap_server
 from harness.cluster.factory import Backend, TargetName
 
@@ -65,12 +70,41 @@ def register(app: typer.Typer) -> None:
         def say(text: str) -> None:
             console.print(text, highlight=False)
 
-        runs, paths = matrix.run_matrix(
-            chosen, chosen_suites, out, bootstrap=address, keyword=keyword, say=say,
-            backend=backend)
+        try:
+            with _interrupt_on_sigterm():
+                runs, paths = matrix.run_matrix(
+                    chosen, chosen_suites, out, bootstrap=address, keyword=keyword, say=say,
+                    backend=backend)
+        except KeyboardInterrupt:
+            say("interrupted: the suite session was stopped and closed its target")
+            raise typer.Exit(ExitCode.INTERRUPTED) from None
         code = matrix.exit_code(runs, gating)
         if json_output:
             print(json.dumps(matrix.summary_json(runs, code, paths)))
         else:
             say(f"matrix: {paths['markdown']} and {paths['html']}")
         raise typer.Exit(code)
+
+
+@contextlib.contextmanager
+def _interrupt_on_sigterm() -> Iterator[None]:
+    """SIGTERM (a cancelled CI job, ``timeout``) interrupts the matrix as Ctrl-C does, so the
+    running session is stopped and closes its target instead of running on alone. A second
+    signal while that happens is ignored: it must not cut the cleanup short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stopping: list[int] = []
+
+    def interrupt(signum: int, _frame: object) -> None:
+        if not stopping:
+            stopping.append(signum)
+            raise KeyboardInterrupt
+
+    previous = {signum: signal.signal(signum, interrupt)
+                for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

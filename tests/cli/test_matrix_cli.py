@@ -9,6 +9,7 @@ does not answer an unsupported ApiVersions version with a v0 response, KIP-511).
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from harness.cluster.peers import LibrdkafkaMockCluster
+from harness.supervisor import process_state
+from harness.waiting import wait_for
 
 KAFKA_HARNESS = str(Path(sys.executable).parent / "kafka-harness")
 FAILS_ON_THE_MOCK = "test_unsupported_api_versions_version_gets_v0_answer_with_ranges"
@@ -71,3 +74,29 @@ def test_the_external_target_without_an_address_is_a_usage_error(tmp_path: Path)
     assert done.returncode == 2
     assert "error: the external target needs --bootstrap-server HOST:PORT" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def _children(pid: int) -> list[int]:
+    return [int(child) for child in
+            Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def test_sigterm_stops_the_matrix_and_its_session_with_exit_130(tmp_path: Path):
+    """A cancelled CI job: the session in progress is stopped too, not left running."""
+    process = subprocess.Popen([KAFKA_HARNESS, "matrix", "--targets", "reference", "--suites",
+                                "failover", "--out", "out"], cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        # The session runs once it has started processes of its own (its target's).
+        wait_for(lambda: [s for s in _children(process.pid) if _children(s)], 120,
+                 "the failover session to start its target")
+        (session,) = _children(process.pid)
+        process.send_signal(signal.SIGTERM)
+        _out, err = process.communicate(timeout=120)
+        assert process.returncode == 130, err
+        assert "interrupted" in err
+        wait_for(lambda: process_state(session) == "down", 30, "the session to end")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
