@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness import cluster_cli
-from harness.cli_errors import run_main
+from harness.cli_errors import EXIT_CODES_HELP, run_main
 from harness.cli_types import (
     BOOTSTRAP_SERVER_HELP,
     DEPRECATED_BOOTSTRAP,
@@ -36,6 +36,7 @@ DISTRIBUTION = "kafka-harness"
 app = typer.Typer(
     name="kafka-harness",
     help="Kafka protocol conformance and chaos test harness.",
+    epilog=EXIT_CODES_HELP,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

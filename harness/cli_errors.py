@@ -31,6 +31,10 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130
 
 
+EXIT_CODES_HELP = ("Exit codes: 0 ok, 1 a guarantee or a test failed, 2 usage or configuration "
+                   "error, 3 infrastructure could not start, 130 interrupted.")
+
+
 class HarnessError(Exception):
     """A failure the user is told about in one line, with the exit code it gives."""
 

@@ -128,6 +128,13 @@ def test_a_value_outside_the_choices_exits_2_naming_them(args, allowed):
     assert all(value in result.stderr for value in allowed), result.stderr
 
 
+def test_the_help_names_the_exit_codes():
+    result = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "400"})
+    shown = " ".join(result.output.split())
+    assert "--version" in shown
+    assert all(f"{int(code)} " in shown.split("Exit codes:")[1] for code in ExitCode)
+
+
 def test_each_error_kind_carries_its_exit_code():
     assert [int(code) for code in ExitCode] == [0, 1, 2, 3, 130]
     assert cli_errors.CommandFailed("x").exit_code is ExitCode.FAILED
