@@ -12,6 +12,9 @@ first line of the failure), ``rule`` and ``duration_s``.
 With ``--suite-progress FILE`` it also appends one JSON line ``{"nodeid", "outcome"}`` as each
 test ends, so the process that started the session can show live counts
 (:mod:`harness.suite_progress`) without parsing pytest's terminal output.
+
+Under pytest-xdist only the controller writes the files; the rule reaches it as the test's
+``kafka_rule`` user property (which JUnit XML shows too), since the controller collects nothing.
 """
 
 from __future__ import annotations
