@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import suite_location
-from harness.cli_errors import UsageError
+from harness.cli_errors import ExitCode, UsageError
 from harness.cluster.factory import DOCKER_KINDS, Backend
 from harness.suite_location import PACKAGE, suites_dir
 from harness.suite_progress import ProgressFile, SuiteProgress, for_stderr
@@ -206,14 +206,15 @@ def _stop_session(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def exit_code(runs: list[TargetRun], gating: frozenset[str] = DEFAULT_GATING) -> int:
-    """3 when a target never ran, 1 when a ``gating`` target failed a test, else 0."""
+def exit_code(runs: list[TargetRun], gating: frozenset[str] = DEFAULT_GATING) -> ExitCode:
+    """INFRASTRUCTURE (3) when a target never ran, FAILED (1) when a ``gating`` target failed a
+    test, else OK."""
     if any(not run.ran for run in runs):
-        return 3
+        return ExitCode.INFRASTRUCTURE
     if any(run.counts()["failed"] + run.counts()["error"]
            for run in runs if run.target in gating):
-        return 1
-    return 0
+        return ExitCode.FAILED
+    return ExitCode.OK
 
 
 def chosen_targets(named: tuple[str, ...] | None, bootstrap: str | None
