@@ -13,7 +13,8 @@ docstring) next to what the target did. While a session runs, its live counts ar
 JSON: ``matrix.json`` is ``{"schema_version": 1, "targets": [...]}``, one object per target
 (``target``, ``exit_status``, ``wall_s``, ``tests``, ``log``, ``junit``; each test as
 :mod:`harness.suite_results` writes it), and ``kafka-harness matrix --json`` prints
-``{"schema_version": 1, "exit_code", "files", "targets": {target: {outcome: count}}}``. The
+``{"schema_version": 1, "exit_code", "files", "targets": {target: {outcome: count}}}``, or
+``{"schema_version": 1, "error", "exit_code"}`` when the matrix could not be run. The
 version (:data:`SCHEMA_VERSION`) keeps the contract of the harness's other JSON (docs/history.md):
 raised when a field changes meaning or goes away, not when one is added, so a reader can refuse
 what it does not understand. It is this module's own constant, not the checker's: the matrix
@@ -42,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import suite_location
-from harness.cli_errors import ExitCode, UsageError
+from harness.cli_errors import ExitCode, HarnessError, UsageError
 from harness.cluster.factory import DOCKER_KINDS, Backend
 from harness.suite_location import PACKAGE, suites_dir
 from harness.suite_progress import ProgressFile, SuiteProgress, for_stderr
@@ -371,6 +372,12 @@ def summary_json(runs: list[TargetRun], code: int, files: dict[str, str]) -> dic
     """What ``kafka-harness matrix --json`` prints."""
     return {"schema_version": SCHEMA_VERSION, "exit_code": code, "files": files,
             "targets": {run.target: dict(run.counts()) for run in runs}}
+
+
+def error_json(error: HarnessError) -> dict[str, Any]:
+    """What ``kafka-harness matrix --json`` prints when the matrix could not be run."""
+    return {"schema_version": SCHEMA_VERSION, "error": str(error),
+            "exit_code": int(error.exit_code)}
 
 
 def write(runs: list[TargetRun], out_dir: Path) -> dict[str, str]:

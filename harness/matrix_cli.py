@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 
 from harness import matrix
-from harness.cli_errors import ExitCode
+from harness.cli_errors import ExitCode, HarnessError
 from harness.cli_types import BOOTSTRAP_SERVER_HELP, DEPRECATED_BOOTSTRAP, bootstrap_server
 from harness.cluster.factory import Backend, TargetName
 
@@ -61,20 +61,24 @@ def register(app: typer.Typer) -> None:
         bad options, 3 when a target produced no results at all.
         """
         console = Console(stderr=True, soft_wrap=True)
-        address = bootstrap_server(bootstrap_server_, bootstrap, console)
-        named = None if targets is None else matrix.parse_list(
-            targets, tuple(TargetName), "target")
-        chosen, gating = matrix.chosen_targets(named, address)
-        chosen_suites = matrix.parse_list(suites, matrix.SUITES, "suite")
 
         def say(text: str) -> None:
             console.print(text, highlight=False)
 
         try:
+            address = bootstrap_server(bootstrap_server_, bootstrap, console)
+            named = None if targets is None else matrix.parse_list(
+                targets, tuple(TargetName), "target")
+            chosen, gating = matrix.chosen_targets(named, address)
+            chosen_suites = matrix.parse_list(suites, matrix.SUITES, "suite")
             with _interrupt_on_sigterm():
                 runs, paths = matrix.run_matrix(
                     chosen, chosen_suites, out, bootstrap=address, keyword=keyword, say=say,
                     backend=backend)
+        except HarnessError as error:
+            if json_output:  # a program reading stdout gets an answer too
+                print(json.dumps(matrix.error_json(error)))
+            raise
         except KeyboardInterrupt:
             say("interrupted: the suite session was stopped and closed its target")
             raise typer.Exit(ExitCode.INTERRUPTED) from None

@@ -10,11 +10,13 @@ points at it as it starts (:mod:`harness.latest`).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from harness.checker.result import SCHEMA_VERSION
 from harness.cli_errors import UsageError
 from harness.cli_types import Acks, CommitStrategy, ConsumerMode, Engine, Guarantee
 from harness.cluster.factory import Backend, Network
@@ -110,12 +112,18 @@ def register(app: typer.Typer) -> None:
         from harness.nemesis.schedule import parse_faults
 
         try:
-            faults = parse_faults(nemesis)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        chosen_suites = _parse_suites(suites, runner.SUITES, runner.DEFAULT_SUITES)
-        if min(partitions, producers + consumers, rate) <= 0:
-            raise UsageError("--partitions, --rate and the number of clients must be > 0")
+            try:
+                faults = parse_faults(nemesis)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+            chosen_suites = _parse_suites(suites, runner.SUITES, runner.DEFAULT_SUITES)
+            if min(partitions, producers + consumers, rate) <= 0:
+                raise UsageError("--partitions, --rate and the number of clients must be > 0")
+        except UsageError as error:
+            if json_output:  # as the runner answers the errors it finds itself
+                print(json.dumps({"schema_version": SCHEMA_VERSION, "error": str(error),
+                                  "exit_code": int(error.exit_code)}))
+            raise
         options = runner.RunOptions(
             duration_s=duration, brokers=brokers, nemesis=faults, seed=seed,
             guarantee=guarantee.value, run_dir=run_dir, partitions=partitions,

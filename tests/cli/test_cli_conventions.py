@@ -4,6 +4,7 @@ the deprecated --bootstrap spelling."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -198,3 +199,12 @@ def test_matrix_and_up_show_bootstrap_server_and_hide_the_old_name():
         shown = _help(command)
         assert "--bootstrap-server" in shown
         assert "--bootstrap " not in shown.replace("--bootstrap-server", "")
+
+
+def test_a_usage_error_with_json_still_answers_json_on_stdout():
+    result = subprocess.run([KAFKA_HARNESS, "run", "--nemesis", "explode", "--json"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == ExitCode.USAGE
+    answer = json.loads(result.stdout)
+    assert answer["schema_version"] == 1 and answer["exit_code"] == 2
+    assert "unknown nemesis fault(s) explode" in answer["error"]

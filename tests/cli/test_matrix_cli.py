@@ -73,6 +73,9 @@ def test_the_external_target_without_an_address_is_a_usage_error(tmp_path: Path)
     done = matrix(tmp_path, "--targets", "external")
     assert done.returncode == 2
     assert "error: the external target needs --bootstrap-server HOST:PORT" in done.stderr
+    assert json.loads(done.stdout) == {
+        "schema_version": 1, "exit_code": 2,
+        "error": "the external target needs --bootstrap-server HOST:PORT"}
     assert not (tmp_path / "out").exists()
 
 
