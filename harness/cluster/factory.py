@@ -16,8 +16,9 @@ reference,             kernel / local (root)        each node in a network names
 apache-kafka                                        drops (:class:`NetnsCluster`)
 reference,             proxy / docker               containers behind a Toxiproxy container
 apache-kafka                                        (:class:`DockerCluster`)
-recipe (a file)        proxy / local                the same, with the nodes a recipe describes
-                                                    (:mod:`harness.cluster.recipe`)
+recipe (a file)        proxy / local,               the same, with the nodes a recipe describes
+                       kernel / local (root; a      (:mod:`harness.cluster.recipe`)
+                       recipe with ZooKeeper)
 apache-kafka-kraft,    (none)                       one node, no faults (peers, see
 tansu,                                              :func:`harness.cluster.targets.start_target`)
 librdkafka-mock,
@@ -163,7 +164,7 @@ def check_options(target: str, bootstrap: str | None, brokers: int,
     if backend == Backend.DOCKER and network == Network.KERNEL:
         raise ValueError("--network kernel is for the local backend: the docker backend cuts "
                          "partitions with iptables inside its containers already")
-    if network == Network.KERNEL and name not in BROKER_KINDS:
+    if network == Network.KERNEL and name not in BROKER_KINDS and name != TargetName.RECIPE:
         raise ValueError(f"--network kernel is for the targets the harness runs as a cluster "
                          f"({', '.join(BROKER_KINDS)}), not {target!r}")
     if name == TargetName.EXTERNAL and not bootstrap:
@@ -175,17 +176,20 @@ def check_options(target: str, bootstrap: str | None, brokers: int,
 
 
 def _check_recipe(recipe: Path | None, network: str, backend: str) -> None:
+    """The recipe target's options: a readable, valid recipe (else a RecipeError naming its
+    file and key), the local backend, and the kernel network only for a recipe with ZooKeeper."""
     if recipe is None:
         raise ValueError("the recipe target needs a recipe file (docs/recipes.md)")
     if backend == Backend.DOCKER:
         raise ValueError("a recipe's broker runs on the local backend only: the docker image "
                          "carries the built-in kinds, not a user's broker")
-    if network == Network.KERNEL:
-        raise ValueError("a recipe's broker runs behind the proxy network mechanism only "
-                         "(--network proxy)")
     from harness.cluster.recipe import load_recipe
 
-    load_recipe(recipe)
+    loaded = load_recipe(recipe)
+    if network == Network.KERNEL and not loaded.zookeeper:
+        raise ValueError("--network kernel runs ZooKeeper in a namespace of its own; a recipe "
+                         "without ZooKeeper runs behind the proxy network mechanism only "
+                         "(--network proxy)")
 
 
 def _member(enum: type[_E], value: str, what: str) -> _E:

@@ -21,7 +21,8 @@ with a precise reason instead of failing falsely. Which cluster runs is decided 
 * ``librdkafka-mock`` — librdkafka's mock cluster in this process (a test double).
 * ``recipe`` — the same cluster made of the brokers a recipe file describes (a user's own
   broker kind, :mod:`harness.cluster.recipe`, ``docs/recipes.md``), local backend, proxy
-  network; it offers the capabilities its recipe claims.
+  network (or kernel, for a recipe with ZooKeeper); it offers the capabilities its recipe
+  claims.
 * ``external`` — any bootstrap address (a Kafka you run, Redpanda, …). Clients follow the
   addresses its Metadata advertises, so a proxy in front of the bootstrap address would be
   bypassed: no network or process faults are offered for it, and the skip reason says so.

@@ -171,13 +171,20 @@ def test_literal_braces_and_a_peer_list_without_the_node_itself():
     assert render_peer_list(listed, {}, peers, node_id=2) == "1/h:1;3/h:3"
 
 
-def test_a_recipe_target_refuses_docker_and_the_kernel_network(tmp_path):
+def test_a_recipe_target_refuses_docker_and_kernel_without_zookeeper(tmp_path):
     path = tmp_path / "mine.toml"
     path.write_text(MINIMAL)
     with pytest.raises(ValueError, match="local backend only"):
         check_options("recipe", None, 3, "proxy", "docker", recipe=path)
+    check_options("recipe", None, 3, "kernel", "local", recipe=path)  # with ZooKeeper
+    without = tmp_path / "without.toml"
+    without.write_text(MINIMAL.replace("zookeeper = true", "zookeeper = false"))
     with pytest.raises(ValueError, match="proxy network mechanism only"):
-        check_options("recipe", None, 3, "kernel", "local", recipe=path)
+        check_options("recipe", None, 3, "kernel", "local", recipe=without)
+    broken = tmp_path / "broken.toml"
+    broken.write_text(MINIMAL.replace('"mine"', '"Mine"'))
+    with pytest.raises(RecipeError, match="broken.toml: broker.name"):
+        check_options("recipe", None, 3, "proxy", "local", recipe=broken)
     with pytest.raises(ValueError, match="needs a recipe file"):
         check_options("recipe", None, 3)
     with pytest.raises(ValueError, match="only for the recipe target"):

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.net.netns import unavailable
+
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE_RECIPE = ROOT / "harness" / "recipes" / "reference.toml"
 KAFKA_RECIPE = ROOT / "harness" / "recipes" / "apache-kafka-3.9.toml"
@@ -61,6 +63,17 @@ def test_controller_session_and_unclean_scenarios_pass_on_the_reference_recipe(t
                   "-m", "not slow", "--kafka-recipe", str(REFERENCE_RECIPE), timeout=900)
     assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
     assert _outcomes(run.stdout) == {"passed": 9}, run.stdout[-2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(unavailable() is not None, reason=f"network namespaces: {unavailable()}")
+def test_the_failover_suite_passes_on_the_reference_recipe_in_network_namespaces():
+    """--kafka-network kernel: each node in a namespace of its own, partitions as iptables
+    drops (pair-exact by source address, whatever the recipe's peer addressing)."""
+    run = _pytest(*FAILOVER, "--kafka-recipe", str(REFERENCE_RECIPE), "--kafka-network",
+                  "kernel", timeout=900)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    assert _outcomes(run.stdout) == {"passed": 3}, run.stdout[-2000:]
 
 
 @pytest.mark.slow
