@@ -1,12 +1,15 @@
 """A recipe whose broker needs no ZooKeeper still gets its faults: the cluster runs without a
 ZooKeeper (no node, no proxy, nothing told of one), its state is read through the Admin API,
-the clients' link is cut and healed, and the broker is killed and restarted.
+the clients' link is cut and healed and slowed by a toxic, and the broker is killed and
+restarted.
 
 The broker is the reference broker in its standalone mode (no ``zookeeper.connect``), with
 ``peer_addressing = "advertised"``: the case of a broker that cannot be told per-pair
 addresses, which may therefore not claim ``faults``."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 from confluent_kafka import KafkaException, Producer
@@ -79,6 +82,14 @@ def test_a_broker_without_zookeeper_gets_client_link_and_process_faults(target, 
     assert _produce(target, b"cut", 2_000) is not None
     faults.heal()
     assert _produce(target, b"healed", 10_000) is None
+
+    # Toxics too: every answer from the broker is held 300 ms on the clients' link.
+    name = faults.add_toxic(f"{CLIENT}->broker-1", "latency", {"latency": 300})
+    started = time.monotonic()
+    assert _produce(target, b"slow", 10_000) is None
+    assert time.monotonic() - started >= 0.3
+    faults.remove_toxic(f"{CLIENT}->broker-1", name)
+    assert faults.active() == {"partition": [], "toxics": {}}
 
     nodes.kill(1)
     with pytest.raises(KafkaException):
