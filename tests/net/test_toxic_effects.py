@@ -261,9 +261,9 @@ def test_slicer_delivers_everything_in_small_writes(proxy):
             piece = sock.recv(65536)
             assert piece
             pieces.append(piece)
+    # How many reads it takes depends on how promptly this process reads (a busy machine
+    # merges slices): the slices' sizes and pauses are held exactly in test_toxic_timing.
     assert b"".join(pieces) == payload
-    assert len(pieces) >= 10, [len(p) for p in pieces]
-    assert sorted(map(len, pieces))[len(pieces) // 2] <= 120
 
 
 def test_slow_close_delays_the_close(proxy):
@@ -324,13 +324,17 @@ def answers_within(sockets: list[socket.socket], payload: bytes,
     return answered
 
 
-def test_upstream_and_downstream_chains_are_separate(proxy):
+def test_upstream_and_downstream_chains_are_separate(client, recorder):
+    """A toxic that drops everything upstream leaves the downstream flowing: the upstream's
+    greeting arrives, and its connection ends, when the proxy goes, having received nothing."""
+    proxy = client.create(upstream=f"{LOOPBACK}:{recorder.upstream.port}", name="chains",
+                          listen=f"{LOOPBACK}:0")
     proxy.add_toxic(type="timeout", stream="upstream", attributes={"timeout": 0})
     with connect(proxy) as sock:
         sock.sendall(b"dropped on the way up")
-        sock.settimeout(0.3)
-        with pytest.raises(TimeoutError):
-            sock.recv(10)
+        assert recv_exactly(sock, len(Recorder.GREETING)) == Recorder.GREETING
+        assert proxy.destroy()
+        assert recorder.ended.get(timeout=5) == b""
 
 
 def test_disabled_proxy_refuses_and_closes(client, proxy):

@@ -104,6 +104,25 @@ def test_bandwidth_keeps_to_its_rate():
         == [round(0.1 * n, 6) for n in range(1, 21)]
 
 
+def test_slicer_cuts_average_plus_or_minus_variation_with_its_pause(seeded_random):
+    async def scenario() -> tuple[float, list[tuple[float, bytes]]]:
+        stage, task = start("slicer", {"average_size": 100, "size_variation": 20,
+                                       "delay": 5000})  # microseconds
+        sent = stage.send(bytes(range(200)) * 10)
+        stage.send(None)
+        await task
+        return sent, stage.emitted
+
+    sent, emitted = run(scenario())
+    sizes = [len(data) for _, data in emitted]
+    assert b"".join(data for _, data in emitted) == bytes(range(200)) * 10
+    assert all(80 <= size <= 120 for size in sizes[:-1]) and 0 < sizes[-1] <= 120, sizes
+    assert len(set(sizes)) > 1, "the sizes vary"
+    # A slice, then 5 ms, then the next one.
+    assert [round(at - sent, 6) for at, _ in emitted] \
+        == [round(0.005 * n, 6) for n in range(len(emitted))]
+
+
 def test_timeout_closes_exactly_timeout_after_the_last_chunk():
     async def scenario() -> tuple[float, float | None, int]:
         stage, task = start("timeout", {"timeout": 400})
