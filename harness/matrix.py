@@ -15,10 +15,7 @@ JSON: ``matrix.json`` is ``{"schema_version": 1, "targets": [...]}``, one object
 :mod:`harness.suite_results` writes it), and ``kafka-harness matrix --json`` prints
 ``{"schema_version": 1, "exit_code", "files", "targets": {target: {outcome: count}}}``, or
 ``{"schema_version": 1, "error", "exit_code"}`` when the matrix could not be run. The
-version (:data:`SCHEMA_VERSION`) keeps the contract of the harness's other JSON (docs/history.md):
-raised when a field changes meaning or goes away, not when one is added, so a reader can refuse
-what it does not understand. It is this module's own constant, not the checker's: the matrix
-does not import the checker (which reaches the runner, which runs the matrix).
+version is the harness's one :data:`harness.schema.SCHEMA_VERSION`.
 
 Exit code: 1 when a test fails on a *gating* target, 3 when a target produced no results at all
 (it could not be run). The targets a user names (``--targets``, ``--bootstrap-server``) gate: a
@@ -42,15 +39,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import suite_location
+from harness import reaper, suite_location
 from harness.cli_errors import ExitCode, HarnessError, UsageError
 from harness.cluster.factory import DOCKER_KINDS, Backend
+from harness.schema import SCHEMA_VERSION
 from harness.suite_location import PACKAGE, suites_dir
 from harness.suite_progress import ProgressFile, SuiteProgress, for_stderr
 from harness.waiting import ClusterWaitTimeout, wait_for
 
-SCHEMA_VERSION = 1
-"""The version of matrix.json and of ``matrix --json`` (see the module docstring)."""
 SUITES = suite_location.SUITES
 DEFAULT_TARGETS = ("reference", "apache-kafka", "apache-kafka-kraft", "tansu", "librdkafka-mock")
 # What gates when the user named no target (see the module docstring).
@@ -109,7 +105,8 @@ def parse_list(text: str, allowed: tuple[str, ...], what: str) -> tuple[str, ...
 def pytest_command(target: str, suites: tuple[str, ...], results: Path, junit: Path, *,
                    bootstrap: str | None = None, keyword: str | None = None,
                    markers: str = "not slow", backend: Backend = Backend.LOCAL,
-                   where: Path | None = None, progress: Path | None = None) -> list[str]:
+                   where: Path | None = None, progress: Path | None = None,
+                   recipe: Path | None = None) -> list[str]:
     """The pytest invocation of one target's session: the suite directories under ``where``
     (default :func:`suites_dir`) as paths, run from its parent, whose name starts every node
     id. The plugin's options are spelt as it names them now (``--kafka-…``); the old names warn,
@@ -123,6 +120,8 @@ def pytest_command(target: str, suites: tuple[str, ...], results: Path, junit: P
         command += ["--suite-progress", str(progress)]
     if bootstrap:
         command += ["--kafka-bootstrap-server", bootstrap]
+    if recipe is not None:
+        command += ["--kafka-recipe", str(recipe.resolve())]
     if keyword:
         command += ["-k", keyword]
     if backend != Backend.LOCAL:
@@ -133,8 +132,8 @@ def pytest_command(target: str, suites: tuple[str, ...], results: Path, junit: P
 def run_target(target: str, suites: tuple[str, ...], out_dir: Path, *,
                bootstrap: str | None = None, keyword: str | None = None,
                markers: str = "not slow", where: Path | None = None,
-               backend: Backend = Backend.LOCAL, progress: SuiteProgress | None = None
-               ) -> TargetRun:
+               backend: Backend = Backend.LOCAL, progress: SuiteProgress | None = None,
+               recipe: Path | None = None) -> TargetRun:
     """One pytest session of `suites` (directories under ``where``, default
     :func:`suites_dir`) against `target`, its live counts shown through ``progress``."""
     out_dir = out_dir.resolve()
@@ -146,7 +145,7 @@ def run_target(target: str, suites: tuple[str, ...], out_dir: Path, *,
     where = (where or suites_dir()).resolve()
     command = pytest_command(target, suites, results, junit, bootstrap=bootstrap,
                              keyword=keyword, markers=markers, backend=backend, where=where,
-                             progress=counts)
+                             progress=counts, recipe=recipe)
     started = time.monotonic()
     if progress is not None:
         progress.started(target, log)
@@ -173,6 +172,17 @@ def _run_session(command: list[str], cwd: Path, log: Path, counts: ProgressFile,
         process = subprocess.Popen(command, cwd=cwd, stdout=output, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL,
                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    # Should this process die without stopping it, the watchdog kills the session, whose own
+    # watchdog then removes its target.
+    entry = reaper.register(reaper.Kind.PROCESS, process.pid)
+    try:
+        return _supervise_session(process, counts, target, progress)
+    finally:
+        reaper.release(entry)
+
+
+def _supervise_session(process: subprocess.Popen[bytes], counts: ProgressFile, target: str,
+                       progress: SuiteProgress | None) -> int:
 
     def ended() -> bool:
         if counts.read_new() and progress is not None:
@@ -218,16 +228,17 @@ def exit_code(runs: list[TargetRun], gating: frozenset[str] = DEFAULT_GATING) ->
     return ExitCode.OK
 
 
-def chosen_targets(named: tuple[str, ...] | None, bootstrap: str | None
-                   ) -> tuple[tuple[str, ...], frozenset[str]]:
-    """The targets to run and those that gate the exit code: what the user named (an external
-    broker at ``bootstrap`` alone when only that was given), else the defaults."""
+def chosen_targets(named: tuple[str, ...] | None, bootstrap: str | None,
+                   recipe: Path | None = None) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The targets to run and those that gate the exit code: what the user named, plus the
+    external broker at ``bootstrap`` and the cluster of ``recipe`` when given (either alone
+    means "test that one"), else the defaults."""
+    given = (*(("external",) if bootstrap else ()), *(("recipe",) if recipe else ()))
     if named is None:
-        if bootstrap:
-            return ("external",), frozenset({"external"})
+        if given:
+            return given, frozenset(given)
         return DEFAULT_TARGETS, DEFAULT_GATING
-    if bootstrap and "external" not in named:
-        named = (*named, "external")
+    named = (*named, *(target for target in given if target not in named))
     return named, frozenset(named)
 
 
@@ -393,8 +404,8 @@ def write(runs: list[TargetRun], out_dir: Path) -> dict[str, str]:
 def run_matrix(targets: tuple[str, ...], suites: tuple[str, ...], out_dir: Path, *,
                bootstrap: str | None = None, keyword: str | None = None,
                say: Callable[[str], object] = print, where: Path | None = None,
-               backend: Backend = Backend.LOCAL, progress: SuiteProgress | None = None
-               ) -> tuple[list[TargetRun], dict[str, str]]:
+               backend: Backend = Backend.LOCAL, progress: SuiteProgress | None = None,
+               recipe: Path | None = None) -> tuple[list[TargetRun], dict[str, str]]:
     """Run the suites (directories under ``where``, default :func:`suites_dir`) against every
     target in turn and write the matrix files. ``progress`` shows each session's live counts
     (default: a live line when stderr is a terminal, else a line through ``say`` every few
@@ -408,6 +419,8 @@ def run_matrix(targets: tuple[str, ...], suites: tuple[str, ...], out_dir: Path,
         raise MatrixError(f"no suite directory for {', '.join(missing)} under {where}")
     if "external" in targets and not bootstrap:
         raise MatrixError("the external target needs --bootstrap-server HOST:PORT")
+    if "recipe" in targets and recipe is None:
+        raise MatrixError("the recipe target needs --recipe FILE")
     progress = progress or for_stderr(say)
     runs = []
     for target in targets:
@@ -415,7 +428,7 @@ def run_matrix(targets: tuple[str, ...], suites: tuple[str, ...], out_dir: Path,
         run = run_target(target, suites, out_dir, keyword=keyword, where=where,
                          bootstrap=bootstrap if target == "external" else None,
                          backend=backend if target in DOCKER_KINDS else Backend.LOCAL,
-                         progress=progress)
+                         progress=progress, recipe=recipe if target == "recipe" else None)
         runs.append(run)
         outcome = _summary(run.counts()) if run.ran else f"no results (see {run.log})"
         say(f"  {target}: {outcome} in {run.wall_s:.0f} s")

@@ -37,6 +37,10 @@ def register(app: typer.Typer) -> None:
                  f"external target); with --targets, it is tested next to them.")] = None,
         bootstrap: Annotated[str | None, typer.Option(DEPRECATED_BOOTSTRAP, hidden=True)
                              ] = None,
+        recipe: Annotated[Path | None, typer.Option(
+            metavar="FILE",
+            help="Test a cluster of the broker a recipe file describes (docs/recipes.md): the "
+                 "recipe target. Given alone, only that cluster is tested.")] = None,
         suites: Annotated[str, typer.Option(
             metavar="SUITE[,SUITE...]",
             help=f"Comma-separated suites from {', '.join(matrix.SUITES)}.")
@@ -69,12 +73,12 @@ def register(app: typer.Typer) -> None:
             address = bootstrap_server(bootstrap_server_, bootstrap, console)
             named = None if targets is None else matrix.parse_list(
                 targets, tuple(TargetName), "target")
-            chosen, gating = matrix.chosen_targets(named, address)
+            chosen, gating = matrix.chosen_targets(named, address, recipe)
             chosen_suites = matrix.parse_list(suites, matrix.SUITES, "suite")
             with _interrupt_on_sigterm():
                 runs, paths = matrix.run_matrix(
                     chosen, chosen_suites, out, bootstrap=address, keyword=keyword, say=say,
-                    backend=backend)
+                    backend=backend, recipe=recipe)
         except HarnessError as error:
             if json_output:  # a program reading stdout gets an answer too
                 print(json.dumps(matrix.error_json(error)))

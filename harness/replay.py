@@ -45,7 +45,7 @@ def _flag(name: str, value: object) -> list[str]:
     if name in ("nemesis", "suites"):
         assert isinstance(value, tuple)
         return [option, ",".join(value) or "none"]
-    if name == "master":
+    if name in ("master", "recipe"):
         return [] if value is None else [option, str(value)]
     if isinstance(value, float):
         return [option, _number(value)]
@@ -64,6 +64,8 @@ def replay_command(options: RunOptions, seed: int) -> tuple[list[str], list[str]
             continue
         if spec.name == "seed":
             argv += ["--seed", str(seed)]
+        elif spec.name == "target" and getattr(options, "recipe", None):
+            continue  # --recipe says it
         elif spec.name in _NOT_ON_THE_COMMAND_LINE:
             if spec.default is MISSING or value != spec.default:
                 caveats.append(_NOT_ON_THE_COMMAND_LINE[spec.name].format(value=value))

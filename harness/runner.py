@@ -117,6 +117,7 @@ class RunOptions:
     # A fixed nemesis schedule (e.g. schedule.repeated) instead of one planned from the seed.
     schedule: tuple[Step, ...] | None = None
     static_members: bool = False  # consumers as KIP-345 static members (group.instance.id)
+    recipe: str | None = None  # the recipe file of the recipe target (docs/recipes.md)
 
     def validate(self) -> None:
         """Raise RunError(USAGE) naming the bad option and what is allowed."""
@@ -128,11 +129,12 @@ class RunOptions:
         if self.guarantee not in GUARANTEES:
             problems.append(f"--guarantee must be one of {', '.join(GUARANTEES)}")
         try:
-            check_options(self.target, None, max(self.brokers, 1), self.network, self.backend)
+            check_options(self.target, None, max(self.brokers, 1), self.network, self.backend,
+                          recipe=Path(self.recipe) if self.recipe else None)
         except ValueError as exc:
             problems.append(str(exc))
         else:
-            if TargetName(self.target) not in BROKER_KINDS:
+            if TargetName(self.target) not in {*BROKER_KINDS, TargetName.RECIPE}:
                 problems.append(f"a run needs a target the harness can fault "
                                 f"({', '.join(BROKER_KINDS)}), not {self.target!r}")
         if self.engine not in ENGINES:
@@ -193,7 +195,8 @@ def _start_cluster(options: RunOptions, run_dir: Path
     """(what to stop, its nodes — the LocalCluster, or the DockerCluster itself —, its
     network faults, the network mechanism for the report)."""
     cluster_options = ClusterOptions(TargetName(options.target), options.brokers,
-                                     Network(options.network), Backend(options.backend))
+                                     Network(options.network), Backend(options.backend),
+                                     recipe=Path(options.recipe) if options.recipe else None)
     spec = ClusterSpec(
         brokers=options.brokers,
         min_insync_replicas=min(2, options.brokers),
@@ -401,7 +404,9 @@ class Run:
         exit code they give: 0 all passed, 1 a test failed, 3 they could not be run."""
         runs, files = matrix.run_matrix((self.options.target,), self.options.suites,
                                         self.dir / "suites", say=self._say,
-                                        backend=Backend(self.options.backend))
+                                        backend=Backend(self.options.backend),
+                                        recipe=Path(self.options.recipe) if self.options.recipe
+                                        else None)
         suites = runs[0]
         self.result.suites = {
             "names": list(self.options.suites), "counts": dict(suites.counts()),

@@ -102,6 +102,10 @@ def register(app: typer.Typer) -> None:
             ClusterTarget, typer.Option(help="The brokers: the reference broker or Apache Kafka "
                                          "3.9 (ZooKeeper mode).")
         ] = ClusterTarget.REFERENCE,
+        recipe: Annotated[
+            Path | None, typer.Option(metavar="FILE", help="Instead of --target: a cluster of "
+                                      "the broker a recipe file describes (docs/recipes.md).")
+        ] = None,
     ) -> None:
         """The main job: the suites against a reference cluster (--suites), then a workload
         under a seeded nemesis, everything read back and checked. Exit 0 valid and every suite
@@ -119,6 +123,8 @@ def register(app: typer.Typer) -> None:
             chosen_suites = _parse_suites(suites, runner.SUITES, runner.DEFAULT_SUITES)
             if min(partitions, producers + consumers, rate) <= 0:
                 raise UsageError("--partitions, --rate and the number of clients must be > 0")
+            if recipe is not None and target != ClusterTarget.REFERENCE:
+                raise UsageError("--recipe replaces --target: give one of them")
         except UsageError as error:
             if json_output:  # as the runner answers the errors it finds itself
                 print(json.dumps({"schema_version": SCHEMA_VERSION, "error": str(error),
@@ -130,8 +136,9 @@ def register(app: typer.Typer) -> None:
             producers=producers, consumers=consumers, rate=rate,
             consumer_mode=consumer_mode.value, commit=commit.value, acks=acks.value,
             idempotence=idempotence, engine=engine.value, master=master,
-            network=network.value, backend=backend.value, target=target.value,
-            suites=chosen_suites,
+            network=network.value, backend=backend.value,
+            target="recipe" if recipe is not None else target.value,
+            recipe=str(recipe.resolve()) if recipe is not None else None, suites=chosen_suites,
         )
         raise typer.Exit(runner.run(options, as_json=json_output))
 

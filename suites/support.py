@@ -48,4 +48,5 @@ def own_cluster_options(cluster: Any, request: pytest.FixtureRequest) -> dict[st
     the same broker kind, network mechanism and backend (the chaos and replication suites
     fault and cut their cluster's logs, which the shared target must not inherit)."""
     options = kafka_options(request.config)
-    return {"target": cluster.kind, "network": options.network, "backend": options.backend}
+    return {"target": cluster.kind, "network": options.network, "backend": options.backend,
+            "recipe": str(options.recipe) if options.recipe else None}

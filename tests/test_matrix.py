@@ -102,6 +102,16 @@ def test_bootstrap_alone_means_test_that_broker():
     assert matrix.exit_code([_run("external", {"a": "failed"})], gating) == 1
 
 
+def test_a_recipe_alone_means_test_that_cluster_and_reaches_its_session_only(tmp_path):
+    recipe = tmp_path / "mine.toml"
+    assert matrix.chosen_targets(None, None, recipe) == (("recipe",), frozenset({"recipe"}))
+    targets, _ = matrix.chosen_targets(("reference",), None, recipe)
+    assert targets == ("reference", "recipe")
+    command = matrix.pytest_command("recipe", ("failover",), Path("r.json"), Path("j.xml"),
+                                    recipe=recipe)
+    assert command[command.index("--kafka-recipe") + 1] == str(recipe.resolve())
+
+
 def test_the_backend_reaches_the_reference_session_only():
     command = matrix.pytest_command("reference", ("protocol",), Path("r.json"), Path("j.xml"),
                                     backend=Backend.DOCKER)

@@ -13,6 +13,7 @@ from typing import Any
 
 from harness.checker import nemesis_ops
 from harness.checker.nemesis_ops import FaultWindow, NemesisOp, NemesisRow
+from harness.schema import SCHEMA_VERSION  # one version for every JSON document
 
 ANOMALIES = (
     "lost_write",
@@ -56,12 +57,6 @@ GUARANTEES: dict[str, frozenset[str]] = {
     ),
 }
 DEFAULT_GUARANTEE = "at-least-once"
-
-# The version of every JSON object the harness writes for programs to read: report.json and
-# `check --json` (this module's to_json), the run's result (run.json, `run --json`) and the run
-# manifest next to a run's history. Raised when a field changes meaning or goes away, not when
-# one is added, so a reader can refuse what it does not understand (docs/history.md).
-SCHEMA_VERSION = 1
 
 STATS = (
     "rows",

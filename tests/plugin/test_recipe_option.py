@@ -4,6 +4,7 @@ the suite injects (a killed leader, a follower cut from its leader, an isolated 
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -104,3 +105,29 @@ def test_a_recipe_goes_with_the_recipe_target_only(tmp_path):
                   "--kafka-target", "tansu", timeout=120)
     assert run.returncode == 4, run.stdout + run.stderr
     assert "--kafka-recipe is for --kafka-target recipe, not 'tansu'" in run.stderr
+
+
+@pytest.mark.slow
+def test_a_judged_chaos_run_of_the_suites_starts_a_cluster_of_the_recipe(tmp_path):
+    """The suites whose scenarios start a run of their own (chaos, replication, degraded
+    network, offset validation) hand the recipe to that run: the short chaos run on the
+    reference recipe, its nemesis killing and partitioning the recipe's nodes, judged VALID."""
+    run = _pytest("suites/chaos", "-m", "not slow", "--kafka-recipe", str(REFERENCE_RECIPE),
+                  "--kafka-chaos-duration", "10", "--kafka-harness-dir", str(tmp_path))
+    assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    assert _outcomes(run.stdout) == {"passed": 1, "deselected": 1}, run.stdout[-2000:]
+
+
+def test_run_takes_a_recipe_and_its_replay_command_names_it(tmp_path):
+    run = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", "--recipe", str(REFERENCE_RECIPE),
+         "--suites", "none", "--duration", "8", "--brokers", "3", "--nemesis", "kill",
+         "--engine", "python", "--dir", str(tmp_path / "run"), "--json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    result = json.loads(run.stdout)
+    assert result["valid"] is True and result["nemesis"]
+    manifest = json.loads((tmp_path / "run" / "history" / "run-manifest.json").read_text())
+    replay = manifest["replay"]
+    assert replay[replay.index("--recipe") + 1] == str(REFERENCE_RECIPE)
+    assert "--target" not in replay
