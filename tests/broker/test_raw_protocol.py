@@ -154,11 +154,19 @@ def test_delayed_fetch_times_out_after_max_wait(client, topic):
     assert body.responses[0].partitions[0].records == b""
 
 
-def test_responses_stay_in_request_order_behind_a_delayed_fetch(client, topic):
-    first = client.send(FETCH, 12, fetch_body(topic, 0, max_wait=600, min_bytes=1))
-    second = client.send(METADATA, 12, {"topics": None})
-    assert client.receive(FETCH, 12)[0] == first
-    assert client.receive(METADATA, 12)[0] == second
+def test_responses_stay_in_request_order_behind_a_delayed_fetch(broker, topic):
+    """A produce pipelined behind a parked fetch completes first (another connection sees it
+    appended), yet its answer waits until the fetch has been answered."""
+    with RawClient(broker.host, broker.port) as client, \
+            RawClient(broker.host, broker.port) as other:
+        marker = Marker(broker, other)
+        first = client.send(FETCH, 12, fetch_body(topic, 0, max_wait=60_000, min_bytes=1))
+        marker.send(client)
+        marker.wait_seen()  # the produce behind the fetch is done; the fetch is still parked
+        produce(other, topic, build_batch([(None, b"wake")]))
+        answered = int.from_bytes(client.receive_frame()[:4], "big")  # its correlation id
+        assert answered == first, "the produce's answer overtook the parked fetch's"
+        marker.answered(client)
 
 
 def test_fetch_by_topic_id(client, topic):
