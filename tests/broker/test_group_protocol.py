@@ -31,9 +31,16 @@ def described(observer, group):
 
 
 def wait_for_state(observer, group, state):
-    return wait_for(lambda: described(observer, group).group_state == state, WAIT_S,
-                    f"group {group} to be {state}",
-                    context=f"last described {to_plain(described(observer, group))}")
+    seen = []
+
+    def reached():
+        seen.append(described(observer, group).group_state)
+        return seen[-1] == state
+
+    try:
+        wait_for(reached, WAIT_S, f"group {group} to be {state}")
+    except TimeoutError as exc:
+        raise AssertionError(f"{exc}; states seen: {sorted(set(seen))}") from None
 
 
 
