@@ -22,6 +22,7 @@ from harness.cli_errors import EXIT_CODES_HELP, run_main
 from harness.cli_types import (
     BOOTSTRAP_SERVER_HELP,
     DEPRECATED_BOOTSTRAP,
+    Engine,
     Guarantee,
     Stream,
     ToxicType,
@@ -83,6 +84,10 @@ def check(
             "--report", metavar="OUT_DIR", help="Write report.html, report.json, junit.xml."
         ),
     ] = None,
+    engine: Annotated[
+        Engine, typer.Option(help="spark (any size) or python (small histories, no JVM; "
+                                  "the same verdicts).")
+    ] = Engine.SPARK,
 ) -> None:
     """Check a history against a delivery guarantee: exit 0 valid, 1 invalid, 2 bad input,
     3 Spark could not start."""
@@ -94,6 +99,7 @@ def check(
         master=master,
         as_json=json_output,
         report_dir=report_dir,
+        engine=engine.value,
     )
     raise typer.Exit(code)
 

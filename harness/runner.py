@@ -42,8 +42,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 
 from harness import history, matrix, replay
-from harness.checker import manifest, nemesis_ops, report, timeline
-from harness.checker.nemesis_ops import NemesisRow
+from harness.checker import manifest, python_engine, report
 from harness.checker.result import (
     DEFAULT_GUARANTEE,
     GUARANTEES,
@@ -267,19 +266,6 @@ def _quiet_stdout(active: bool) -> Iterator[None]:
         os.close(saved)
 
 
-def _check_python(history_dir: Path, guarantee: str) -> tuple[CheckResult, ReportData]:
-    from harness.checker import rules
-
-    events = history.read_history(history_dir)
-    result = rules.check_events(events, guarantee)
-    nemesis = nemesis_ops.operations(NemesisRow(e.time_ns, e.op, e.type, e.value, e.error)
-                                     for e in events if e.f == "nemesis")
-    first, last = result.stats.get("first_time_ns"), result.stats.get("last_time_ns") or 0
-    width = timeline.bucket_width(first or 0, last)
-    buckets = timeline.timeline(events, first, width) if first is not None else []
-    return result, ReportData(width, buckets, nemesis_ops.windows(nemesis, last), [], nemesis)
-
-
 def _check_spark(history_dir: Path, guarantee: str, master: str | None
                  ) -> tuple[CheckResult, ReportData]:
     from harness.checker import spark
@@ -304,7 +290,7 @@ def check_history(history_dir: Path, guarantee: str, engine: str = "spark",
     reference rules, for small histories and tests)."""
     try:
         if engine == "python":
-            return _check_python(history_dir, guarantee)
+            return python_engine.check(history_dir, guarantee)
         return _check_spark(history_dir, guarantee, master)
     except history.HistoryError as exc:
         # The workload wrote it: a malformed history here is the harness failing, not the user.

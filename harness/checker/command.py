@@ -54,6 +54,7 @@ def run(
     master: str | None = None,
     as_json: bool = False,
     report_dir: Path | None = None,
+    engine: str = "spark",
 ) -> int:
     """Check one history and report; returns the process exit code."""
     try:
@@ -65,7 +66,10 @@ def run(
         return _refuse(USAGE, str(exc), as_json, exc.location)
     size = sum(p.stat().st_size for p in files)
     with _stdout_to_stderr() if as_json else nullcontext():
-        outcome = _check(history_dir, len(files), size, guarantee, master, report_dir)
+        if engine == "python":
+            outcome = _check_python(history_dir, guarantee, report_dir)
+        else:
+            outcome = _check(history_dir, len(files), size, guarantee, master, report_dir)
     if isinstance(outcome, tuple):
         code, message, where = outcome
         return _refuse(code, message, as_json, where)
@@ -74,6 +78,23 @@ def run(
     else:
         report.print_summary(Console(), outcome, str(history_dir))
     return VALID if outcome.valid else INVALID
+
+
+def _check_python(history_dir: Path, guarantee: str, report_dir: Path | None
+                  ) -> CheckResult | tuple[int, str, history.Location | None]:
+    """The pure-Python engine: no JVM, the history in memory (small histories)."""
+    from harness.checker import python_engine
+
+    try:
+        result, data = python_engine.check(history_dir, guarantee)
+    except history.HistoryError as exc:
+        return USAGE, str(exc), exc.location
+    if report_dir is not None:
+        written = report.write_reports(report_dir, result, data, str(history_dir),
+                                       manifest.read(history_dir))
+        Console(stderr=True).print("report: " + ", ".join(str(p) for p in written),
+                                   highlight=False)
+    return result
 
 
 def _check(

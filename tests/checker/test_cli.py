@@ -38,6 +38,24 @@ def test_each_planted_anomaly_is_counted_exactly(tmp_path):
     assert (lost["topic"], lost["offset"], lost["value"]) == ("lost", 1, "lost-b")
 
 
+def test_the_python_engine_gives_the_spark_engines_verdict_without_a_jvm(tmp_path):
+    """``check --engine python``: the same JSON as Spark's on the anomaly zoo, a report too,
+    and no Spark session (no JVM) started for it."""
+    b, expected = zoo()
+    history_dir = b.write(tmp_path, split=True)
+    # With no Java to be found, Spark cannot start (test_spark_that_cannot_start_exits_3).
+    python = run_cli("check", str(history_dir), "--json", "--engine", "python",
+                     "--report", str(tmp_path / "report"), env={"JAVA_HOME": "/nonexistent"})
+    assert python.code == 1, python.stderr
+    assert _counts(python.json()) == expected
+    spark = run_cli("check", str(history_dir), "--json")
+    assert python.json()["anomalies"] == spark.json()["anomalies"]
+    assert python.json()["stats"] == spark.json()["stats"]
+    assert (tmp_path / "report" / "report.html").is_file()
+    clean_dir = clean().write(tmp_path / "clean")
+    assert run_cli("check", str(clean_dir), "--engine", "python").code == 0
+
+
 def test_clean_history_is_valid(tmp_path):
     run = run_cli("check", str(clean().write(tmp_path)), "--json")
     assert run.code == 0, run.stderr
