@@ -80,7 +80,7 @@ class Ledger:
         self.owner = owner
         self._lock = threading.Lock()
         self._next = 0
-        self.watchdog: subprocess.Popen[bytes] | None = None
+        self.watchdog: int | None = None  # its pid
 
     def register(self, kind: Kind, value: str | int) -> int:
         start = process_start_time(int(value)) if kind == Kind.PROCESS else None
@@ -147,19 +147,22 @@ def release(entry_id: int | None) -> None:
         _LEDGER.release(entry_id)
 
 
-def _start_watchdog(path: Path) -> subprocess.Popen[bytes]:
-    watchdog = subprocess.Popen(
-        [sys.executable, "-m", "harness.reaper", str(os.getpid()), str(path)],
+def _start_watchdog(path: Path) -> int:
+    """Start the watchdog as a grandchild (a shell backgrounds it and exits), so this process
+    holds no handle to a child it never waits for; its pid once it is watching."""
+    launcher = subprocess.Popen(
+        ["/bin/sh", "-c", '"$@" &', "sh", sys.executable, "-m", "harness.reaper",
+         str(os.getpid()), str(path)],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         start_new_session=True)  # a signal to our process group must not reach it
-    assert watchdog.stdout is not None
-    ready, _, _ = select.select([watchdog.stdout], [], [], _WATCHDOG_START_TIMEOUT_S)
-    line = watchdog.stdout.readline().decode().strip() if ready else ""
-    if line != READY:
-        watchdog.kill()
-        raise RuntimeError(f"the harness's watchdog did not start (said {line!r})")
-    watchdog.stdout.close()
-    return watchdog
+    assert launcher.stdout is not None
+    with launcher.stdout:
+        launcher.wait()
+        ready, _, _ = select.select([launcher.stdout], [], [], _WATCHDOG_START_TIMEOUT_S)
+        said = launcher.stdout.readline().decode().split() if ready else []
+    if len(said) != 2 or said[0] != READY:
+        raise RuntimeError(f"the harness's watchdog did not start (said {said!r})")
+    return int(said[1])
 
 
 # --- the watchdog ------------------------------------------------------------------------------
@@ -217,11 +220,11 @@ def _wait_for_exit(owner: int) -> None:
         return  # gone before we looked: nothing to wait for
     except OSError:  # no pidfd (a kernel before 5.3): poll the process's start time
         started = process_start_time(owner)
-        print(READY, flush=True)
+        print(READY, os.getpid(), flush=True)
         while process_start_time(owner) == started and started is not None:
             time.sleep(0.2)
         return
-    print(READY, flush=True)
+    print(READY, os.getpid(), flush=True)
     select.select([pidfd], [], [])
     os.close(pidfd)
 

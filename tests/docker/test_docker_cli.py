@@ -4,6 +4,7 @@ with the run's label left on the engine afterwards, even when the supervisor was
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -102,15 +103,45 @@ def test_up_partition_heal_down_on_docker(tmp_path: Path):
     assert json.loads((run_dir / "state.json").read_text())["phase"] == "stopped"
 
 
-def test_down_after_the_supervisor_was_killed_still_removes_the_run(tmp_path: Path):
-    """Containers outlive a SIGKILLed owner (processes would not): ``down`` finds the run's
-    label in state.json and removes what it names."""
+def _watchdog_of(pid: int) -> int:
+    """The reaper's watchdog a harness process started (``python -m harness.reaper PID …``)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+                if b"harness.reaper" in argv and str(pid).encode() in argv:
+                    return int(entry.name)
+    raise AssertionError(f"no watchdog of {pid}")
+
+
+def test_a_killed_supervisors_watchdog_removes_the_run(tmp_path: Path):
+    """SIGKILL runs no clean-up in the supervisor, but its watchdog removes every container,
+    network and volume of the run."""
     engine = docker.from_env()
     run_dir = tmp_path / "run"
     ok(run_dir, "up", "--backend", "docker", "--brokers", "1")
     state = status(run_dir)
     selector = state["run_label"]
     try:
+        assert labelled(engine, selector)
+        os.kill(state["supervisor_pid"], signal.SIGKILL)
+        wait_for(lambda: labelled(engine, selector) == [], 60,
+                 "the watchdog to remove the killed supervisor's containers")
+    finally:
+        remove_run(engine, selector.partition("=")[2])
+
+
+def test_down_after_the_supervisor_and_its_watchdog_were_killed_still_removes_the_run(
+        tmp_path: Path):
+    """With the watchdog gone too, ``down`` finds the run's label in state.json and removes
+    what it names."""
+    engine = docker.from_env()
+    run_dir = tmp_path / "run"
+    ok(run_dir, "up", "--backend", "docker", "--brokers", "1")
+    state = status(run_dir)
+    selector = state["run_label"]
+    try:
+        os.kill(_watchdog_of(state["supervisor_pid"]), signal.SIGKILL)
         os.kill(state["supervisor_pid"], signal.SIGKILL)
         wait_for(lambda: process_state(state["supervisor_pid"]) == "down", 10,
                  "the supervisor to die")

@@ -66,7 +66,7 @@ OWNER = textwrap.dedent('''
     reaper.release(reaper.register(reaper.Kind.PROCESS, done.pid))
     print(json.dumps({"kept": kept.pid, "released": done.pid,
                       "ledger": str(reaper.ledger().path),
-                      "watchdog": reaper.ledger().watchdog.pid}), flush=True)
+                      "watchdog": reaper.ledger().watchdog}), flush=True)
     if sys.argv[1] == "exit":
         sys.exit(0)
     time.sleep(600)
