@@ -101,6 +101,8 @@ def pytest_report_header(config: pytest.Config) -> str:
     options = kafka_options(config)
     where = (f"bootstrap server {options.bootstrap}" if not options.started_by_harness
              else f"network {options.network}, backend {options.backend}")
+    if options.recipe is not None:
+        where = f"recipe {options.recipe}, {where}"
     return (f"kafka-harness target: {options.target}{_version_note(options.target)} ({where}); "
             f"names under {options.name_prefix!r}")
 

@@ -36,7 +36,7 @@ def test_the_failover_suite_passes_on_a_cluster_started_from_the_reference_recip
     output = run.stdout + run.stderr
     assert run.returncode == 0, output[-4000:]
     assert _outcomes(run.stdout) == {"passed": 3}, run.stdout[-2000:]
-    assert "kafka-harness target: recipe" in run.stdout
+    assert f"kafka-harness target: recipe (recipe {REFERENCE_RECIPE}, network proxy" in run.stdout
     # The nodes were the recipe's: its name is their log's, its template their configuration,
     # and each dials its peers through the pair's proxy, not at the peer's own listener.
     for broker_id in (1, 2, 3):
