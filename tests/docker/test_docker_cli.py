@@ -114,10 +114,10 @@ def _watchdog_of(pid: int) -> int:
     raise AssertionError(f"no watchdog of {pid}")
 
 
-def test_a_killed_supervisors_watchdog_removes_the_run(tmp_path: Path):
+def test_a_killed_supervisors_watchdog_removes_the_run(tmp_path: Path,
+                                                       engine: docker.DockerClient):
     """SIGKILL runs no clean-up in the supervisor, but its watchdog removes every container,
     network and volume of the run."""
-    engine = docker.from_env()
     run_dir = tmp_path / "run"
     ok(run_dir, "up", "--backend", "docker", "--brokers", "1")
     state = status(run_dir)
@@ -132,10 +132,9 @@ def test_a_killed_supervisors_watchdog_removes_the_run(tmp_path: Path):
 
 
 def test_down_after_the_supervisor_and_its_watchdog_were_killed_still_removes_the_run(
-        tmp_path: Path):
+        tmp_path: Path, engine: docker.DockerClient):
     """With the watchdog gone too, ``down`` finds the run's label in state.json and removes
     what it names."""
-    engine = docker.from_env()
     run_dir = tmp_path / "run"
     ok(run_dir, "up", "--backend", "docker", "--brokers", "1")
     state = status(run_dir)
