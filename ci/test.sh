@@ -16,6 +16,8 @@ if [ "$status" -eq 5 ]; then
   echo "pytest collected no tests: that is a failure, not a pass" >&2
   exit 1
 fi
+echo "== fuzz: a short run of ci/fuzz (docs/fuzzing.md); a crash fails the run"
+set +e; bash ci/fuzz --runs 30000 --seed 1; fuzz=$?; set -e
 echo "== docker backend smoke"
 smoke_status="$(mktemp)"
 set +e
@@ -27,8 +29,12 @@ skipped="$(cat "$smoke_status")"
 rm -f "$smoke_status"
 if [ "$smoke" -ne 0 ]; then docker_part="failed (exit $smoke)"; else docker_part="${skipped:-ran}"; fi
 if [ "$status" -ne 0 ]; then pytest_part="failed (exit $status)"; else pytest_part="passed"; fi
-echo "== summary: ruff passed; mypy passed; pytest (not slow, not docker) $pytest_part; docker smoke $docker_part; not run here by design: the tests marked slow"
+if [ "$fuzz" -ne 0 ]; then fuzz_part="failed (exit $fuzz)"; else fuzz_part="passed"; fi
+echo "== summary: ruff passed; mypy passed; pytest (not slow, not docker) $pytest_part; fuzz (30000 executions) $fuzz_part; docker smoke $docker_part; not run here by design: the tests marked slow"
 if [ "$status" -ne 0 ]; then
   exit "$status"
+fi
+if [ "$fuzz" -ne 0 ]; then
+  exit "$fuzz"
 fi
 exit "$smoke"

@@ -34,6 +34,7 @@ from kio.static.primitive import i16, i32
 from kio.static.protocol import Entity
 
 from . import zk_era
+from .bounds import LengthError, check_lengths
 from .errors import ErrorCode
 from .errors import error_name as error_name  # re-exported: suites and tests use it here
 from .tags import strip_unknown_tags
@@ -135,6 +136,11 @@ def decode_request(
     try:
         header, header_size = _read_entity(header_reader, RequestHeaderV2 if flexible else
                                            RequestHeaderV1, frame, 0)
+        try:
+            check_lengths(cls, frame, header_size)  # kio's native reader aborts on huge arrays
+        except LengthError as exc:
+            raise ProtocolError(
+                f"malformed {api_name(api_key)} v{version} request: {exc}") from None
         body, _body_size = _read_entity(entity_reader(cls), cls, frame, header_size)
     except ProtocolError:
         raise
@@ -144,7 +150,43 @@ def decode_request(
         ) from exc
     # Bytes after the body are ignored, as Kafka's own request parsing does: librdkafka 2.x
     # appends some to Metadata v13 requests, and the broker must serve it anyway.
+    missing = _null_required_field(body)
+    if missing is not None:
+        # kio reads a length of -1 as None whether or not the field is nullable. Kafka's parser
+        # refuses a null non-nullable field; a handler iterating one raised TypeError, logged
+        # as "Unexpected error" (found by ci/fuzz, tests/fuzz/test_regressions.py).
+        raise ProtocolError(
+            f"malformed {api_name(api_key)} v{version} request: non-nullable field {missing} "
+            "is null")
     return Request(api_key, version, correlation_id, header.client_id, body)
+
+
+def _null_required_field(entity: Any) -> str | None:
+    """The path of the first non-nullable field of `entity` (recursively) holding None."""
+    cls: Any = type(entity)
+    for name, required, nested, many in _nullability(cls):
+        value = getattr(entity, name)
+        if value is None:
+            if required:
+                return name
+            continue
+        if nested:
+            for item in value if many else (value,):
+                inner = _null_required_field(item)
+                if inner is not None:
+                    return f"{name}.{inner}"
+    return None
+
+
+@cache
+def _nullability(cls: type) -> tuple[tuple[str, bool, bool, bool], ...]:
+    """Per field: name, non-nullable, holds entities, is an array of them."""
+    plan = []
+    for f in fields(cls):
+        kind = classify_field(f)
+        many = isinstance(kind, EntityTupleField)
+        plan.append((f.name, not is_optional(f), many or isinstance(kind, EntityField), many))
+    return tuple(plan)
 
 
 def _read_entity(reader: Callable, cls: type, frame: bytes | memoryview, offset: int) -> tuple:

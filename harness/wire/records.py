@@ -18,10 +18,12 @@ from __future__ import annotations
 import gzip
 import io
 import struct
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import crc32c as _crc32c
+from kio.serial.errors import DecodeError
 from kio.serial.readers import read_signed_varint, read_signed_varlong
 from kio.serial.writers import write_signed_varint, write_signed_varlong
 
@@ -168,6 +170,11 @@ def validate_batches(
                 ErrorCode.corrupt_message,
                 f"batch length {header.batch_length} does not fit the {total - pos} bytes left",
             )
+        if header.compression not in COMPRESSION_NAMES:
+            # Codecs 5-7 do not exist; storing one would hand consumers a batch nobody can
+            # read (found by ci/fuzz: decode_records raised KeyError naming it).
+            raise InvalidBatch(ErrorCode.corrupt_message,
+                               f"unknown compression codec {header.compression}")
         if header.size > max_batch_size:
             raise InvalidBatch(
                 ErrorCode.message_too_large,
@@ -358,16 +365,39 @@ def _read_nullable(buf: bytes, pos: int) -> tuple[bytes | None, int]:
     return bytes(buf[pos : pos + length]), pos + length
 
 
+class UndecodableRecords(ValueError):
+    """A batch whose payload does not decode: damaged gzip data, or records that do not parse.
+
+    A valid CRC only proves the producer sent these bytes, and the broker stores a batch without
+    decoding it, so its readers (ListOffsets, the cleaner) must expect this; one ValueError type
+    for every cause lets them catch it without knowing which decoder failed (the fuzzer found
+    kio's BufferUnderflow and gzip's errors escaping them: docs/fuzzing.md)."""
+
+
 def decode_records(batch: bytes | bytearray | memoryview) -> list[Record]:
-    """Decode every record of an uncompressed or gzip batch, with millisecond timestamps."""
+    """Decode every record of an uncompressed or gzip batch, with millisecond timestamps.
+
+    Raises ValueError for a codec it cannot decompress and UndecodableRecords (a ValueError)
+    for a payload that does not decode."""
     header = read_header(batch, 0)
+    if header.compression not in (0, 1):
+        raise ValueError(
+            "decode_records cannot decompress "
+            f"{COMPRESSION_NAMES.get(header.compression, header.compression)}"
+        )
+    try:
+        return _decode_records(header, batch)
+    except UndecodableRecords:
+        raise
+    except (DecodeError, EOFError, OSError, IndexError, ValueError, zlib.error) as exc:
+        raise UndecodableRecords(
+            f"batch at offset {header.base_offset}: {type(exc).__name__}: {exc}") from exc
+
+
+def _decode_records(header: BatchHeader, batch: bytes | bytearray | memoryview) -> list[Record]:
     payload = bytes(memoryview(batch)[HEADER_SIZE : header.size])
     if header.compression == 1:
         payload = gzip.decompress(payload)
-    elif header.compression != 0:
-        raise ValueError(
-            f"decode_records cannot decompress {COMPRESSION_NAMES[header.compression]}"
-        )
     records = []
     pos = 0
     base_ts = header.max_timestamp if header.is_log_append_time else header.base_timestamp
@@ -375,6 +405,10 @@ def decode_records(batch: bytes | bytearray | memoryview) -> list[Record]:
         length, size = read_signed_varint(payload, pos)
         pos += size
         end = pos + length
+        if length < 0 or end > len(payload):
+            # A negative length would re-read the same bytes as the next record, records_count
+            # (up to 2^31) times over.
+            raise UndecodableRecords(f"record length {length} at byte {pos} of the payload")
         pos += 1  # attributes
         ts_delta, size = read_signed_varlong(payload, pos)
         pos += size

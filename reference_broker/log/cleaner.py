@@ -11,8 +11,9 @@ tombstone) deletes the key. The cleaner keeps the log that way without ever chan
 3. Batches keep their base offset, last offset and producer fields (`rebuild_batch`); a batch
    left with no records disappears; a segment left with nothing is removed.
 
-Batches this module cannot decode (snappy, lz4, zstd) and control batches are kept whole and
-their keys left out of the map — compaction then keeps more than it could, never less.
+Batches this module cannot decode (snappy, lz4, zstd, or a payload that does not decode) and
+control batches are kept whole and their keys left out of the map — compaction then keeps more
+than it could, never less.
 
 As in Kafka, a log is cleaned only when enough of it is dirty: the bytes of the cleanable
 segments at or past the cleaner's checkpoint (what the last cleaning reached) make more than
@@ -130,7 +131,19 @@ def _batches(segment: LogSegment
     """(header, batch bytes, its records — None for a batch that must be kept whole)."""
     for _position, header, body in iter_file_batches(segment.file, 0, segment.size):
         batch = bytes(body)
-        if header.is_control or header.compression not in _DECODABLE:
-            yield header, batch, None
-        else:
-            yield header, batch, decode_records(batch)
+        yield header, batch, batch_records(header, batch)
+
+
+def batch_records(header: BatchHeader, batch: bytes) -> list[Record] | None:
+    """The records of one batch, or None when it must be kept whole: a control batch, a codec
+    decoded nowhere here, or a payload that does not decode. A producer's CRC covers whatever
+    it sent and the leader stores batches without decoding them, so the last case happens;
+    keeping such a batch, as a snappy one is kept, beats stopping this log's compaction at every
+    pass (ci/fuzz found it, docs/fuzzing.md)."""
+    if header.is_control or header.compression not in _DECODABLE:
+        return None
+    try:
+        return decode_records(batch)
+    except ValueError as exc:
+        logger.warning("Keeping an undecodable batch whole: %s", exc)
+        return None
