@@ -6,11 +6,7 @@ exit code (:mod:`harness.cli_errors`), printed by the CLI's ``main``.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import signal
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -21,6 +17,7 @@ from harness import matrix
 from harness.cli_errors import ExitCode, HarnessError
 from harness.cli_types import BOOTSTRAP_SERVER_HELP, DEPRECATED_BOOTSTRAP, bootstrap_server
 from harness.cluster.factory import Backend, TargetName
+from harness.interrupts import interrupt_once
 
 
 def register(app: typer.Typer) -> None:
@@ -75,7 +72,7 @@ def register(app: typer.Typer) -> None:
                 targets, tuple(TargetName), "target")
             chosen, gating = matrix.chosen_targets(named, address, recipe)
             chosen_suites = matrix.parse_list(suites, matrix.SUITES, "suite")
-            with _interrupt_on_sigterm():
+            with interrupt_once():
                 runs, paths = matrix.run_matrix(
                     chosen, chosen_suites, out, bootstrap=address, keyword=keyword, say=say,
                     backend=backend, recipe=recipe)
@@ -92,27 +89,3 @@ def register(app: typer.Typer) -> None:
         else:
             say(f"matrix: {paths['markdown']} and {paths['html']}")
         raise typer.Exit(code)
-
-
-@contextlib.contextmanager
-def _interrupt_on_sigterm() -> Iterator[None]:
-    """SIGTERM (a cancelled CI job, ``timeout``) interrupts the matrix as Ctrl-C does, so the
-    running session is stopped and closes its target instead of running on alone. A second
-    signal while that happens is ignored: it must not cut the cleanup short."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    stopping: list[int] = []
-
-    def interrupt(signum: int, _frame: object) -> None:
-        if not stopping:
-            stopping.append(signum)
-            raise KeyboardInterrupt
-
-    previous = {signum: signal.signal(signum, interrupt)
-                for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)

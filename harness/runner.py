@@ -27,9 +27,7 @@ import contextlib
 import json
 import os
 import random
-import signal
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -64,6 +62,7 @@ from harness.cluster.factory import (
 from harness.cluster.local import ClusterSpec
 from harness.cluster.nodes import ClusterNodes
 from harness.cluster.process import PeerStartError
+from harness.interrupts import interrupt_once
 from harness.latest import point_latest
 from harness.nemesis.executor import FaultTarget, Nemesis
 from harness.nemesis.schedule import FAULTS, Step, plan
@@ -297,31 +296,6 @@ def check_history(history_dir: Path, guarantee: str, engine: str = "spark",
         raise RunError(INFRASTRUCTURE, f"the run's history is malformed: {exc}") from exc
 
 
-@contextlib.contextmanager
-def _interrupt_once() -> Iterator[None]:
-    """The first SIGINT or SIGTERM stops the run (KeyboardInterrupt, so every ``finally`` stops
-    what it started); later ones are ignored until that cleanup is done. Main thread only."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    received: list[int] = []
-
-    def interrupt(signum: int, _frame: object) -> None:
-        if received:
-            return  # already stopping: a second Ctrl-C must not cut the cleanup short
-        received.append(signum)
-        raise KeyboardInterrupt
-
-    previous = {signum: signal.signal(signum, interrupt)
-                for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
 # ---------------------------------------------------------------------------------------------
 # The run
 
@@ -364,7 +338,7 @@ class Run:
         self.history_dir.mkdir(exist_ok=True)
         manifest.write(self.history_dir, self.run_manifest())  # first, so any history has one
         try:
-            with _interrupt_once():
+            with interrupt_once():
                 suites_code = self._suites() if self.options.suites else VALID
                 self._execute()
             if self.result.exit_code == VALID:

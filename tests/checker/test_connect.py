@@ -110,6 +110,7 @@ def connect_server(tmp_path) -> Iterator[str]:
     assert not _survivors(tmp_path), "a process of the Connect server is still running"
 
 
+@pytest.mark.slow  # a Spark Connect server of its own: 30 s; outside .ci/run
 def test_connect_server_gives_the_local_verdict(spark, connect_server, tmp_path):
     b, expected = zoo()
     parquet = b.write(tmp_path / "parquet")

@@ -102,6 +102,7 @@ def standalone(tmp_path) -> Iterator[str]:
                 process.wait()
 
 
+@pytest.mark.slow  # a standalone Spark master and worker: 28 s; outside .ci/run
 def test_standalone_cluster_gives_the_local_verdict(spark, standalone, tmp_path):
     b, expected = zoo()
     history = b.write(tmp_path / "history", split=True)  # JSONL: executors must decode it

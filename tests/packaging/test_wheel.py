@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster.targets import Target, start_target
-from harness.pytest_plugin import SUITE_BROKER_PROPERTIES
+from harness.cluster.targets import Target
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "harness", "reference_broker",
@@ -58,16 +57,6 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     venv.create(environment, with_pip=True)
     _run([str(environment / "bin" / "pip"), "install", "-q", str(wheel)], cwd=where)
     yield environment
-
-
-@pytest.fixture(scope="module")
-def users_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
-    target = start_target("reference", brokers=1, properties=SUITE_BROKER_PROPERTIES,
-                          run_dir=tmp_path_factory.mktemp("users-broker"))
-    try:
-        yield target
-    finally:
-        target.close()
 
 
 def test_the_wheel_holds_the_suites_the_plugin_and_the_runtime(installed: Path,

@@ -9,14 +9,12 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from harness.cluster.targets import Target, start_target
-from harness.pytest_plugin import SUITE_BROKER_PROPERTIES
+from harness.cluster.targets import Target
 from harness.suite_location import suites_dir
 
 ONE_TEST = '''
@@ -86,17 +84,6 @@ def test_both_spellings_of_one_option_are_a_usage_error(pytester: pytest.Pyteste
     result.stderr.fnmatch_lines(["*--target and --kafka-target given together*"])
 
 
-@pytest.fixture(scope="module")
-def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
-    """A broker the sessions under test did not start: as a user's own Kafka would be."""
-    target = start_target("reference", brokers=1, properties=SUITE_BROKER_PROPERTIES,
-                          run_dir=tmp_path_factory.mktemp("shared-broker"))
-    try:
-        yield target
-    finally:
-        target.close()
-
-
 def _names_on(bootstrap: str) -> tuple[set[str], set[str]]:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topics = {t for t in admin.list_topics(timeout=10).topics if not t.startswith("__")}
@@ -110,29 +97,29 @@ def _prefix(output: str) -> str:
     return found.group(1)
 
 
-def test_a_shared_broker_is_left_as_the_session_found_it(pytester: pytest.Pytester,
-                                                         shared_broker: Target):
-    before = _names_on(shared_broker.bootstrap)
+def test_a_users_broker_is_left_as_the_session_found_it(pytester: pytest.Pytester,
+                                                         users_broker: Target):
+    before = _names_on(users_broker.bootstrap)
     pytester.makepyfile(LEAVES_THINGS)
-    result = pytester.runpytest_subprocess("--kafka-bootstrap-server", shared_broker.bootstrap)
+    result = pytester.runpytest_subprocess("--kafka-bootstrap-server", users_broker.bootstrap)
     result.assert_outcomes(passed=1)
     prefix = _prefix(result.stdout.str())
     result.stdout.fnmatch_lines([f"kafka-harness cleanup of '{prefix}': deleted 1 topic(s), "
                                  "1 group(s)"])
-    assert _names_on(shared_broker.bootstrap) == before
+    assert _names_on(users_broker.bootstrap) == before
 
 
-def test_the_suites_run_under_xdist_on_one_shared_broker(shared_broker: Target, tmp_path: Path):
+def test_the_suites_run_under_xdist_on_one_users_broker(users_broker: Target, tmp_path: Path):
     """Two workers, two sessions, one broker: no test sees another's names, and the broker is
     left clean by both."""
-    before = _names_on(shared_broker.bootstrap)
+    before = _names_on(users_broker.bootstrap)
     where = suites_dir()
     run = subprocess.run(
         [sys.executable, "-m", "pytest", str(where / "protocol"), str(where / "offsets"),
          "-n", "2", "-q", "-p", "no:cacheprovider", "--kafka-bootstrap-server",
-         shared_broker.bootstrap, "-m", "not slow"],
+         users_broker.bootstrap, "-m", "not slow"],
         cwd=where.parent, capture_output=True, text=True, timeout=900)
     tail = run.stdout[-3000:]
     assert run.returncode == 0, tail
     assert re.search(r"\d+ passed", tail) and "failed" not in tail, tail
-    assert _names_on(shared_broker.bootstrap) == before
+    assert _names_on(users_broker.bootstrap) == before

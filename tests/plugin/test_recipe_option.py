@@ -118,6 +118,7 @@ def test_a_judged_chaos_run_of_the_suites_starts_a_cluster_of_the_recipe(tmp_pat
     assert _outcomes(run.stdout) == {"passed": 1, "deselected": 1}, run.stdout[-2000:]
 
 
+@pytest.mark.slow  # 21 s; the failover suite on a recipe runs in CI
 def test_run_takes_a_recipe_and_its_replay_command_names_it(tmp_path):
     run = subprocess.run(
         [sys.executable, "-m", "harness.cli", "run", "--recipe", str(REFERENCE_RECIPE),

@@ -15,6 +15,10 @@ def kafka_harness(*args, timeout):
                           text=True, timeout=timeout, check=False)
 
 
+# Slow (73 s): in CI, tests/cli/test_run_cli.py runs a suite and a workload through `run`,
+# tests/workload/test_run_report.py reads a real run's reports, and the chaos suite judges
+# runs with Spark.
+@pytest.mark.slow
 def test_a_run_of_a_suite_and_a_workload_without_faults_is_valid_and_leaves_reports(tmp_path):
     run_dir = tmp_path / "run"
     done = kafka_harness("run", "--suites", "protocol",
