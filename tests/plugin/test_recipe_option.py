@@ -30,6 +30,9 @@ def _outcomes(output: str) -> dict[str, int]:
     return {word: int(count) for count, word in re.findall(r"(\d+) (\w+)", summary)}
 
 
+# Slow (65 s): in CI, run --recipe (below) judges a recipe cluster under a kill, and
+# tests/cluster/test_recipe_cluster.py faults a recipe node.
+@pytest.mark.slow
 def test_the_failover_suite_passes_on_a_cluster_started_from_the_reference_recipe(tmp_path):
     run = _pytest(*FAILOVER, "--kafka-recipe", str(REFERENCE_RECIPE),
                   "--kafka-harness-dir", str(tmp_path))
@@ -118,7 +121,6 @@ def test_a_judged_chaos_run_of_the_suites_starts_a_cluster_of_the_recipe(tmp_pat
     assert _outcomes(run.stdout) == {"passed": 1, "deselected": 1}, run.stdout[-2000:]
 
 
-@pytest.mark.slow  # 21 s; the failover suite on a recipe runs in CI
 def test_run_takes_a_recipe_and_its_replay_command_names_it(tmp_path):
     run = subprocess.run(
         [sys.executable, "-m", "harness.cli", "run", "--recipe", str(REFERENCE_RECIPE),
