@@ -41,23 +41,45 @@ def check_lengths(cls: type, buf: bytes | memoryview, offset: int) -> int:
     return _entity(cls, memoryview(buf), offset, len(buf))
 
 
+# One step of the walk per field: (kind, detail, nested entity class, optional).
+_FIXED_KIND, _VARIABLE_KIND, _ENTITY, _ENTITY_ARRAY, _PRIMITIVE_ARRAY = range(5)
+_Step = tuple[int, Any, Any, bool]
+
+
 @cache
-def _layout(cls: type) -> tuple[tuple[Field[Any], ...], dict[int, Field[Any]]]:
-    regular, tagged = [], {}
+def _plan(cls: type) -> tuple[tuple[_Step, ...], dict[int, _Step], bool]:
+    """The walk of `cls`, worked out once: regular fields, tagged fields by tag, flexible."""
+    regular: list[_Step] = []
+    tagged: dict[int, _Step] = {}
     for f in fields(cls):
         tag = get_field_tag(f)
         if tag is None:
-            regular.append(f)
+            regular.append(_step(f))
         else:
-            tagged[int(tag)] = f
-    return tuple(regular), tagged
+            tagged[int(tag)] = _step(f)
+    return tuple(regular), tagged, bool(getattr(cls, "__flexible__", False))
+
+
+def _step(f: Field[Any]) -> _Step:
+    kind = classify_field(f)
+    if isinstance(kind, EntityField):
+        return _ENTITY, None, kind.type_, is_optional(f)
+    if isinstance(kind, EntityTupleField):
+        return _ENTITY_ARRAY, None, kind.type_, False
+    kafka_type = f.metadata["kafka_type"]
+    if kafka_type not in _FIXED and kafka_type not in _VARIABLE:
+        raise LengthError(f"unknown field type {kafka_type} of {f.name}")
+    if isinstance(kind, PrimitiveTupleField):
+        return _PRIMITIVE_ARRAY, kafka_type, None, False
+    if kafka_type in _FIXED:
+        return _FIXED_KIND, _FIXED[kafka_type], None, False
+    return _VARIABLE_KIND, kafka_type, None, False
 
 
 def _entity(cls: Any, buf: memoryview, pos: int, end: int) -> int:
-    regular, tagged = _layout(cls)
-    flexible = bool(cls.__flexible__)
-    for f in regular:
-        pos = _field(f, flexible, buf, pos, end)
+    regular, tagged, flexible = _plan(cls)
+    for step in regular:
+        pos = _field(step, flexible, buf, pos, end)
     if not flexible:
         return pos
     count, pos = _uvarint(buf, pos, end)
@@ -73,17 +95,20 @@ def _entity(cls: Any, buf: memoryview, pos: int, end: int) -> int:
     return pos
 
 
-def _field(f: Field[Any], flexible: bool, buf: memoryview, pos: int, end: int) -> int:
-    kind = classify_field(f)
-    if isinstance(kind, EntityField):
-        if is_optional(f):
+def _field(step: _Step, flexible: bool, buf: memoryview, pos: int, end: int) -> int:
+    kind, detail, nested, optional = step
+    if kind == _FIXED_KIND:
+        if detail > end - pos:
+            _fits(detail, pos, end, "field")
+        return pos + detail
+    if kind == _VARIABLE_KIND:
+        return _primitive(detail, flexible, buf, pos, end)
+    if kind == _ENTITY:
+        if optional:
             marker, pos = _int(buf, pos, end, 1)
             if marker < 0:
                 return pos
-        return _entity(kind.type_, buf, pos, end)
-    many = isinstance(kind, EntityTupleField | PrimitiveTupleField)
-    if not many:
-        return _primitive(f.metadata["kafka_type"], flexible, buf, pos, end)
+        return _entity(nested, buf, pos, end)
     if flexible:
         count, pos = _uvarint(buf, pos, end)
         count -= 1  # compact arrays store length + 1; 0 is null
@@ -91,22 +116,21 @@ def _field(f: Field[Any], flexible: bool, buf: memoryview, pos: int, end: int) -
         count, pos = _int(buf, pos, end, 4)
     if count <= 0:
         return pos
-    _fits(count, pos, end, f"array {f.name}")
+    _fits(count, pos, end, "array")
+    if kind == _ENTITY_ARRAY:
+        for _ in range(count):
+            pos = _entity(nested, buf, pos, end)
+        return pos
+    size = _FIXED.get(detail)
+    if size is not None:
+        _fits(count * size, pos, end, "array")
+        return pos + count * size
     for _ in range(count):
-        if isinstance(kind, EntityTupleField):
-            pos = _entity(kind.type_, buf, pos, end)
-        else:
-            pos = _primitive(f.metadata["kafka_type"], flexible, buf, pos, end)
+        pos = _primitive(detail, flexible, buf, pos, end)
     return pos
 
 
 def _primitive(kafka_type: str, flexible: bool, buf: memoryview, pos: int, end: int) -> int:
-    size = _FIXED.get(kafka_type)
-    if size is not None:
-        _fits(size, pos, end, kafka_type)
-        return pos + size
-    if kafka_type not in _VARIABLE:
-        raise LengthError(f"unknown field type {kafka_type}")
     if flexible:
         length, pos = _uvarint(buf, pos, end)
         length -= 1
@@ -119,12 +143,14 @@ def _primitive(kafka_type: str, flexible: bool, buf: memoryview, pos: int, end: 
 
 
 def _fits(count: int, pos: int, end: int, what: str) -> None:
+    """Raise unless `count` bytes (or one-byte elements) fit between `pos` and `end`."""
     if count > end - pos:
         raise LengthError(f"{what} of length {count} but only {max(end - pos, 0)} bytes remain")
 
 
 def _int(buf: memoryview, pos: int, end: int, size: int) -> tuple[int, int]:
-    _fits(size, pos, end, f"int{size * 8}")
+    if size > end - pos:
+        _fits(size, pos, end, f"int{size * 8}")
     return int.from_bytes(buf[pos:pos + size], "big", signed=True), pos + size
 
 

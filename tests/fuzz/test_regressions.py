@@ -150,3 +150,29 @@ def test_broker_answers_list_offsets_over_the_crash_batch(tmp_path):
             {"name": "fuzzed", "partitions": [{"partition_index": 0, "timestamp": timestamp}]}]})
         answer = listed.topics[0].partitions[0]
         assert answer.error_code == ErrorCode.none and answer.offset == 0
+
+
+HUGE_ARRAYS = {
+    # Produce v8 (legacy arrays): transactional_id null, acks, timeout, topic_data of 2^31-1.
+    "produce-v8-legacy": struct.pack(">hhi", PRODUCE, 8, 1) + b"\x00\x01c" + b"\xff\xff"
+    + struct.pack(">hii", 1, 1000, 2**31 - 1),
+    # Metadata v12 (compact arrays): topics of 2^32-2 elements, then two booleans.
+    "metadata-v12-compact": struct.pack(">hhi", 3, 12, 1) + b"\x00\x01c\x00"
+    + b"\xff\xff\xff\xff\x0f" + b"\x01\x00\x00",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HUGE_ARRAYS))
+def test_a_huge_declared_array_is_refused_before_kio_allocates_it(name):
+    """Run in a child: before the fix kio's native reader aborted the process."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom harness.wire import protocol\n"
+            f"frame = {HUGE_ARRAYS[name]!r}\n"
+            "try:\n    protocol.decode_request(frame)\n"
+            "except protocol.ProtocolError as exc:\n    print(exc)\n")
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=60, check=False)
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert "array of length" in child.stdout and "bytes remain" in child.stdout
