@@ -1,7 +1,7 @@
 """Refuse a request whose array lengths exceed its bytes before kio's native reader sees it.
 
 kio's entity readers are native code that reserve room for an array's declared length before
-reading its items: a 100-byte frame declaring 4 billion elements asks for about 170 GB, the
+reading its items: an 85-byte frame declaring 4 billion elements asks for about 170 GB, the
 allocation fails and the Rust runtime aborts the whole process — one request kills the broker
 (found by ci/fuzz, docs/fuzzing.md). Kafka's generated readers refuse such a length ("Tried to
 allocate a collection of size N, but there are only M bytes remaining"); this walker does the
