@@ -147,10 +147,14 @@ def test_a_cut_between_two_brokers_hits_exactly_that_pair(
     # is the leader that broker cannot get a block of ids behind the cut (Kafka logged "Timed
     # out when requesting AllocateProducerIds from the controller"; the send never completed).
     _produce(kafka, topic, 10, idempotent=False)
+    # Waited for as one state, not asserted after the first shrink: on a busy machine the kept
+    # follower may also fall LAG_MS behind for a moment and be dropped, then rejoin. Behind a
+    # proxy per destination it could never rejoin, so reaching this state is the proof.
     shrunk = kafka.cluster.wait_for(
-        lambda: cut not in (state := _state(kafka, topic))["isr"] and state,
-        LAG_MS / 1000 + 30, f"broker {cut} to drop out of {topic}'s ISR")
-    assert sorted(shrunk["isr"]) == sorted([leader, kept])
+        lambda: sorted((state := _state(kafka, topic))["isr"]) == sorted([leader, kept])
+        and state,
+        LAG_MS / 1000 + 30, f"{topic}'s ISR to be exactly {sorted([leader, kept])} "
+                            f"(broker {cut} out, broker {kept} in)")
     assert shrunk["leader"] == leader
     faults.heal()
     kafka.cluster.wait_for(lambda: len(_state(kafka, topic)["isr"]) == 3, 60,
