@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(openjdk-17-jre-headless zookeeper chromium iproute2 iptables kcat)
+APT_PACKAGES=(openjdk-17-jre-headless zookeeper chromium iproute2 iptables kcat libfuse2 fuse3)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

@@ -11,7 +11,8 @@ resource, and one per release), and on the first such write it starts a *watchdo
 process in its own session that holds a pidfd of its owner and waits for it to exit, whatever
 the way. Then it undoes every resource the ledger holds and nobody released: process groups are
 SIGKILLed (only if the pid still names the process that was registered — its start time is
-compared, so a reused pid is left alone), namespaces and host links deleted, a docker run's
+compared, so a reused pid is left alone), namespaces and host links deleted, mounts lazily
+unmounted (newest first, so a mount on top goes before the one under it), a docker run's
 containers, networks and volumes removed. After a clean exit the ledger holds nothing unreleased
 and the watchdog only deletes the ledger.
 
@@ -48,6 +49,7 @@ class Kind(StrEnum):
     NAMESPACE = "namespace"    # a network namespace (processes in it are killed first)
     HOST_LINK = "host_link"    # a network link in the root namespace
     DOCKER_RUN = "docker_run"  # every container, network and volume with a run's label
+    MOUNT = "mount"            # a mount point (a broker's tmpfs, bind or FUSE log dir)
 
 
 @dataclass(frozen=True)
@@ -197,8 +199,15 @@ def _remove_docker_run(entry: Entry) -> None:
         remove_run(client, entry.value)
 
 
+def _unmount(entry: Entry) -> None:
+    from harness.disk.mounts import undo_mount
+
+    undo_mount(entry.value)
+
+
 UNDO = {Kind.PROCESS: _kill_group, Kind.NAMESPACE: _delete_namespace,
-        Kind.HOST_LINK: _delete_host_link, Kind.DOCKER_RUN: _remove_docker_run}
+        Kind.HOST_LINK: _delete_host_link, Kind.DOCKER_RUN: _remove_docker_run,
+        Kind.MOUNT: _unmount}
 
 
 def undo(entries: list[Entry]) -> list[str]:
