@@ -40,8 +40,8 @@ def _number(value: float) -> str:
 def _flag(name: str, value: object) -> list[str]:
     """The command-line words for one RunOptions field."""
     option = "--" + name.removesuffix("_s").replace("_", "-")
-    if name == "idempotence":
-        return ["--idempotence" if value else "--no-idempotence"]
+    if isinstance(value, bool):  # typer's --x/--no-x switches
+        return [option if value else "--no-" + option.removeprefix("--")]
     if name in ("nemesis", "suites"):
         assert isinstance(value, tuple)
         return [option, ",".join(value) or "none"]

@@ -39,7 +39,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 
-from harness import history, matrix, replay
+from harness import history, matrix, replay, resources
 from harness.checker import manifest, python_engine, report
 from harness.checker.result import (
     DEFAULT_GUARANTEE,
@@ -65,7 +65,7 @@ from harness.cluster.process import PeerStartError
 from harness.interrupts import interrupt_once
 from harness.latest import point_latest
 from harness.nemesis.executor import FaultTarget, Nemesis
-from harness.nemesis.schedule import FAULTS, Step, plan
+from harness.nemesis.schedule import FAULTS, QUIET_S, Step, plan
 from harness.waiting import ClusterWaitTimeout
 from harness.workload.context import RunContext
 from harness.workload.final_read import final_read
@@ -116,6 +116,9 @@ class RunOptions:
     schedule: tuple[Step, ...] | None = None
     static_members: bool = False  # consumers as KIP-345 static members (group.instance.id)
     recipe: str | None = None  # the recipe file of the recipe target (docs/recipes.md)
+    # A soak: faults spaced so brokers live for minutes, and the run fails when a process's
+    # RSS or open files grew past resources.GROWTH_LIMIT after warm-up (docs/soak.md).
+    soak: bool = False
 
     def validate(self) -> None:
         """Raise RunError(USAGE) naming the bad option and what is allowed."""
@@ -153,6 +156,12 @@ class RunOptions:
 
 
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")  # librdkafka's compression.type
+# A soak's pacing and judgement. Planned as usual, a fault comes every ~10 s and each broker is
+# restarted about every 90 s, too soon for a leak to show in one process's life; with 30-60 s
+# between faults each broker lives several minutes, sampled every minute after 3 minutes'
+# warm-up (the JVM's heap, the page cache and the clients' connections settle first).
+SOAK_QUIET_S = (30.0, 60.0)
+SOAK_WARMUP_S = 180.0
 
 
 @dataclass
@@ -173,6 +182,7 @@ class RunResult:
     stats: dict[str, Any] = field(default_factory=dict)
     report: list[str] = field(default_factory=list)
     suites: dict[str, Any] = field(default_factory=dict)
+    resources: dict[str, Any] = field(default_factory=dict)  # the soak judgement, if a soak
     error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -212,6 +222,17 @@ def _start_cluster(options: RunOptions, run_dir: Path
     except (PeerStartError, ClusterWaitTimeout, OSError, RuntimeError) as exc:
         raise RunError(INFRASTRUCTURE, f"the cluster could not start: {exc}") from exc
     return built.cluster, built.cluster.cluster, built.faults, built.mechanism
+
+
+def _process_ids(cluster: ClusterNodes) -> dict[str, int | None]:
+    """What a run samples: every broker, ZooKeeper and this process (the workload's
+    supervisor and the nemesis)."""
+    pids: dict[str, int | None] = {f"broker-{broker_id}": node.pid
+                                   for broker_id, node in cluster.brokers.items()}
+    if cluster.zookeeper is not None:
+        pids["zookeeper"] = cluster.zookeeper.pid
+    pids[resources.HARNESS] = os.getpid()
+    return pids
 
 
 def _client_bootstrap(handle: RunnableCluster) -> str:
@@ -436,13 +457,16 @@ class Run:
         for fault in options.nemesis:
             if fault not in faults:
                 self.result.notes.append(f"skipped fault {fault}: {target.unsupported(fault)}")
-        steps = (plan(self.seed, faults, options.duration_s, options.brokers)
+        quiet_s = SOAK_QUIET_S if options.soak else QUIET_S
+        steps = (plan(self.seed, faults, options.duration_s, options.brokers, quiet_s=quiet_s)
                  if options.schedule is None else
                  [step for step in options.schedule if target.unsupported(step.fault) is None])
         self.result.schedule = [s.as_dict() for s in steps]
         recorder = Recorder(self.history_dir, self.run_id, NEMESIS_PROCESS, self._run_start_ns)
         nemesis = Nemesis(steps, target, recorder)
+        sampler = resources.ResourceSampler(lambda: _process_ids(cluster))
         try:
+            sampler.start()
             generator.start()
             nemesis.start()
             self._supervise(generator, nemesis)
@@ -451,6 +475,7 @@ class Run:
             with self.console.status("Waiting for the clients to finish…"):
                 generator.wait()
         finally:
+            self._resources(sampler.stop())
             generator.stop()
             nemesis.halt()  # only reached early on an error or an interrupt: no heal needed
             recorder.close()
@@ -458,6 +483,24 @@ class Run:
             self.result.nemesis = nemesis.done
             self.result.clients = [asdict(e) for e in generator.ended]
         return generator.next_process
+
+    def _resources(self, samples: list[resources.Sample]) -> None:
+        """``resources.json`` for every run; for a soak also the judgement, which fails the
+        run (exit 1, like an anomaly) when a process grew past the limit or nothing lived
+        long enough to be judged."""
+        judgement = (resources.judge(samples, warmup_s=SOAK_WARMUP_S)
+                     if self.options.soak else None)
+        resources.write(self.dir / "resources.json", samples, judgement)
+        if judgement is None:
+            return
+        self.result.resources = judgement.as_dict()
+        for line in resources.summary_lines(judgement):
+            self._say(f"soak: {line}")
+        if not judgement.passed:
+            what = (", ".join(f"{life.node} (pid {life.pid})" for life in judgement.grown)
+                    or "nothing lived long enough after warm-up to be judged")
+            self.result.notes.append(f"soak failed: grew past "
+                                     f"{judgement.limit:.0%}: {what}")
 
     def _supervise(self, generator: Generator, nemesis: Nemesis) -> None:
         duration = self.options.duration_s
@@ -479,7 +522,8 @@ class Run:
                                        manifest.Provenance(self.run_manifest()))
         report.print_summary(self.console, result, str(self.history_dir))
         self.result.valid = result.valid
-        self.result.exit_code = VALID if result.valid else INVALID
+        soak_failed = bool(self.result.resources) and not self.result.resources["passed"]
+        self.result.exit_code = VALID if result.valid and not soak_failed else INVALID
         self.result.anomalies = {name: a.count for name, a in result.anomalies.items()}
         self.result.stats = dict(result.stats)
         self.result.report += [str(p) for p in written]

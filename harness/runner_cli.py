@@ -106,6 +106,12 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option(metavar="FILE", help="Instead of --target: a cluster of "
                                       "the broker a recipe file describes (docs/recipes.md).")
         ] = None,
+        soak: Annotated[
+            bool, typer.Option(help="A soak (e.g. --duration 1800): faults 30-60 s apart, and "
+                                    "the run fails when a broker's, ZooKeeper's or the "
+                                    "harness's RSS or open files grew > 10 % after warm-up "
+                                    "(docs/soak.md).")
+        ] = False,
     ) -> None:
         """The main job: the suites against a reference cluster (--suites), then a workload
         under a seeded nemesis, everything read back and checked. Exit 0 valid and every suite
@@ -139,6 +145,7 @@ def register(app: typer.Typer) -> None:
             network=network.value, backend=backend.value,
             target="recipe" if recipe is not None else target.value,
             recipe=str(recipe.resolve()) if recipe is not None else None, suites=chosen_suites,
+            soak=soak,
         )
         raise typer.Exit(runner.run(options, as_json=json_output))
 

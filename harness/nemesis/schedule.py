@@ -29,13 +29,18 @@ FAULTS = {
                  "removes it",
     "crash-client": "SIGKILL one workload client (any, or a consumer or producer); the generator "
                     "replaces it",
+    "disk-full": "fill a broker's log dir's disk (a size-limited tmpfs) to the last byte; heal "
+                 "frees it and starts the broker again if it halted",
+    "disk-errors": "reads and writes under a broker's log dir fail with EIO (a FUSE filesystem); "
+                   "heal stops the errors and starts the broker again if it halted",
 }
 NETWORK_FAULTS = frozenset({"partition", "latency", "bandwidth"})
 _SHAPES = ("isolate", "halves", "ring", "bridge")
 PROCESS_FAULTS = frozenset({"kill", "pause", "stop", "lose-unflushed"})
+DISK_FAULTS = frozenset({"disk-full", "disk-errors"})
 # Faults with one target — a node, a role (leader, controller), or for crash-client the kind
 # of client (CLIENT_ROLES) — which :func:`repeated` and :func:`rolling` can schedule.
-NODE_FAULTS = PROCESS_FAULTS | {"latency", "bandwidth", "crash-client"}
+NODE_FAULTS = PROCESS_FAULTS | DISK_FAULTS | {"latency", "bandwidth", "crash-client"}
 CLIENT_ROLES = ("client", "consumer", "producer")  # "client": any workload client
 CONTROLLER = "controller"
 LEADER_OF = "leader of "
@@ -97,8 +102,11 @@ def _target(rng: random.Random, fault: str, brokers: int) -> str:
     return broker
 
 
+QUIET_S = (2.0, 5.0)  # plan's default range of quiet seconds between one heal and the next fault
+
+
 def plan(seed: int, faults: tuple[str, ...] | list[str], duration_s: float, brokers: int, *,
-         start_s: float = 3.0, quiet_s: tuple[float, float] = (2.0, 5.0),
+         start_s: float = 3.0, quiet_s: tuple[float, float] = QUIET_S,
          fault_s: tuple[float, float] = (3.0, 8.0), tail_s: float = 3.0) -> list[Step]:
     """The schedule for one run; empty when no faults are asked for or there is no room."""
     rng = random.Random(seed)

@@ -50,8 +50,20 @@ def test_a_run_writes_its_manifest_and_a_report_with_seed_replay_and_nemesis_tab
     assert flag("--seed") == "1" and flag("--nemesis") == "kill,partition"
     assert flag("--duration") == "12" and flag("--suites") == "none"
     assert "--idempotence" in run.replay and "--dir" not in run.replay
+    assert "--no-soak" in run.replay
     assert [a.what for a in run.nemesis] == ["kill broker-2", "heal kill broker-2", "heal all"]
     assert run.nemesis[0].result == "node=broker-2, exit_code=-9"
+
+    # Every run samples its processes at its start and end (and each minute): the killed
+    # broker-2 shows as two lives, one pid before the kill and one after.
+    sampled = json.loads((run_dir / "resources.json").read_text())
+    lives: dict[str, set[int]] = {}
+    for sample in sampled["samples"]:
+        assert sample["rss_bytes"] > 0 and sample["open_files"] > 0
+        lives.setdefault(sample["node"], set()).add(sample["pid"])
+    assert set(lives) == {"broker-1", "broker-2", "broker-3", "zookeeper", "harness"}
+    assert len(lives["broker-2"]) == 2 and len(lives["broker-1"]) == 1
+    assert sampled["judgement"] is None  # not a soak
 
     page = parse((run_dir / "report" / "report.html").read_text(encoding="utf-8"))
     assert "Seed: 1 (given with --seed)" in page.find("p", class_="seed")[0].text
