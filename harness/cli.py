@@ -189,11 +189,18 @@ def status(run_dir: RunDir = DEFAULT_RUN_DIR, json_output: JsonFlag = False) -> 
 
 
 @app.command()
-def down(run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
+def down(run_dir: RunDir = DEFAULT_RUN_DIR,
+         every: Annotated[bool, typer.Option(
+             "--all", help="Every cluster, not only DIR's: every supervisor of this user "
+             "wherever its run dir is, and every docker container, network and volume "
+             "labelled as the harness's, dead runs' included.")] = False) -> None:
     """Stop everything: brokers, ZooKeeper, proxies, the supervisor (and, on docker, every
     container, network and volume of the run, even when its supervisor was killed). Exit 0
     also when nothing was running."""
-    cluster_cli.stop(run_dir)
+    if every:
+        cluster_cli.stop_all()
+    else:
+        cluster_cli.stop(run_dir)
 
 
 partition_app = typer.Typer(name="partition", no_args_is_help=True,

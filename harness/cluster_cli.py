@@ -11,9 +11,12 @@ message shows them through :func:`shown`, quoted so that a user can paste them b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import shlex
+import signal
 import subprocess
 import time
 from collections.abc import Iterable
@@ -334,6 +337,72 @@ def _remove_orphaned_containers(run_dir: Path) -> bool:
                    f"containers, networks and volumes labelled {state['run_label']}",
                    highlight=False)
     return True
+
+
+def stop_all() -> None:
+    """`kafka-harness down --all`: stop every supervisor of this user that still runs, wherever
+    its run directory is (:mod:`harness.supervisor_registry`), then remove every container,
+    network and volume labelled as the harness's — a live run's, a dead run's, a pytest
+    session's. A supervisor still starting is interrupted (SIGTERM), which stops what it
+    started. Local processes of a run whose supervisor died are its watchdog's to kill; those
+    of a live pytest or ``run`` end with their owner and are not touched."""
+    from harness import supervisor_registry
+
+    console = stderr()
+    failed = []
+    cards = supervisor_registry.live()
+    for card in cards:
+        try:
+            _stop_supervisor(card.pid, card.run_dir)
+        except CommandFailed as exc:
+            failed.append(str(exc))
+        else:
+            console.print(f"stopped the cluster in {escape(str(card.run_dir))} (supervisor pid "
+                          f"{card.pid})", highlight=False)
+    removed = _remove_every_labelled_object()
+    if removed is None:
+        console.print("no docker engine answers: no containers to remove", highlight=False)
+    elif removed:
+        console.print(f"removed {len(removed)} docker containers, networks and volumes "
+                      f"labelled as the harness's: {escape(', '.join(removed))}",
+                      highlight=False)
+    if not cards and not removed:
+        console.print("nothing running", highlight=False)
+    if failed:
+        raise CommandFailed("; ".join(failed))
+
+
+def _stop_supervisor(pid: int, run_dir: Path) -> None:
+    """Ask the supervisor to stop (SIGTERM if it serves no socket yet) and wait until it has."""
+    from harness.cluster.control import NoCluster
+    from harness.supervisor import process_state
+
+    try:
+        call(run_dir, {"cmd": "down"})
+    except NoCluster:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    try:
+        wait_for(lambda: process_state(pid) == "down", _DOWN_TIMEOUT_S,
+                 f"the supervisor (pid {pid}) to stop")
+    except ClusterWaitTimeout:
+        raise CommandFailed(f"the supervisor of {run_dir} (pid {pid}) is still running") from None
+
+
+def _remove_every_labelled_object() -> list[str] | None:
+    """Remove every docker object with the harness's run label; None when no engine answers
+    (none is started for this: an engine that is not running runs no container)."""
+    from harness.cluster.docker_images import engine_client
+
+    client = engine_client(timeout=30)
+    if client is None:
+        return None
+    from harness.cluster.docker_backend import remove_run
+
+    try:
+        return remove_run(client)
+    finally:
+        client.close()
 
 
 # --- faults ------------------------------------------------------------------------------------

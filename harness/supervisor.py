@@ -42,6 +42,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness import supervisor_registry
 from harness.cluster.control import ControlServer, socket_path
 from harness.cluster.factory import (
     Backend,
@@ -519,6 +520,7 @@ def run(run_dir: Path, spec: ClusterSpec, *, toxiproxy_url: str | None = None,
     for signum in previous:
         signal.signal(signum, interrupt_start)
     server: ControlServer | None = None
+    card = supervisor_registry.register(run_dir)  # so `down --all` finds this run
     try:
         try:
             supervisor.start()
@@ -552,6 +554,7 @@ def run(run_dir: Path, spec: ClusterSpec, *, toxiproxy_url: str | None = None,
             supervisor.stop()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        supervisor_registry.unregister(card)
 
 
 def launch_detached(run_dir: Path, spec: ClusterSpec, toxiproxy_url: str | None = None, *,

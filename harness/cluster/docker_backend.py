@@ -27,7 +27,9 @@ unchanged; only where the nodes run differs:
 
 Everything the run creates carries the label ``kafka-harness.run=<id>``; :meth:`stop`, an
 ``atexit`` hook and SIGTERM remove all of it, so nothing outlives ``down``, Ctrl-C or a failed
-test (:func:`remove_run` cleans up after a process that was SIGKILLed).
+test (:func:`remove_run` cleans up after a process that was SIGKILLed). Each object also names
+its owner process, so the next docker cluster to start removes the runs of dead owners
+(:mod:`harness.cluster.docker_reaping`), should the harness's watchdog have died too.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from docker.models.containers import Container
 from harness import reaper
 from harness.cluster.docker_images import build_project_image, ensure_base_image, ensure_engine
 from harness.cluster.docker_nodes import DATA_DIR, LOG_DIR, DockerNode
+from harness.cluster.docker_reaping import OWNER_LABEL, RUN_LABEL, owner_label, reap_dead_runs
 from harness.cluster.kinds import (
     BrokerKind,
     BrokerPorts,
@@ -72,7 +75,6 @@ from harness.cluster.zookeeper import four_letter_word
 from harness.net.ports import LOOPBACK
 from harness.waiting import wait_for
 
-RUN_LABEL = "kafka-harness.run"
 NODE_LABEL = "kafka-harness.node"
 TOXIPROXY_IMAGE_ENV = "KAFKA_HARNESS_TOXIPROXY_IMAGE"
 TOXIPROXY_NODE = "toxiproxy"
@@ -141,6 +143,7 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
         self._started = False
         self._previous_sigterm: Any = None
         self._ledger_entry: int | None = None
+        self._owner = owner_label()
 
     # --- what the cluster looks like -------------------------------------------------------
 
@@ -153,7 +156,8 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
 
     @property
     def labels(self) -> dict[str, str]:
-        return {RUN_LABEL: self.run_id}
+        """The run's id, and its owner (this process) for :mod:`docker_reaping`."""
+        return {RUN_LABEL: self.run_id, OWNER_LABEL: self._owner}
 
     @property
     def label_selector(self) -> str:
@@ -196,6 +200,7 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
         self._install_sigterm_handler()
         try:
             self.client = self.client or ensure_engine()
+            reap_dead_runs(self.client)  # containers of runs whose owner died unreaped
             self.image = self.image or build_project_image(self.client,
                                                            ensure_base_image(self.client))
             self._create_network()
