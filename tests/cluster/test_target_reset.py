@@ -1,12 +1,24 @@
-"""Target.reset() between tests brings back everything a test stopped, ZooKeeper included."""
+"""Target.reset() between tests brings back everything a test stopped, ZooKeeper included, on
+the local backend with either network mechanism (the docker backend's case is in
+tests/docker/test_docker_reset.py)."""
 
 from __future__ import annotations
 
-from harness.cluster.targets import start_target
+import pytest
+
+from harness.cluster.targets import Network, start_target
+from harness.net.netns import unavailable
 
 
-def test_reset_starts_a_stopped_zookeeper_and_broker_and_waits_for_registration() -> None:
-    target = start_target("reference", brokers=2)
+@pytest.mark.parametrize("network", [
+    Network.PROXY,
+    # Every node in a network namespace: ZooKeeper restarts inside its own, on its address.
+    pytest.param(Network.KERNEL, marks=pytest.mark.skipif(
+        unavailable() is not None, reason=f"kernel network: {unavailable()}")),
+])
+def test_reset_starts_a_stopped_zookeeper_and_broker_and_waits_for_registration(
+        network: Network) -> None:
+    target = start_target("reference", brokers=2, network=network)
     try:
         nodes = target.nodes
         assert nodes is not None and nodes.zookeeper is not None

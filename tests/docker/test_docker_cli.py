@@ -27,19 +27,21 @@ KAFKA_HARNESS = str(Path(sys.executable).parent / "kafka-harness")
 QUIET = {"log_level": 0}
 
 
-def cli(run_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def cli(run_dir: Path, *args: str,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([KAFKA_HARNESS, *args, "--dir", str(run_dir)], capture_output=True,
-                          text=True, timeout=900, stdin=subprocess.DEVNULL)
+                          text=True, timeout=900, stdin=subprocess.DEVNULL, env=env)
 
 
-def ok(run_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    result = cli(run_dir, *args)
+def ok(run_dir: Path, *args: str,
+       env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    result = cli(run_dir, *args, env=env)
     assert result.returncode == 0, (args, result.stdout, result.stderr)
     return result
 
 
-def status(run_dir: Path) -> dict:
-    return json.loads(ok(run_dir, "status", "--json").stdout)
+def status(run_dir: Path, env: dict[str, str] | None = None) -> dict:
+    return json.loads(ok(run_dir, "status", "--json", env=env).stdout)
 
 
 def labelled(engine: docker.DockerClient, selector: str) -> list[str]:
@@ -150,3 +152,37 @@ def test_down_after_the_supervisor_and_its_watchdog_were_killed_still_removes_th
     finally:
         remove_run(engine, selector.partition("=")[2])
     assert labelled(engine, selector) == []
+
+
+def _kill_supervisor_and_watchdog(pid: int) -> None:
+    os.kill(_watchdog_of(pid), signal.SIGKILL)
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: process_state(pid) == "down", 10, "the supervisor to die")
+
+
+def test_the_next_docker_run_and_down_all_remove_the_containers_of_killed_runs(
+        tmp_path: Path, engine: docker.DockerClient):
+    """Runs whose supervisor and watchdog were both SIGKILLed leave their containers behind:
+    the next docker cluster to start removes those of a dead owner, and ``down --all``
+    (whatever ``--dir``) those of a run killed after that. A TMPDIR of the test's own keeps
+    ``down --all`` away from other supervisors of this user on the machine."""
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(private_tmp)}
+    selectors: list[str] = []
+    try:
+        for name in ("first", "second"):
+            run_dir = tmp_path / name
+            ok(run_dir, "up", "--backend", "docker", "--brokers", "1", env=env)
+            state = status(run_dir, env)
+            selectors.append(state["run_label"])
+            if name == "second":  # its start reaped the first, dead run
+                assert labelled(engine, selectors[0]) == []
+            _kill_supervisor_and_watchdog(state["supervisor_pid"])
+            assert labelled(engine, selectors[-1])
+        down = ok(tmp_path / "unrelated", "down", "--all", env=env)
+        assert labelled(engine, selectors[1]) == []
+        assert "labelled as the harness's" in down.stderr
+    finally:
+        for selector in selectors:
+            remove_run(engine, selector.partition("=")[2])

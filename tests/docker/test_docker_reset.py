@@ -1,0 +1,29 @@
+"""Target.reset() on the docker backend: a stopped ZooKeeper container and a stopped broker
+container run again, and every broker is registered before the next test starts."""
+
+from __future__ import annotations
+
+import docker
+import pytest
+
+from harness.cluster.targets import Backend, start_target
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
+
+
+def test_reset_starts_a_stopped_zookeeper_and_broker_container(engine: docker.DockerClient,
+                                                               project_image: str) -> None:
+    target = start_target("reference", brokers=2, backend=Backend.DOCKER)
+    try:
+        nodes = target.nodes
+        assert nodes is not None and nodes.zookeeper is not None
+        nodes.stop_broker(2)
+        nodes.zookeeper.stop()
+        assert not nodes.zookeeper.is_running()
+        assert not nodes.broker(2).is_running()
+        target.reset()
+        assert nodes.zookeeper.is_running()
+        assert all(broker.is_running() for broker in nodes.brokers.values())
+        assert nodes.registered_broker_ids() == [1, 2]
+    finally:
+        target.close()
