@@ -1,0 +1,416 @@
+"""Perf benchmark: the reference broker, Apache Kafka 3.9.2 and Tansu measured with the field's
+own yardsticks — Kafka's ``ProducerPerformance``, ``ConsumerPerformance`` and
+``EndToEndLatency`` (its kafka-tools jar, ``java -cp``) and, as a non-JVM cross-check, ``kcat``.
+
+Why: the broker benchmark drives brokers with the Python confluent-kafka client, which tops out
+before the brokers do. Kafka's own tools are what Kafka's published figures were made with, so
+the same scenarios, scaled to this machine, say how our broker compares on Kafka's terms.
+
+One run: each target in turn — reference and apache-kafka as a 3-broker ZooKeeper cluster
+(``LocalCluster``), Tansu as its single node with its own (in-memory) storage — is started,
+serves every scenario (same tool, same settings, same topic layout), and is stopped. A layout a
+target cannot have (3 replicas on one Tansu node) is reported as not applicable, never guessed.
+During every scenario the broker processes' CPU-seconds (utime + stime deltas from /proc,
+summed over a cluster's brokers; ZooKeeper not counted) and peak RSS (sampled) are recorded.
+Then a standalone reference broker serves ``produce-1`` and ``consume-1`` once more under
+cProfile (not part of the figures; py-spy cannot attach to a process on this machine), and the
+top functions by own time go to ``bench-results/perf-profile-reference-{produce,consume}.txt``.
+
+Goal (issue 17): reference ≥ 1.0× Apache Kafka on every throughput scenario and latency p99
+≤ 1.5× Kafka's, in the same run. The machine is small and shared: the ratios are the figures.
+Exit codes: 0 measured (a missed goal shows as "missed"), 1 a measurement failed, 2 usage,
+3 a target could not start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import perf_report
+import perf_tools
+from bench_common import machine_info, write_json_atomically
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+from perf_profile import ProfiledReference, write_summary
+from perf_scenarios import SCENARIOS, Measure, Outcome, Scenario, Target, Work
+from rich.console import Console
+
+from harness.cluster.apache_kafka import KafkaDistribution
+from harness.cluster.factory import BROKER_KINDS
+from harness.cluster.local import ClusterSpec, LocalCluster
+from harness.cluster.peers import PeerStartError, TansuBroker, tansu_binary
+from harness.cluster.zookeeper import find_java
+from harness.schema import SCHEMA_VERSION
+from harness.waiting import ClusterWaitTimeout, wait_for
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+RESULTS = REPO_ROOT / "bench-results"
+DEFAULT_OUTPUT = RESULTS / "perf.json"
+BROKERS = 3
+TOOL_TIMEOUT_S = 300.0
+PROFILED = ("produce-1", "consume-1")
+
+
+class BenchError(RuntimeError):
+    """A tool failed or its output lacked its figures; the scenario's number would mean nothing."""
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    names = [s.name for s in SCENARIOS]
+    parser = argparse.ArgumentParser(
+        prog="ci/bench_perf.py",
+        description="Kafka's own perf tools (ProducerPerformance, ConsumerPerformance, "
+        "EndToEndLatency) and kcat against the reference broker, Apache Kafka 3.9 and Tansu, "
+        "side by side, with each broker's CPU per million records and peak RSS.")
+    parser.add_argument("--records", type=int, default=500_000,
+                        help="records per producer or consumer at 100 B (1 KB scenarios send a "
+                        "fifth; latency scenarios at most 2,000 / 50,000) (default: %(default)s)")
+    parser.add_argument("--scenarios", default=",".join(names),
+                        help=f"comma-separated, of {', '.join(names)} (default: all)")
+    parser.add_argument("--targets", default=",".join(Target),
+                        help=f"comma-separated, of {', '.join(Target)} (default: all)")
+    parser.add_argument("--no-profile", action="store_true",
+                        help="skip the profiled pass over a standalone reference broker")
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT,
+                        help="JSON results (default: %(default)s)")
+    parser.add_argument("--markdown", action="store_true",
+                        help="print the summary as Markdown (for docs/benchmarks.md)")
+    args = parser.parse_args(argv)
+    if args.records < 10:
+        parser.error(f"--records must be >= 10, got {args.records}")
+    args.scenarios = _choose(parser, "--scenarios", args.scenarios, names)
+    args.targets = [Target(t) for t in _choose(parser, "--targets", args.targets, list(Target))]
+    return args
+
+
+def _choose(parser: argparse.ArgumentParser, option: str, value: str,
+            known: Sequence[str]) -> list[str]:
+    """The comma-separated choices in ``value``, in the order of ``known``; a usage error
+    (exit 2) naming what is unknown, or that nothing was chosen."""
+    chosen = {v.strip() for v in value.split(",") if v.strip()}
+    unknown = sorted(chosen - set(known))
+    if unknown or not chosen:
+        parser.error(f"{option} takes {', '.join(known)}; "
+                     + (f"unknown: {', '.join(unknown)}" if unknown else "got none"))
+    return [k for k in known if k in chosen]
+
+
+@dataclass
+class Running:
+    """A started target: where clients connect, its broker pids, how many replicas it can
+    hold, and how to stop it."""
+
+    target: Target
+    version: str
+    bootstrap: str
+    pids: list[int]
+    max_replicas: int
+    stop: object  # a callable; kept loose so a cluster and a single broker both fit
+    filled: dict[tuple[int, int], tuple[str, int]] = field(default_factory=dict)
+
+
+def start_target(target: Target, run_dir: Path) -> Running:
+    if target is Target.TANSU:
+        broker = TansuBroker(run_dir / "tansu")
+        broker.start()
+        version = Path(tansu_binary()).name
+        assert broker.pid is not None
+        return Running(target, version, broker.bootstrap, [broker.pid], 1, broker.stop)
+    kind = BROKER_KINDS[target.value]()
+    cluster = LocalCluster(ClusterSpec(brokers=BROKERS), kind=kind, run_dir=run_dir / target)
+    try:
+        cluster.start()
+    except BaseException:
+        cluster.stop()
+        raise
+    pids = [cluster.broker(b).pid for b in cluster.brokers]
+    return Running(target, kind.version(), cluster.bootstrap, [p for p in pids if p], BROKERS,
+                   cluster.stop)
+
+
+def create_topic(bootstrap: str, scenario: Scenario, name: str | None = None) -> str:
+    """A fresh topic with the scenario's layout, returned once every partition has a leader."""
+    topic = name or f"perf-{scenario.name}-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    admin.create_topics([NewTopic(topic, scenario.partitions, scenario.replicas)])[topic].result(
+        timeout=60)
+
+    def led() -> bool:
+        meta = admin.list_topics(topic, timeout=5).topics.get(topic)
+        return (meta is not None and meta.error is None
+                and len(meta.partitions) == scenario.partitions
+                and all(p.leader >= 0 for p in meta.partitions.values()))
+    wait_for(led, 60, f"every partition of {topic} to have a leader")
+    return topic
+
+
+class Bench:
+    """Runs scenarios on one started target; the tools, kcat and scratch files are shared."""
+
+    def __init__(self, tools: perf_tools.Tools, kcat: str, scratch: Path, records: int,
+                 console: Console) -> None:
+        self.tools = tools
+        self.kcat = kcat
+        self.scratch = scratch
+        self.records = records
+        self.console = console
+
+    def run_all(self, commands: list[list[str]]) -> list[str]:
+        """Start every command at once (separate processes), wait for all; their stdouts.
+        A non-zero exit is a BenchError with the tail of its stderr."""
+        procs = []
+        try:
+            for command in commands:
+                err = (self.scratch / f"stderr-{uuid.uuid4().hex[:6]}.txt").open("w+")
+                procs.append((subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err,
+                                               text=True, cwd=self.scratch), err))
+            outputs = []
+            for proc, err in procs:
+                out, _ = proc.communicate(timeout=TOOL_TIMEOUT_S)
+                err.seek(0)
+                if proc.returncode != 0:
+                    raise BenchError(f"{Path(proc.args[0]).name} … {proc.args[-1]} exited "
+                                     f"{proc.returncode}: {err.read()[-800:]}")
+                outputs.append(out)
+            return outputs
+        finally:
+            for proc, err in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                err.close()
+
+    def source_topic(self, running: Running, scenario: Scenario) -> tuple[str, int]:
+        """A topic of ``scenario``'s layout holding the records a consume scenario reads: the
+        one ``produce-1`` wrote when it ran, else one filled now (unmeasured)."""
+        key = (scenario.partitions, scenario.record_bytes)
+        if key not in running.filled:
+            topic = create_topic(running.bootstrap, scenario)
+            records = scenario.records(self.records)
+            self.run_all([self.tools.producer(running.bootstrap, topic, records,
+                                              scenario.record_bytes, scenario.acks)])
+            running.filled[key] = (topic, records)
+        return running.filled[key]
+
+    def measure(self, running: Running, scenario: Scenario) -> Outcome:
+        outcome = Outcome(scenario.name, running.target)
+        if scenario.replicas > running.max_replicas:
+            outcome.not_applicable = (f"{running.target} is {running.max_replicas} node: "
+                                      f"no {scenario.replicas} replicas")
+            return outcome
+        bootstrap, records = running.bootstrap, scenario.records(self.records)
+        work = scenario.work
+        topic = ""
+        if work in (Work.CONSUME, Work.KCAT_CONSUME):
+            topic, records = self.source_topic(running, scenario)
+        else:
+            topic = create_topic(bootstrap, scenario)
+        commands = self.commands(scenario, bootstrap, topic, records)
+        with perf_tools.ResourceSampler(running.pids) as sampler:
+            started = time.perf_counter()
+            outputs = self.run_all(commands)
+            outcome.seconds = time.perf_counter() - started
+        outcome.usage = sampler.usage
+        self.read(scenario, outputs, records, outcome)
+        if work is Work.PRODUCE and scenario.clients == 1:
+            running.filled.setdefault((scenario.partitions, scenario.record_bytes),
+                                      (topic, records))
+        return outcome
+
+    def commands(self, scenario: Scenario, bootstrap: str, topic: str,
+                 records: int) -> list[list[str]]:
+        tools, work, size, acks = self.tools, scenario.work, scenario.record_bytes, scenario.acks
+        if work is Work.PRODUCE:
+            return [tools.producer(bootstrap, topic, records, size, acks)] * scenario.clients
+        if work is Work.FIXED_RATE:
+            return [tools.producer(bootstrap, topic, records, size, acks, scenario.rate)]
+        if work is Work.CONSUME:
+            return [tools.consumer(bootstrap, topic, records, f"perf-{uuid.uuid4().hex[:8]}")
+                    for _ in range(scenario.clients)]
+        if work is Work.PRODUCE_CONSUME:
+            return [tools.producer(bootstrap, topic, records, size, acks),
+                    tools.consumer(bootstrap, topic, records, f"perf-{uuid.uuid4().hex[:8]}")]
+        if work is Work.LATENCY:
+            return [tools.end_to_end(bootstrap, topic, records, acks, size)]
+        if work is Work.KCAT_PRODUCE:
+            lines = self.scratch / f"lines-{records}-{size}.txt"
+            if not lines.exists():
+                perf_tools.record_lines(lines, records, size)
+            return [perf_tools.kcat_producer(self.kcat, bootstrap, topic, acks, lines)]
+        return [perf_tools.kcat_consumer(self.kcat, bootstrap, topic, records)]
+
+    def read(self, scenario: Scenario, outputs: list[str], records: int,
+             outcome: Outcome) -> None:
+        """The tools' figures into ``outcome``: rates summed over concurrent clients (each
+        tool's own rate, as Kafka's published multi-producer figures were made)."""
+        work, figures = scenario.work, outcome.figures
+        try:
+            if work in (Work.PRODUCE, Work.FIXED_RATE):
+                produced = [perf_tools.parse_producer(out) for out in outputs]
+                figures[Measure.PRODUCE_RPS] = sum(p.records_per_s for p in produced)
+                figures[Measure.PRODUCE_MBPS] = sum(p.mb_per_s for p in produced)
+                figures[Measure.P50_MS] = max(p.p50_ms for p in produced)
+                figures[Measure.P99_MS] = max(p.p99_ms for p in produced)
+                outcome.records = sum(p.records for p in produced)
+            elif work is Work.CONSUME:
+                consumed = [perf_tools.parse_consumer(out) for out in outputs]
+                self._check_count(consumed, records)
+                figures[Measure.CONSUME_RPS] = sum(c.fetch_records_per_s for c in consumed)
+                figures[Measure.CONSUME_MBPS] = sum(c.fetch_mb_per_s for c in consumed)
+                outcome.records = sum(c.records for c in consumed)
+            elif work is Work.PRODUCE_CONSUME:
+                produced_one = perf_tools.parse_producer(outputs[0])
+                consumed_one = perf_tools.parse_consumer(outputs[1])
+                self._check_count([consumed_one], records)
+                figures[Measure.PRODUCE_RPS] = produced_one.records_per_s
+                figures[Measure.CONSUME_RPS] = consumed_one.fetch_records_per_s
+                figures[Measure.P99_MS] = produced_one.p99_ms
+                outcome.records = produced_one.records + consumed_one.records
+            elif work is Work.LATENCY:
+                latency = perf_tools.parse_end_to_end(outputs[0])
+                figures[Measure.AVG_MS] = latency.avg_ms
+                figures[Measure.P50_MS] = latency.p50_ms
+                figures[Measure.P99_MS] = latency.p99_ms
+                outcome.records = records
+            else:
+                if work is Work.KCAT_CONSUME and len(outputs[0]) != records:
+                    raise BenchError(f"kcat printed {len(outputs[0])} records, not {records}")
+                key = Measure.PRODUCE_RPS if work is Work.KCAT_PRODUCE else Measure.CONSUME_RPS
+                figures[key] = records / outcome.seconds
+                outcome.records = records
+        except perf_tools.ToolOutputError as exc:
+            raise BenchError(f"{scenario.name} on {outcome.target}: {exc}") from exc
+
+    @staticmethod
+    def _check_count(consumed: list[perf_tools.ConsumerFigures], records: int) -> None:
+        short = [c.records for c in consumed if c.records < records]
+        if short:
+            raise BenchError(f"ConsumerPerformance read {short} records, not {records} "
+                             "(it timed out)")
+
+
+def run(args: argparse.Namespace, console: Console) -> tuple[dict[Target, str],
+                                                          list[Outcome], dict[str, list[str]]]:
+    """Each target in turn: start it, every chosen scenario, (reference) the profile pass, stop."""
+    kcat = shutil.which("kcat")
+    if kcat is None and any(s.startswith("kcat") for s in args.scenarios):
+        raise PeerStartError("kcat is not installed (apt-get install -y kcat; ci/setup.sh "
+                             "installs it)")
+    distribution = KafkaDistribution.find("3.9")
+    scenarios = [s for s in SCENARIOS if s.name in args.scenarios]
+    versions: dict[Target, str] = {}
+    outcomes: list[Outcome] = []
+    profiles: dict[str, list[str]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-perf-") as tmp:
+        scratch = Path(tmp)
+        log4j = scratch / "tools-log4j.properties"
+        log4j.write_text(perf_tools.QUIET_LOG4J)
+        tools = perf_tools.Tools(find_java(), distribution.classpath, log4j)
+        bench = Bench(tools, kcat or "kcat", scratch, args.records, console)
+        for target in args.targets:
+            console.log(f"{target}: starting")
+            running = start_target(target, scratch)
+            try:
+                versions[target] = running.version
+                for scenario in scenarios:
+                    outcome = bench.measure(running, scenario)
+                    console.log(f"{target} {scenario.name}: {outcome.summary()}")
+                    outcomes.append(outcome)
+            finally:
+                running.stop()  # type: ignore[operator]
+        if Target.REFERENCE in args.targets and not args.no_profile:
+            profiles = profile_reference(bench, console)
+    return versions, outcomes, profiles
+
+
+def profile_reference(bench: Bench, console: Console) -> dict[str, list[str]]:
+    """``produce-1`` and ``consume-1`` on a standalone reference broker under cProfile (not
+    part of the figures: a fourth start, after the measured ones); each scenario's top
+    functions by own time go to ``bench-results/perf-profile-reference-<work>.txt``. Returns
+    scenario → the file and its top lines."""
+    written: dict[str, list[str]] = {}
+    profiled = ProfiledReference(bench.scratch / "profiled")
+    broker = profiled.start()
+    try:
+        assert broker.pid is not None
+        running = Running(Target.REFERENCE, "standalone, cProfile", broker.bootstrap,
+                          [broker.pid], 1, broker.stop)
+        for name in PROFILED:
+            scenario = next(s for s in SCENARIOS if s.name == name)
+            if scenario.work is Work.CONSUME:
+                bench.source_topic(running, scenario)  # filled before the profile starts
+            profiled.begin()
+            outcome = bench.measure(running, scenario)
+            profile = profiled.end()
+            path = RESULTS / f"perf-profile-reference-{scenario.work.value}.txt"
+            top = write_summary(profile, path, (
+                f"reference broker, standalone (1 node), {name}: {scenario.what}; "
+                f"{scenario.records(bench.records):,} records per client; cProfile of the main "
+                f"thread for exactly the scenario, sorted by own time (tottime). Under the "
+                f"profiler: {outcome.summary()}"))
+            written[name] = [str(path.relative_to(REPO_ROOT)), *top]
+            console.log(f"profile of {name} written to {written[name][0]}")
+    finally:
+        profiled.stop()
+    return written
+
+
+def write_json(path: Path, args: argparse.Namespace, machine: dict[str, object],
+               versions: dict[Target, str], outcomes: list[Outcome],
+               profiles: dict[str, list[str]]) -> None:
+    document: dict[str, object] = {
+        "benchmark": "perf",
+        "schema_version": SCHEMA_VERSION,
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": machine,
+        "load_average_1m_at_end": os.getloadavg()[0],
+        "settings": {"records": args.records, "brokers_per_cluster": BROKERS,
+                     "producer_props": perf_tools.PRODUCER_PROPS,
+                     "targets": {str(t): v for t, v in versions.items()},
+                     "scenarios": [asdict(s) for s in SCENARIOS if s.name in args.scenarios]},
+        "goals": perf_report.GOALS,
+        "results": [o.as_json() for o in outcomes],
+        "reference_over_apache_kafka": perf_report.ratios(outcomes),
+        "profiles": profiles,
+    }
+    write_json_atomically(path, document)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    machine = machine_info()
+    err = Console(stderr=True)
+    try:
+        versions, outcomes, profiles = run(args, err)
+    except PeerStartError as exc:
+        err.print("[red]a target did not start:[/]", end=" ")
+        err.print(str(exc), markup=False, highlight=False)
+        return 3
+    except (BenchError, ClusterWaitTimeout, KafkaException, subprocess.TimeoutExpired) as exc:
+        err.print("[red]measurement failed:[/]", end=" ")
+        err.print(str(exc), markup=False, highlight=False)
+        return 1
+    except KeyboardInterrupt:
+        err.print("interrupted; brokers and tools stopped")
+        return 130
+    write_json(args.output, args, machine, versions, outcomes, profiles)
+    load = (f"load average {machine['load_average_1m_at_start']:.2f} at start, "
+            f"{os.getloadavg()[0]:.2f} at end, {machine['usable_cpus']} CPUs")
+    perf_report.print_report(versions, outcomes, args.records, load, args.markdown)
+    err.print(f"results written to {args.output}", highlight=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""The perf benchmark's readers of Kafka's tool output (on lines captured from Kafka 3.9.2's
+own tools run against the reference broker), its option checks, and its resource sampler."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from bench_perf import main, parse_args
+from perf_scenarios import SCENARIOS, Scenario, Target, Work
+from perf_tools import (
+    ResourceSampler,
+    ToolOutputError,
+    cpu_seconds,
+    parse_consumer,
+    parse_end_to_end,
+    parse_producer,
+    record_lines,
+)
+
+from harness.waiting import wait_for
+
+PRODUCER_OUTPUT = (
+    "99841 records sent, 19968.2 records/sec (1.90 MB/sec), 1402.3 ms avg latency, "
+    "2410.0 ms max latency.\n"
+    "200000 records sent, 123076.923077 records/sec (11.74 MB/sec), 447.29 ms avg latency, "
+    "758.00 ms max latency, 451 ms 50th, 728 ms 95th, 755 ms 99th, 758 ms 99.9th.\n")
+CONSUMER_OUTPUT = (
+    "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
+    "rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec\n"
+    "2026-11-25 14:49:31:987, 2026-11-25 14:49:35:988, 19.0735, 4.7672, 200000, 49987.5031, "
+    "3535, 466, 40.9302, 429184.5494\n")
+LATENCY_OUTPUT = (
+    'Topic "t2" does not exist. Will create topic with 1 partition(s) and replication factor = 1\n'
+    "0\t75.708667\n"
+    "Avg latency: 6.0535 ms\n"
+    "Percentiles: 50th = 5, 99th = 20, 99.9th = 75\n")
+
+
+def test_producer_summary_is_the_final_line_not_the_progress_line() -> None:
+    figures = parse_producer(PRODUCER_OUTPUT)
+    assert figures.records == 200_000
+    assert figures.records_per_s == pytest.approx(123076.923077)
+    assert figures.mb_per_s == pytest.approx(11.74)
+    assert (figures.avg_ms, figures.p50_ms, figures.p99_ms, figures.p999_ms) == (
+        447.29, 451, 755, 758)
+
+
+def test_consumer_figures_come_from_the_named_columns() -> None:
+    figures = parse_consumer("some warning\n" + CONSUMER_OUTPUT)
+    assert figures.records == 200_000
+    assert figures.rebalance_ms == 3535
+    assert figures.fetch_ms == 466
+    assert figures.fetch_records_per_s == pytest.approx(429184.5494)
+    assert figures.fetch_mb_per_s == pytest.approx(40.9302)
+
+
+def test_end_to_end_latency_summary() -> None:
+    figures = parse_end_to_end(LATENCY_OUTPUT)
+    assert (figures.avg_ms, figures.p50_ms, figures.p99_ms, figures.p999_ms) == (
+        6.0535, 5, 20, 75)
+
+
+@pytest.mark.parametrize("parse, output", [
+    (parse_producer, PRODUCER_OUTPUT.splitlines()[0]),  # progress only: no percentiles
+    (parse_consumer, CONSUMER_OUTPUT.splitlines()[0]),  # header without its data line
+    (parse_consumer, CONSUMER_OUTPUT.replace("429184.5494", "lots")),
+    (parse_end_to_end, "Avg latency: 6.0535 ms\n"),
+    (parse_producer, ""),
+])
+def test_output_without_its_figures_is_an_error_not_a_zero(parse, output) -> None:
+    with pytest.raises(ToolOutputError):
+        parse(output)
+
+
+@pytest.mark.parametrize("argv, complaint", [
+    (["--records", "5"], "--records must be >= 10"),
+    (["--targets", "reference,redpanda"], "unknown: redpanda"),
+    (["--targets", " , "], "got none"),
+    (["--scenarios", "produce-1,produce-9"], "unknown: produce-9"),
+])
+def test_bad_options_exit_2_with_what_is_wrong(argv, complaint, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(argv)
+    assert exit_.value.code == 2
+    assert complaint in capsys.readouterr().err
+
+
+def test_options_keep_the_benchmark_order() -> None:
+    args = parse_args(["--targets", "tansu,reference", "--scenarios", "consume-1,produce-1"])
+    assert args.targets == [Target.REFERENCE, Target.TANSU]
+    assert args.scenarios == ["produce-1", "consume-1"]
+
+
+def test_scenarios_cover_the_issue_and_scale_their_records() -> None:
+    names = {s.name for s in SCENARIOS}
+    assert len(names) == len(SCENARIOS)
+    assert {s.clients for s in SCENARIOS if s.work is Work.PRODUCE} == {1, 3}
+    assert {s.clients for s in SCENARIOS if s.work is Work.CONSUME} == {1, 3}
+    assert {(s.replicas, s.acks) for s in SCENARIOS if s.work is Work.PRODUCE} >= {
+        (1, "1"), (1, "all"), (3, "1"), (3, "all")}
+    assert {s.partitions for s in SCENARIOS} == {1, 6}
+    assert {s.record_bytes for s in SCENARIOS} == {100, 1024}
+    one_kb = next(s for s in SCENARIOS if s.record_bytes == 1024)
+    assert one_kb.records(500_000) == 100_000
+    assert Scenario("x", Work.LATENCY, "", records_cap=2000).records(500_000) == 2000
+
+
+def test_record_lines_are_the_record_size_with_the_delimiter(tmp_path) -> None:
+    path = record_lines(tmp_path / "lines", 10_003, 100)
+    data = path.read_bytes()
+    assert len(data) == 10_003 * 100
+    assert data.count(b"\n") == 10_003
+
+
+def test_sampler_sees_a_busy_child_spend_cpu_and_memory() -> None:
+    busy = subprocess.Popen([sys.executable, "-c",
+                             "b = bytearray(64 << 20)\nwhile True: pass"])
+    try:
+        with ResourceSampler([busy.pid], interval=0.05) as sampler:
+            before = cpu_seconds(busy.pid)
+            wait_for(lambda: cpu_seconds(busy.pid) - before >= 0.1, 30, "the child to spin")
+        (usage,) = sampler.usage
+        assert usage.cpu_s >= 0.1
+        assert usage.peak_rss_mb >= 60
+    finally:
+        busy.kill()
+        busy.wait()
+
+
+@pytest.mark.slow
+def test_tiny_run_against_the_reference_broker(tmp_path) -> None:
+    """Kafka's tools and kcat against a 3-broker reference cluster, end to end: every
+    figure parsed, CPU and RSS recorded, the JSON written."""
+    output = tmp_path / "perf.json"
+    code = main(["--targets", "reference", "--records", "2000", "--no-profile", "--scenarios",
+                 "produce-1,rf3-acks-all,consume-1,latency-e2e,kcat-consume",
+                 "--output", str(output)])
+    assert code == 0
+    document = json.loads(output.read_text())
+    assert document["schema_version"] >= 1
+    results = {r["scenario"]: r for r in document["results"]}
+    assert set(results) == {"produce-1", "rf3-acks-all", "consume-1", "latency-e2e",
+                            "kcat-consume"}
+    assert results["produce-1"]["records"] == 2000
+    assert results["produce-1"]["figures"]["produce records/s"] > 0
+    assert results["consume-1"]["figures"]["consume records/s"] > 0
+    assert results["latency-e2e"]["figures"]["p99 latency ms"] > 0
+    assert all(len(r["broker_peak_rss_mb"]) == 3 and min(r["broker_peak_rss_mb"]) > 10
+               for r in results.values())
