@@ -132,6 +132,7 @@ class Life:
 class Judgement:
     limit: float
     warmup_s: float
+    min_span_s: float
     lives: tuple[Life, ...]
     grown: tuple[Life, ...] = field(default=())  # judged lives that grew past the limit
 
@@ -141,7 +142,8 @@ class Judgement:
         return not self.grown and any(life.judged for life in self.lives)
 
     def as_dict(self) -> dict[str, object]:
-        return {"limit": self.limit, "warmup_s": self.warmup_s, "passed": self.passed,
+        return {"limit": self.limit, "warmup_s": self.warmup_s, "min_span_s": self.min_span_s,
+                "passed": self.passed,
                 "lives": [asdict(life) | {"judged": life.judged} for life in self.lives],
                 "grown": [f"{life.node} (pid {life.pid})" for life in self.grown]}
 
@@ -150,17 +152,19 @@ def _growth(first: int, last: int) -> float:
     return (last - first) / first if first else 0.0
 
 
-def judge(samples: Sequence[Sample], *, warmup_s: float,
+def judge(samples: Sequence[Sample], *, warmup_s: float, min_span_s: float = 0.0,
           limit: float = GROWTH_LIMIT) -> Judgement:
     """Each life's growth over its samples taken at least ``warmup_s`` after the life's own
-    first sample; a life is judged when two or more samples remain."""
+    first sample; a life is judged when two or more samples remain, at least ``min_span_s``
+    apart (a leak needs time to show: two samples a few seconds apart prove nothing)."""
     by_life: dict[tuple[str, int], list[Sample]] = {}
     for sample in sorted(samples, key=lambda s: s.at_s):
         by_life.setdefault((sample.node, sample.pid), []).append(sample)
     lives = []
     for (node, pid), taken in sorted(by_life.items(), key=lambda item: item[1][0].at_s):
         settled = [s for s in taken if s.at_s >= taken[0].at_s + warmup_s]
-        start = settled[0] if len(settled) >= 2 else None
+        long_enough = len(settled) >= 2 and settled[-1].at_s - settled[0].at_s >= min_span_s
+        start = settled[0] if long_enough else None
         base = start or taken[0]
         last = taken[-1]
         lives.append(Life(
@@ -170,7 +174,7 @@ def judge(samples: Sequence[Sample], *, warmup_s: float,
             (base.rss_bytes, last.rss_bytes), (base.open_files, last.open_files)))
     grown = tuple(life for life in lives if life.judged and (
         (life.rss_growth or 0.0) > limit or (life.files_growth or 0.0) > limit))
-    return Judgement(limit, warmup_s, tuple(lives), grown)
+    return Judgement(limit, warmup_s, min_span_s, tuple(lives), grown)
 
 
 def write(path: Path, samples: Sequence[Sample], judgement: Judgement | None) -> None:
@@ -194,6 +198,7 @@ def summary_lines(judgement: Judgement) -> list[str]:
                        f"over {life.last_s - (life.judged_from_s or 0):.0f} s after warm-up")
         else:
             verdict = (f"{rss}, {files}; lived {life.last_s - life.first_s:.0f} s: too short "
-                       f"to judge")
+                       f"to judge (warm-up {judgement.warmup_s:.0f} s, then "
+                       f"{judgement.min_span_s:.0f} s)")
         lines.append(f"{life.node} pid {life.pid}: {verdict}")
     return lines

@@ -53,6 +53,15 @@ def test_lives_too_short_to_judge_are_not_a_pass():
     assert judged.grown == () and not judged.passed  # nothing judged is no evidence
 
 
+def test_a_life_is_judged_only_over_the_span_asked_for():
+    samples = _life("broker-3", 40, [(0, 100, 10), (200, 100, 10), (260, 140, 10),
+                                     (500, 141, 10)])
+    short = judge(samples[:3], warmup_s=180, min_span_s=300)
+    assert not short.lives[0].judged and not short.passed  # 200 -> 260 s: a minute
+    long = judge(samples, warmup_s=180, min_span_s=300)
+    assert long.lives[0].judged_from_s == 200 and long.grown == long.lives
+
+
 def test_the_sampler_reads_a_real_process_until_it_is_gone():
     # A child that opens one more file each time it reads a line, so the count is ours to set.
     with subprocess.Popen(
@@ -74,14 +83,15 @@ def test_the_sampler_reads_a_real_process_until_it_is_gone():
             sampler = ResourceSampler(lambda: {"child": child.pid, "down": None},
                                       interval_s=0.05).start()
             wait_for(lambda: len(sampler.samples) >= 3, 10, "three samples of the child")
+            samples = sampler.stop()
             child.stdin.close()
             child.wait(10)
-            samples = sampler.stop()
+            sampler.sample_now()  # the child is gone: nothing more is sampled
         finally:
             child.kill()  # the with-block then closes the pipes and reaps it
     assert {s.node for s in samples} == {"child"}
     assert all(s.pid == child.pid and s.open_files == files_before + 5 for s in samples)
-    assert read_process(child.pid) is None
+    assert read_process(child.pid) is None and sampler.samples == samples
 
 
 def test_the_sampler_refuses_a_silly_interval():
