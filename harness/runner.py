@@ -163,6 +163,7 @@ COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")  # librdkafka's compres
 SOAK_QUIET_S = (30.0, 60.0)
 SOAK_WARMUP_S = 180.0
 
+SOAK_MIN_SPAN_S = 300.0  # a life is judged on at least five minutes after its warm-up
 
 @dataclass
 class RunResult:
@@ -488,7 +489,8 @@ class Run:
         """``resources.json`` for every run; for a soak also the judgement, which fails the
         run (exit 1, like an anomaly) when a process grew past the limit or nothing lived
         long enough to be judged."""
-        judgement = (resources.judge(samples, warmup_s=SOAK_WARMUP_S)
+        judgement = (resources.judge(samples, warmup_s=SOAK_WARMUP_S,
+                                     min_span_s=SOAK_MIN_SPAN_S)
                      if self.options.soak else None)
         resources.write(self.dir / "resources.json", samples, judgement)
         if judgement is None:
