@@ -9,15 +9,14 @@ connection must work at the end.
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import struct
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness import hostile
 from harness.raw_client import RawClient
 from harness.waiting import wait_for
 from harness.wire import protocol
@@ -25,8 +24,6 @@ from harness.wire.records import build_batch
 from tests import kafka_api_versions
 
 METADATA, API_VERSIONS, PRODUCE = 3, 18, 0
-MAX_REQUEST_BYTES = 104_857_600  # socket.request.max.bytes, the broker's default
-CLOSE_BOUND_S = 10.0  # generous: on a loopback connection the broker closes in milliseconds
 EXPECTED_RANGES = kafka_api_versions.expected_reference_ranges(zookeeper_mode=False)
 
 
@@ -35,87 +32,13 @@ def _frame(payload: bytes) -> bytes:
 
 
 def _connect(broker) -> socket.socket:
-    sock = socket.create_connection((broker.host, broker.port), timeout=CLOSE_BOUND_S)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
+    return hostile.connect(broker.host, broker.port)
 
 
 def peer_name(sock: socket.socket) -> str:
     """How the broker names this connection's peer in its log."""
     host, port = sock.getsockname()[:2]
     return f"{host}:{port}"
-
-
-def send(sock: socket.socket, data: bytes) -> None:
-    """``sendall``, except that a reset or broken pipe is left for the reader to judge: it is
-    acceptable only when the broker closed the connection, which the caller then asserts by
-    reading (a closed connection reads as EOF or a reset; one that is open blocks)."""
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        sock.sendall(data)
-
-
-def read_until_closed(sock: socket.socket, bound: float = CLOSE_BOUND_S) -> bytes:
-    """Everything the broker sends until it closes the connection (EOF or reset); an
-    AssertionError if it is still open ``bound`` seconds on."""
-    received = bytearray()
-    deadline = time.monotonic() + bound
-    while True:
-        sock.settimeout(max(deadline - time.monotonic(), 0.001))
-        try:
-            chunk = sock.recv(65536)
-        except ConnectionResetError:
-            return bytes(received)
-        except TimeoutError:
-            raise AssertionError(f"the broker kept the connection open for {bound:.0f}s "
-                                 f"(having sent {bytes(received)!r})") from None
-        if not chunk:
-            return bytes(received)
-        received += chunk
-
-
-def read_frame_or_close(sock: socket.socket) -> bytes | None:
-    """The next response frame (without its size), or None if the broker closed the connection
-    before sending one byte; AssertionError if it closed in the middle of a frame."""
-    header = _read_or_close(sock, 4)
-    if header is None:
-        return None
-    (size,) = struct.unpack(">i", header)
-    assert 4 <= size <= MAX_REQUEST_BYTES, f"a response frame of size {size}"
-    body = _read_or_close(sock, size)
-    assert body is not None, "the broker closed the connection in the middle of a response"
-    return body
-
-
-def _read_or_close(sock: socket.socket, size: int) -> bytes | None:
-    data = bytearray()
-    sock.settimeout(CLOSE_BOUND_S)
-    while len(data) < size:
-        try:
-            chunk = sock.recv(size - len(data))
-        except ConnectionResetError:
-            chunk = b""
-        except TimeoutError:
-            raise AssertionError(f"neither an answer nor a close within {CLOSE_BOUND_S:.0f}s "
-                                 f"(read {bytes(data)!r})") from None
-        if not chunk:
-            assert not data, f"the broker closed after sending part of a frame: {bytes(data)!r}"
-            return None
-        data += chunk
-    return bytes(data)
-
-
-def nothing_received_and_open(sock: socket.socket) -> bool:
-    """True when the connection is open and the broker has sent nothing on it (so far)."""
-    sock.setblocking(False)
-    try:
-        sock.recv(1)  # a byte, or EOF: either is a failure
-    except BlockingIOError:
-        return True
-    except ConnectionResetError:
-        return False
-    finally:
-        sock.settimeout(CLOSE_BOUND_S)
-    return False
 
 
 def assert_serving(client: RawClient, broker) -> None:
@@ -151,8 +74,9 @@ def test_bad_frame_closes_only_that_connection(broker, name):
         assert_serving(witness, broker)
         with _connect(broker) as bad:
             peer = peer_name(bad)
-            send(bad, frame)
-            assert read_until_closed(bad) == b"", f"{name}: the broker answered before closing"
+            hostile.send(bad, frame)
+            assert hostile.read_until_closed(bad) == b"", \
+                f"{name}: the broker answered before closing"
         # The broker logs the close, with its reason, before it closes: no wait needed.
         closing = f"Closing connection from {peer}: "
         reasons = [line.split(closing, 1)[1] for line in broker.log_path.read_text().splitlines()
@@ -169,7 +93,8 @@ def test_request_cut_short_by_disconnect_is_harmless(broker):
             peer = peer_name(sock)
             sock.sendall(struct.pack(">i", 100) + b"\x00\x03")
             assert_serving(witness, broker)  # the broker has had the bytes for a while now
-            assert nothing_received_and_open(sock), "a request cut short got an answer or a close"
+            assert hostile.nothing_received_and_open(sock), \
+                "a request cut short got an answer or a close"
         wait_for(lambda: log_says(broker, f"Connection from {peer} closed in the middle of a "
                                           "request"),
                  timeout=10, what="the broker to see the request cut short")
@@ -206,11 +131,6 @@ def _valid_frames() -> list[bytes]:
 
 
 VALID = _valid_frames()
-PROBE_CORRELATION = 0x7E57AB1E
-PROBE = protocol.encode_request(api_key=API_VERSIONS, api_version=0,
-                                correlation_id=PROBE_CORRELATION, body={})
-
-
 @st.composite
 def hostile_frames(draw):
     kind = draw(st.sampled_from(["random", "mutated", "resized"]))
@@ -226,58 +146,17 @@ def hostile_frames(draw):
     return bytes(frame)
 
 
-def fate(data: bytes) -> str:
-    """What the frame's size prefix alone decides: ``refused`` (negative or above the limit:
-    the broker must close), ``incomplete`` (the broker must wait for the rest) or ``complete``
-    (the broker must decode it: close if it cannot, answer if it is a valid request)."""
-    if len(data) < 4:
-        return "incomplete"
-    (declared,) = struct.unpack(">i", data[:4])
-    if declared < 0 or declared > MAX_REQUEST_BYTES:
-        return "refused"
-    return "complete" if len(data) >= 4 + declared else "incomplete"
-
-
-def check_one_hostile_frame(broker, witness: RawClient, data: bytes) -> str:
-    """Send ``data`` on a connection of its own, assert what the broker did with it, and that
-    the witness connection is served meanwhile."""
+def check_one_hostile_frame(broker, witness: RawClient, data: bytes) -> hostile.Outcome:
+    """``data`` on a connection of its own, judged by harness.hostile's rules, and the witness
+    connection served meanwhile."""
     with _connect(broker) as sock:
-        outcome = _check(sock, data)
+        outcome = hostile.judge(sock, data)
         assert_serving(witness, broker)
-        if outcome == "waiting":
+        if outcome is hostile.Outcome.WAITING:
             # Still open, nothing sent: the broker waits for the rest of the frame.
-            assert nothing_received_and_open(sock), "a frame cut short got an answer or a close"
+            assert hostile.nothing_received_and_open(sock), \
+                "a frame cut short got an answer or a close"
         return outcome
-
-
-def _check(sock: socket.socket, data: bytes) -> str:
-    outcome = fate(data)
-    if outcome == "refused":
-        send(sock, data)
-        assert read_until_closed(sock) == b"", "the broker answered a frame it must refuse"
-        return "closed"
-    if outcome == "incomplete":
-        send(sock, data)
-        return "waiting"
-    # Only the first frame: any bytes past it would be a second frame, which the strategy
-    # also draws on its own. A valid ApiVersions follows it, so that a hostile frame that
-    # happens to be a valid request without a response (an acks=0 produce) still shows
-    # the connection open and in step.
-    (declared,) = struct.unpack(">i", data[:4])
-    send(sock, data[: 4 + declared] + PROBE)
-    first = read_frame_or_close(sock)
-    if first is None:
-        return "closed"  # nothing sent back before the close
-    responses = [first]
-    if struct.unpack_from(">i", first)[0] != PROBE_CORRELATION:
-        # The frame was a valid request and got its answer, under its own correlation id.
-        assert first[:4] == data[8:12], f"an answer to correlation id {first[:4].hex()}"
-        second = read_frame_or_close(sock)
-        assert second is not None, "the broker answered the frame, then closed"
-        responses.append(second)
-    correlation, probe = protocol.decode_response(API_VERSIONS, 0, responses[-1])
-    assert correlation == PROBE_CORRELATION and probe.error_code.value == 0
-    return "answered"
 
 
 def test_ten_thousand_hostile_frames_then_a_normal_client(broker):
@@ -289,7 +168,7 @@ def test_ten_thousand_hostile_frames_then_a_normal_client(broker):
                   suppress_health_check=list(HealthCheck))
         @given(hostile_frames())
         def send_one(frame):
-            outcome = check_one_hostile_frame(broker, witness, frame)
+            outcome = check_one_hostile_frame(broker, witness, frame).value
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
 
         send_one()
