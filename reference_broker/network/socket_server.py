@@ -18,6 +18,7 @@ from typing import Any
 
 from harness.wire.framing import FrameDecoder
 from harness.wire.protocol import ProtocolError
+from reference_broker.log import log_dir_failure
 
 log = logging.getLogger("reference_broker.network")
 
@@ -120,7 +121,8 @@ class KafkaConnection(asyncio.Protocol):
         except ProtocolError as exc:
             self.close_with_reason(str(exc))
             return
-        except Exception:
+        except Exception as exc:
+            log_dir_failure.handle(exc, "handling a request")  # halts if the disk failed
             log.exception("Unexpected error handling a request from %s", self.info.peer)
             self.close_with_reason("internal error while handling the request")
             return
@@ -138,6 +140,7 @@ class KafkaConnection(asyncio.Protocol):
             if isinstance(exc, ProtocolError):
                 self.close_with_reason(str(exc))
             else:
+                log_dir_failure.handle(exc, "handling a request")  # halts if the disk failed
                 log.error("Unexpected error handling a request from %s", self.info.peer,
                           exc_info=exc)
                 self.close_with_reason("internal error while handling the request")
@@ -175,6 +178,7 @@ class KafkaConnection(asyncio.Protocol):
                 except asyncio.SendfileNotAvailableError:
                     self._transport.write(chunk.read_bytes())
         except (ConnectionError, OSError) as exc:
+            log_dir_failure.handle(exc, "reading a log segment")  # a socket's errors return
             self.close_with_reason(f"send failed: {exc}")
         finally:
             self._sender = None

@@ -23,6 +23,7 @@ from typing import Any
 
 from harness.wire.errors import ErrorCode, error_name
 from reference_broker.cluster.partition import Partition
+from reference_broker.log import log_dir_failure
 from reference_broker.log.errors import UnexpectedAppendOffset
 from reference_broker.network.broker_client import BrokerClient, BrokerClientError
 from reference_broker.network.tasks import cancel_and_wait
@@ -91,6 +92,9 @@ class ReplicaFetcher:
                 log.info("Fetcher for leader %d: %s; retrying in %.1fs", self.leader_id, exc,
                          backoff_s)
                 await asyncio.sleep(backoff_s)
+            except OSError as exc:  # appending to a log: a failed disk halts the broker
+                if not log_dir_failure.handle(exc, f"fetching from leader {self.leader_id}"):
+                    raise
 
     def _client(self) -> BrokerClient | None:
         address = self.address_of(self.leader_id)

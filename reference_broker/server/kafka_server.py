@@ -15,6 +15,7 @@ from reference_broker.controller.kafka_controller import KafkaController
 from reference_broker.coordinator.group.group_coordinator import GroupConfig, GroupCoordinator
 from reference_broker.coordinator.group.group_metadata_manager import GroupMetadataManager
 from reference_broker.coordinator.group.offset_commits import OffsetCommits
+from reference_broker.log import log_dir_failure
 from reference_broker.log.cleaner import clean_logs
 from reference_broker.log.log_manager import LogManager
 from reference_broker.network.socket_server import SocketServer
@@ -70,6 +71,7 @@ class KafkaServer:
         default_log_config = topic_config.log_config(config, {})
         self._log_manager = LogManager(list(config.log_dirs), default_log_config,
                                        broker_id=config.broker_id)
+        log_dir_failure.install(log_dir_failure.LogDirFailureChannel(list(config.log_dirs)))
         store = TopicStore(config.log_dirs[0])
         zk_broker = None
         if config.zookeeper_mode:
@@ -152,7 +154,8 @@ class KafkaServer:
                 await asyncio.sleep(interval_s)
                 try:
                     action(int(time.time() * 1000))
-                except Exception:
+                except Exception as exc:
+                    log_dir_failure.handle(exc, "running a periodic log task")
                     log.exception("Periodic log task failed")
 
         self._tasks.append(asyncio.get_running_loop().create_task(loop()))
