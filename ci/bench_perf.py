@@ -19,7 +19,8 @@ top functions by own time go to ``bench-results/perf-profile-reference-{produce,
 Goal (issue 17): reference ≥ 1.0× Apache Kafka on every throughput scenario and latency p99
 ≤ 1.5× Kafka's, in the same run. The machine is small and shared: the ratios are the figures.
 Exit codes: 0 measured (a missed goal shows as "missed"), 1 a measurement failed, 2 usage,
-3 a target could not start.
+3 a target could not start. A scenario that fails on one target is shown as failed (with why),
+the others still run, and the exit code is 1.
 """
 
 from __future__ import annotations
@@ -176,12 +177,14 @@ class Bench:
                 procs.append((subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err,
                                                text=True, cwd=self.scratch), err))
             outputs = []
-            for proc, err in procs:
+            for command, (proc, err) in zip(commands, procs, strict=True):
                 out, _ = proc.communicate(timeout=TOOL_TIMEOUT_S)
                 err.seek(0)
                 if proc.returncode != 0:
-                    raise BenchError(f"{Path(proc.args[0]).name} … {proc.args[-1]} exited "
-                                     f"{proc.returncode}: {err.read()[-800:]}")
+                    tool = next((part.rsplit(".", 1)[-1] for part in command
+                                 if part.startswith("org.apache.kafka.tools.")),
+                                Path(command[0]).name)
+                    raise BenchError(f"{tool} exited {proc.returncode}: {err.read()[-800:]}")
                 outputs.append(out)
             return outputs
         finally:
@@ -195,7 +198,7 @@ class Bench:
         """A topic of ``scenario``'s layout holding the records a consume scenario reads: the
         one ``produce-1`` wrote when it ran, else one filled now (unmeasured)."""
         key = (scenario.partitions, scenario.record_bytes)
-        if key not in running.filled:
+        if key not in running.filled:  # produce-1 did not run (or failed): fill one now
             topic = create_topic(running.bootstrap, scenario)
             records = scenario.records(self.records)
             self.run_all([self.tools.producer(running.bootstrap, topic, records,
@@ -203,8 +206,27 @@ class Bench:
             running.filled[key] = (topic, records)
         return running.filled[key]
 
+    def warm_up(self, running: Running) -> None:
+        """A few records through a producer and a consumer group before anything is measured:
+        the group coordinator's first use creates ``__consumer_offsets`` (50 partitions on a
+        cluster), which would otherwise land in the first consume scenario's time and CPU."""
+        scenario = Scenario("warm-up", Work.PRODUCE, "", partitions=1)
+        topic = create_topic(running.bootstrap, scenario)
+        self.run_all([self.tools.producer(running.bootstrap, topic, 1000, 100, "1")])
+        self.run_all([self.tools.consumer(running.bootstrap, topic, 1000, "perf-warm-up")])
+
     def measure(self, running: Running, scenario: Scenario) -> Outcome:
+        """One scenario; a failure (a tool's non-zero exit, output without figures, a topic
+        that never got leaders) is recorded in the outcome, and the run goes on."""
         outcome = Outcome(scenario.name, running.target)
+        try:
+            return self._measure(running, scenario, outcome)
+        except (BenchError, ClusterWaitTimeout, KafkaException,
+                subprocess.TimeoutExpired) as exc:
+            outcome.failed = " ".join(str(exc).split())[:300]
+            return outcome
+
+    def _measure(self, running: Running, scenario: Scenario, outcome: Outcome) -> Outcome:
         if scenario.replicas > running.max_replicas:
             outcome.not_applicable = (f"{running.target} is {running.max_replicas} node: "
                                       f"no {scenario.replicas} replicas")
@@ -323,6 +345,7 @@ def run(args: argparse.Namespace, console: Console) -> tuple[dict[Target, str],
             running = start_target(target, scratch)
             try:
                 versions[target] = running.version
+                bench.warm_up(running)
                 for scenario in scenarios:
                     outcome = bench.measure(running, scenario)
                     console.log(f"{target} {scenario.name}: {outcome.summary()}")
@@ -405,11 +428,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.print("interrupted; brokers and tools stopped")
         return 130
     write_json(args.output, args, machine, versions, outcomes, profiles)
+    failed = [o for o in outcomes if o.failed]
     load = (f"load average {machine['load_average_1m_at_start']:.2f} at start, "
             f"{os.getloadavg()[0]:.2f} at end, {machine['usable_cpus']} CPUs")
     perf_report.print_report(versions, outcomes, args.records, load, args.markdown)
     err.print(f"results written to {args.output}", highlight=False)
-    return 0
+    for outcome in failed:
+        err.print(f"{outcome.scenario} on {outcome.target} failed: {outcome.failed}",
+                  markup=False, highlight=False)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ def _by_scenario(outcomes: Sequence[Outcome]) -> dict[str, dict[Target, Outcome]
 
 
 def _figure(outcome: Outcome | None, measure: Measure) -> float | None:
-    if outcome is None or outcome.not_applicable:
+    if outcome is None or outcome.not_applicable or outcome.failed:
         return None
     return outcome.figures.get(measure)
 
@@ -81,6 +81,8 @@ def _verdict(met: bool | None) -> str:
 def _cell(outcome: Outcome | None, value: str) -> str:
     if outcome is None:
         return "not run"
+    if outcome.failed:
+        return "failed"
     return "n/a" if outcome.not_applicable else value
 
 

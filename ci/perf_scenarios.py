@@ -115,6 +115,7 @@ class Outcome:
     scenario: str
     target: Target
     not_applicable: str = ""
+    failed: str = ""
     figures: dict[Measure, float] = field(default_factory=dict)
     records: int = 0
     seconds: float = 0.0
@@ -135,12 +136,14 @@ class Outcome:
     def summary(self) -> str:
         if self.not_applicable:
             return f"n/a ({self.not_applicable})"
+        if self.failed:
+            return f"FAILED: {self.failed}"
         shown = ", ".join(f"{value:,.1f} {m.value}" for m, value in self.figures.items())
         return f"{shown}; brokers {self.cpu_s:.1f} CPU-s"
 
     def as_json(self) -> dict[str, object]:
         return {"scenario": self.scenario, "target": str(self.target),
-                "not_applicable": self.not_applicable or None,
+                "not_applicable": self.not_applicable or None, "failed": self.failed or None,
                 "figures": {str(m): v for m, v in self.figures.items()},
                 "records": self.records, "seconds": self.seconds,
                 "broker_cpu_s": self.cpu_s, "broker_cpu_s_per_million_records":
