@@ -7,15 +7,16 @@ make it do; this script is the reproducible measurement behind each change. It i
 tool for one scenario (one broker, one partition, 100-byte records); ``ci/bench_perf.py`` is the
 full benchmark.
 
-For each round and each target (``--targets``, interleaved so the machine's load hits both
-alike) it starts one broker — the reference broker standalone, Apache Kafka 3.9 as a 1-broker
-``LocalCluster`` (ZooKeeper mode needs ZooKeeper) — creates a fresh 1-partition topic and runs,
-in order, ProducerPerformance with acks=1, ProducerPerformance with acks=all (a second topic),
-and ConsumerPerformance over the acks=1 topic, after one unmeasured produce and consume (JIT
-warm-up; ``--no-warmup`` measures cold brokers). Each figure is the tool's own records/s
-(ConsumerPerformance: ``fetch.nMsg.sec``, which leaves out the group join) and the broker's
-CPU-seconds (utime + stime of its process, from /proc) per million records during that tool,
-next to the tool's own CPU-seconds (which side of the socket is the bottleneck).
+It starts one broker of each target (``--targets``) — the reference broker standalone, Apache
+Kafka 3.9 as a 1-broker ``LocalCluster`` (ZooKeeper mode needs ZooKeeper) — and, after one
+unmeasured produce and consume on each (JIT warm-up; ``--no-warmup`` measures cold brokers),
+runs per round on fresh 1-partition topics ProducerPerformance with acks=1, ProducerPerformance
+with acks=all (a second topic) and ConsumerPerformance over the acks=1 topic, each scenario on
+one target right after the other so the shared machine's changing load hits both alike. Each
+figure is the tool's own records/s (ConsumerPerformance: ``fetch.nMsg.sec``, which leaves out
+the group join) and the broker's CPU-seconds (utime + stime of its process, from /proc) per
+million records during that tool, next to the tool's own CPU-seconds (which side of the socket
+is the bottleneck).
 
 ``--profile produce|consume`` then runs the tool once more against a fresh reference broker with
 ``py-spy record --nonblocking`` attached, and writes the functions with the most own time (and
@@ -40,7 +41,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -219,22 +220,38 @@ def measured(target: Target, round_: int, scenario: str, records: int, pid: int,
                    tool_cpu)
 
 
-def measure_target(target: Target, round_: int, args: argparse.Namespace) -> list[Measure]:
-    with running(target) as (bootstrap, pid):
+SCENARIOS = ("produce-acks1", "produce-acksall", "consume")
+
+
+def measure_all(args: argparse.Namespace) -> list[Measure]:
+    """Every target runs at once (idle while not measured); each scenario is measured on one
+    target right after the other, so a change in a shared machine's load hits them alike."""
+    with ExitStack() as stack:
+        brokers = {target: stack.enter_context(running(target)) for target in args.targets}
         if args.warmup:
             # A JVM broker is slow until its JIT has compiled the hot path; one unmeasured
             # produce and consume of the same size first, on a topic of its own.
-            warm = create_topic(bootstrap)
-            run_tool(produce_command(bootstrap, warm, args.records, args.record_size, "1"))
-            run_tool(consume_command(bootstrap, warm, args.records))
+            for bootstrap, _pid in brokers.values():
+                warm = create_topic(bootstrap)
+                run_tool(produce_command(bootstrap, warm, args.records, args.record_size, "1"))
+                run_tool(consume_command(bootstrap, warm, args.records))
         out = []
-        topic = create_topic(bootstrap)
-        for acks, topic_ in (("1", topic), ("all", create_topic(bootstrap))):
-            out.append(measured(target, round_, f"produce-acks{acks}", args.records, pid,
-                                produce_command(bootstrap, topic_, args.records,
-                                                args.record_size, acks), producer_rate))
-        out.append(measured(target, round_, "consume", args.records, pid,
-                            consume_command(bootstrap, topic, args.records), consumer_rate))
+        for round_ in range(args.repeat):
+            topics = {target: (create_topic(b), create_topic(b))
+                      for target, (b, _pid) in brokers.items()}
+            for scenario in SCENARIOS:
+                for target, (bootstrap, pid) in brokers.items():
+                    acks1_topic, acksall_topic = topics[target]
+                    if scenario == "consume":
+                        command = consume_command(bootstrap, acks1_topic, args.records)
+                    else:
+                        acks = scenario.removeprefix("produce-acks")
+                        command = produce_command(
+                            bootstrap, acks1_topic if acks == "1" else acksall_topic,
+                            args.records, args.record_size, acks)
+                    out.append(measured(target, round_, scenario, args.records, pid, command,
+                                        producer_rate if scenario != "consume"
+                                        else consumer_rate))
         return out
 
 
@@ -326,9 +343,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     measures: list[Measure] = []
     try:
-        for round_ in range(args.repeat):
-            for target in args.targets:
-                measures.extend(measure_target(target, round_, args))
+        if args.targets:
+            measures = measure_all(args)
         reports = [profile(tool, args) for tool in args.profile]
     except PeerStartError as exc:
         print(f"a broker did not start: {exc}", file=sys.stderr)
