@@ -405,6 +405,7 @@ def write_json(path: Path, args: argparse.Namespace, machine: dict[str, object],
         "goals": perf_report.GOALS,
         "results": [o.as_json() for o in outcomes],
         "reference_over_apache_kafka": perf_report.ratios(outcomes),
+        "shapes": perf_report.shapes(outcomes),
         "profiles": profiles,
     }
     write_json_atomically(path, document)

@@ -62,6 +62,36 @@ def ratios(outcomes: Sequence[Outcome]) -> dict[str, dict[str, object]]:
     return result
 
 
+SHAPES = (
+    # (label, numerator scenario, denominator scenario, what Kafka's published benchmark saw)
+    ("3 producers / 1 producer", "produce-3", "produce-1", "≈ linear (3×)"),
+    ("RF 3 / RF 1, acks=1", "rf3-acks1", "produce-1", "falls sub-linearly"),
+    ("RF 3 / RF 1, acks=all", "rf3-acks-all", "acks-all-rf1", "falls sub-linearly"),
+    ("1 partition / 6 partitions", "partitions-1", "produce-1", ""),
+    ("3 consumers / 1 consumer", "consume-3", "consume-1", ""),
+    ("produce while consuming / produce alone", "produce-consume", "produce-1",
+     "1.22 M / 1.28 M ≈ 0.95×"),
+)
+
+
+def shapes(outcomes: Sequence[Outcome]) -> dict[str, dict[str, float | None]]:
+    """How each target's throughput scales: one headline figure over another, per target."""
+    by = _by_scenario(outcomes)
+    result: dict[str, dict[str, float | None]] = {}
+    for label, top, bottom, _ in SHAPES:
+        measure = next(s.headline for s in SCENARIOS if s.name == top)
+        result[label] = {str(t): ratio(_figure(by.get(top, {}).get(t), measure),
+                                       _figure(by.get(bottom, {}).get(t), measure))
+                         for t in Target}
+    return result
+
+
+def shape_rows(outcomes: Sequence[Outcome], targets: Sequence[Target]) -> list[list[str]]:
+    computed = shapes(outcomes)
+    return [[label, *(_ratio_text(computed[label][str(t)]) for t in targets), theirs]
+            for label, _, _, theirs in SHAPES]
+
+
 def _number(value: float | None, measure: Measure | None = None) -> str:
     if value is None:
         return "—"
@@ -164,3 +194,9 @@ def print_report(versions: dict[Target, str], outcomes: Sequence[Outcome], recor
                        f"peak RSS of the largest broker, MB ({names})", "goal"]
     print_results(f"Summary: {records:,} records per client at 100 B; {load}",
                   summary_rows(outcomes, targets), markdown, summary_headers)
+    if markdown:
+        print()
+    print_results("Shapes: throughput of one scenario over another, per target",
+                  shape_rows(outcomes, targets), markdown,
+                  ["ratio", *(str(t) for t in targets),
+                   "Kafka's published benchmark (3 × 8 vCPU)"])

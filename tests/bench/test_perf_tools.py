@@ -9,10 +9,12 @@ import sys
 
 import pytest
 from bench_perf import main, parse_args
-from perf_scenarios import SCENARIOS, Scenario, Target, Work
+from perf_report import shapes, summary_rows
+from perf_scenarios import SCENARIOS, Measure, Outcome, Scenario, Target, Work
 from perf_tools import (
     ResourceSampler,
     ToolOutputError,
+    Usage,
     cpu_seconds,
     parse_consumer,
     parse_end_to_end,
@@ -150,3 +152,36 @@ def test_tiny_run_against_the_reference_broker(tmp_path) -> None:
     assert results["latency-e2e"]["figures"]["p99 latency ms"] > 0
     assert all(len(r["broker_peak_rss_mb"]) == 3 and min(r["broker_peak_rss_mb"]) > 10
                for r in results.values())
+
+
+def _outcome(scenario: str, target: Target, **figures: float) -> Outcome:
+    outcome = Outcome(scenario, target, records=1_000_000,
+                      usage=[Usage(1, 2.0, 300.0), Usage(2, 1.0, 400.0)])
+    outcome.figures = {Measure[name.upper()]: value for name, value in figures.items()}
+    return outcome
+
+
+def test_summary_judges_the_goal_and_says_what_could_not_apply() -> None:
+    kafka, ref, tansu = Target.APACHE_KAFKA, Target.REFERENCE, Target.TANSU
+    outcomes = [
+        _outcome("produce-1", kafka, produce_rps=200_000),
+        _outcome("produce-1", ref, produce_rps=100_000),
+        _outcome("produce-1", tansu, produce_rps=300_000),
+        _outcome("rf3-acks1", kafka, produce_rps=100_000),
+        _outcome("rf3-acks1", ref, produce_rps=120_000),
+        Outcome("rf3-acks1", tansu, not_applicable="1 node"),
+        _outcome("latency-e2e", kafka, p99_ms=10),
+        _outcome("latency-e2e", ref, p99_ms=14),
+        Outcome("latency-e2e", tansu, failed="poll() timed out"),
+    ]
+    targets = [ref, kafka, tansu]
+    rows = {row[0].split(":")[0]: row for row in summary_rows(outcomes, targets)}
+    assert rows["produce-1"][1:6] == ["100,000", "200,000", "300,000", "0.50×", "1.50×"]
+    assert rows["produce-1"][-1].endswith("missed")
+    assert rows["produce-1"][6] == "3.00 / 3.00 / 3.00"  # CPU-s per M records, summed
+    assert rows["produce-1"][7] == "400 / 400 / 400"      # the largest broker's peak RSS
+    assert rows["rf3-acks1"][3] == "n/a" and rows["rf3-acks1"][-1].endswith("met")
+    assert rows["latency-e2e"][3] == "failed"
+    assert rows["latency-e2e"][-1] == "reference p99 ≤ 1.5× Kafka's: met"  # 1.4×
+    shape = shapes(outcomes)["RF 3 / RF 1, acks=1"]
+    assert shape == {"reference": 1.2, "apache-kafka": 0.5, "tansu": None}
