@@ -27,6 +27,7 @@ Exit codes: 0 every broker kept to the rules, 1 a broker misbehaved or restarted
 from __future__ import annotations
 
 import argparse
+import struct
 import sys
 import time
 from collections import Counter
@@ -81,6 +82,7 @@ class KindResult:
     fresh_client_ok: bool = False
     seconds: float = 0.0
     misbehaviour: str | None = None  # the first broken rule, with the frame that broke it
+    each: list[str] = field(default_factory=list, repr=False)  # each frame's outcome, in order
 
 
 def witness_ok(witness: RawClient) -> bool:
@@ -125,7 +127,9 @@ def run_kind(name: str, frames: list[bytes], run_dir: Path) -> KindResult:
         with RawClient(host, int(port)) as witness:
             for number, frame in enumerate(frames):
                 try:
-                    outcomes[hostile.check_frame(host, int(port), frame).value] += 1
+                    outcome = hostile.check_frame(host, int(port), frame).value
+                    outcomes[outcome] += 1
+                    result.each.append(outcome)
                     if not witness_ok(witness):
                         raise hostile.Misbehaviour("the witness's ApiVersions failed")
                 except (hostile.Misbehaviour, OSError) as exc:
@@ -140,6 +144,25 @@ def run_kind(name: str, frames: list[bytes], run_dir: Path) -> KindResult:
     finally:
         cluster.stop()
     return result
+
+
+def disagreements(frames: list[bytes], results: list[KindResult]) -> list[dict[str, object]]:
+    """The frames the brokers treated differently, counted by the request they claim to be
+    (api key and version from the header) and what each broker did: where a broker departs
+    from Kafka's handling of a malformed request, not only from its rules."""
+    if len(results) < 2:
+        return []
+    counted: Counter[tuple[str, tuple[str, ...]]] = Counter()
+    for number, frame in enumerate(frames):
+        seen = tuple(r.each[number] if number < len(r.each) else "not sent" for r in results)
+        if len(set(seen)) > 1:
+            claimed = (f"api {struct.unpack_from('>h', frame, 4)[0]} "
+                       f"v{struct.unpack_from('>h', frame, 6)[0]}" if len(frame) >= 8
+                       else "under 8 bytes")
+            counted[(claimed, seen)] += 1
+    return [{"request": request, "count": count,
+             "outcomes": {r.kind: what for r, what in zip(results, seen, strict=True)}}
+            for (request, seen), count in counted.most_common()]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,10 +185,15 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # noqa: BLE001 - a broker that cannot start is exit 3
             print(f"hostile_frames: could not run {name}: {exc}", file=sys.stderr)
             return 3
+    differences = disagreements(sequence, results)
     write_json_atomically(args.json_out, {
         "schema_version": SCHEMA_VERSION, "machine": machine_info(), "seed": args.seed,
         "frames": args.frames, "originals": len(originals()),
-        "results": [asdict(r) for r in results]})
+        "results": [{k: v for k, v in asdict(r).items() if k != "each"} for r in results],
+        "disagreements": differences})
+    for line in differences:
+        print(f"{line['count']:6,} frames: {line['request']}: "
+              + ", ".join(f"{kind} {what}" for kind, what in line["outcomes"].items()))
     rows = [[r.kind + " " + r.version, f"{r.frames_sent:,}",
              ", ".join(f"{k} {v:,}" for k, v in sorted(r.outcomes.items())),
              f"{r.witness_answers:,}", str(r.broker_restarts),
