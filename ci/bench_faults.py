@@ -160,16 +160,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         description="Start-up of a cluster of each broker kind, time to apply and heal a "
         "partition on each network mechanism (real Toxiproxy, built-in proxy, iptables), and "
         "produce throughput through the proxies vs direct, in one run.")
-    parser.add_argument("--messages", type=int, default=200_000,
+    parser.add_argument("--messages", type=int, default=500_000,
                         help="records per throughput measurement (default: %(default)s)")
     parser.add_argument("--brokers", type=int, default=3, help="cluster size (default: 3)")
-    parser.add_argument("--rounds", type=int, default=3,
+    parser.add_argument("--rounds", type=int, default=5,
                         help="throughput measurements per cluster; the median counts "
                         "(default: %(default)s)")
     parser.add_argument("--repeat", type=int, default=10,
                         help="partitions applied and healed per mechanism; medians shown "
                         "(default: %(default)s)")
-    parser.add_argument("--startups", type=int, default=2,
+    parser.add_argument("--startups", type=int, default=3,
                         help="fresh clusters started per broker kind; the median counts "
                         "(default: %(default)s)")
     parser.add_argument("--kinds", default=",".join(ClusterTarget),
