@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from harness.procfs import process_start_time
+
 DISABLE_ENV = "KAFKA_HARNESS_REAPER"
 READY = "ready"
 _WATCHDOG_START_TIMEOUT_S = 15.0
@@ -62,16 +64,6 @@ class Entry:
 
 def ledger_dir() -> Path:
     return Path(tempfile.gettempdir()) / "kafka-harness-ledgers"
-
-
-def process_start_time(pid: int) -> str | None:
-    """Field 22 of /proc/PID/stat (clock ticks since boot), or None when there is no such
-    process: with the pid, it names one process even after the pid is reused."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rpartition(")")[2].split()[19]
 
 
 class Ledger:

@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.reaper import process_start_time
+from harness.procfs import process_start_time
 
 
 @dataclass(frozen=True)

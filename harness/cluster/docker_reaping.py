@@ -17,7 +17,7 @@ import os
 
 import docker
 
-from harness.reaper import process_start_time
+from harness.procfs import process_start_time
 
 RUN_LABEL = "kafka-harness.run"
 OWNER_LABEL = "kafka-harness.owner"

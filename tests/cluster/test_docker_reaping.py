@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from harness.cluster.docker_reaping import owner_alive, owner_label
-from harness.reaper import process_start_time
+from harness.procfs import process_start_time
 
 
 def test_this_process_owns_what_it_labels() -> None:
