@@ -92,12 +92,13 @@ def shape_rows(outcomes: Sequence[Outcome], targets: Sequence[Target]) -> list[l
             for label, _, _, theirs in SHAPES]
 
 
-def _number(value: float | None, measure: Measure | None = None) -> str:
+def _number(value: float | None) -> str:
+    """Thousands without decimals; below 100 one decimal, below 10 two (CPU-s, latency)."""
     if value is None:
         return "—"
-    if measure is not None and not measure.throughput and value < 100:
-        return f"{value:,.1f}"
-    return f"{value:,.0f}" if value >= 100 else f"{value:,.2f}"
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
 
 
 def _ratio_text(value: float | None) -> str:
@@ -128,7 +129,7 @@ def scenario_rows(scenario: Scenario, row: dict[Target, Outcome],
     rows = []
     for measure in measures:
         kafka = _figure(row.get(Target.APACHE_KAFKA), measure)
-        cells = [_cell(row.get(t), _number(_figure(row.get(t), measure), measure))
+        cells = [_cell(row.get(t), _number(_figure(row.get(t), measure)))
                  for t in targets]
         ratios_ = [_ratio_text(ratio(_figure(row.get(t), measure), kafka))
                    for t in _compared(targets)]
@@ -162,7 +163,7 @@ def summary_rows(outcomes: Sequence[Outcome], targets: Sequence[Target]) -> list
             continue
         measure = scenario.headline
         kafka = _figure(row.get(Target.APACHE_KAFKA), measure)
-        cells = [_cell(row.get(t), _number(_figure(row.get(t), measure), measure))
+        cells = [_cell(row.get(t), _number(_figure(row.get(t), measure)))
                  for t in targets]
         ratios_ = [_ratio_text(ratio(_figure(row.get(t), measure), kafka))
                    for t in _compared(targets)]
