@@ -102,4 +102,6 @@ class DockerNode:
         self.container.pause()
 
     def resume(self) -> None:
-        self.container.unpause()
+        """Unfreeze a paused container; a running one is left as it is (as SIGCONT would)."""
+        if self.status() == "paused":
+            self.container.unpause()

@@ -95,8 +95,9 @@ class Target:
         return f"needs a target that {what}; {why}"
 
     def reset(self) -> None:
-        """Between tests: heal every partition, remove every toxic, start a stopped ZooKeeper
-        and stopped brokers again, and wait until every broker is registered again.
+        """Between tests: heal every partition, remove every toxic, resume a paused ZooKeeper
+        or start a stopped one, resume paused brokers and start stopped ones, and wait until
+        every broker is registered again.
 
         A broker whose ZooKeeper session expired behind a cut registers again by itself once it
         can reach ZooKeeper — Apache Kafka does so a few seconds after the heal — and the next
@@ -107,8 +108,11 @@ class Target:
         nodes = self.nodes
         if nodes is not None:
             zookeeper = nodes.zookeeper
-            if zookeeper is not None and not zookeeper.is_running():
-                zookeeper.start()  # same port and data: the brokers' sessions resume or renew
+            if zookeeper is not None:
+                if not zookeeper.is_running():
+                    zookeeper.start()  # same port and data: the brokers' sessions resume or renew
+                else:
+                    zookeeper.resume()  # a paused one runs again; a running one is unaffected
             for broker_id in list(nodes.paused):
                 nodes.resume(broker_id)
             for broker_id, broker in nodes.brokers.items():
