@@ -6,10 +6,12 @@ Why: the broker benchmark drives brokers with the Python confluent-kafka client,
 before the brokers do. Kafka's own tools are what Kafka's published figures were made with, so
 the same scenarios, scaled to this machine, say how our broker compares on Kafka's terms.
 
-One run: each target in turn — reference and apache-kafka as a 3-broker ZooKeeper cluster
-(``LocalCluster``), Tansu as its single node with its own (in-memory) storage — is started,
-serves every scenario (same tool, same settings, same topic layout), and is stopped. A layout a
-target cannot have (3 replicas on one Tansu node) is reported as not applicable, never guessed.
+One run: every target is started — reference and apache-kafka as a 3-broker ZooKeeper cluster
+(``LocalCluster``), Tansu as its single node with its own (in-memory) storage — and each
+scenario runs on one target right after the other (same tool, same settings, same topic
+layout), so the shared machine's changing load hits every target's figure of a scenario
+alike. A layout a target cannot have (3 replicas on one Tansu node) is reported as not
+applicable, never guessed.
 During every scenario the broker processes' CPU-seconds (utime + stime deltas from /proc,
 summed over a cluster's brokers; ZooKeeper not counted) and peak RSS (sampled) are recorded.
 Then a standalone reference broker serves ``produce-1`` and ``consume-1`` once more under
@@ -26,6 +28,7 @@ the others still run, and the exit code is 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import os
 import shutil
@@ -324,7 +327,10 @@ class Bench:
 
 def run(args: argparse.Namespace, console: Console) -> tuple[dict[Target, str],
                                                           list[Outcome], dict[str, list[str]]]:
-    """Each target in turn: start it, every chosen scenario, (reference) the profile pass, stop."""
+    """Every target started (and warmed up) first; then each scenario on one target right
+    after another, so a change in the shared machine's load hits the scenario's figures for
+    every target alike rather than one target's whole run; then the profile pass. The idle
+    targets stay up meanwhile (their idle CPU is a small, equal tax; their CPU is not counted)."""
     kcat = shutil.which("kcat")
     if kcat is None and any(s.startswith("kcat") for s in args.scenarios):
         raise PeerStartError("kcat is not installed (apt-get install -y kcat; ci/setup.sh "
@@ -340,18 +346,20 @@ def run(args: argparse.Namespace, console: Console) -> tuple[dict[Target, str],
         log4j.write_text(perf_tools.QUIET_LOG4J)
         tools = perf_tools.Tools(find_java(), distribution.classpath, log4j)
         bench = Bench(tools, kcat or "kcat", scratch, args.records, console)
-        for target in args.targets:
-            console.log(f"{target}: starting")
-            running = start_target(target, scratch)
-            try:
+        with contextlib.ExitStack() as stack:
+            started: list[Running] = []
+            for target in args.targets:
+                console.log(f"{target}: starting")
+                running = start_target(target, scratch)
+                stack.callback(running.stop)  # type: ignore[arg-type]
                 versions[target] = running.version
                 bench.warm_up(running)
-                for scenario in scenarios:
+                started.append(running)
+            for scenario in scenarios:
+                for running in started:
                     outcome = bench.measure(running, scenario)
-                    console.log(f"{target} {scenario.name}: {outcome.summary()}")
+                    console.log(f"{running.target} {scenario.name}: {outcome.summary()}")
                     outcomes.append(outcome)
-            finally:
-                running.stop()  # type: ignore[operator]
         if Target.REFERENCE in args.targets and not args.no_profile:
             profiles = profile_reference(bench, console)
     return versions, outcomes, profiles
