@@ -62,6 +62,7 @@ from harness.cluster.factory import (
 from harness.cluster.local import ClusterSpec
 from harness.cluster.nodes import ClusterNodes
 from harness.cluster.process import PeerStartError
+from harness.disk.cluster_disks import layer_for
 from harness.interrupts import interrupt_once
 from harness.latest import point_latest
 from harness.nemesis.executor import FaultTarget, Nemesis
@@ -210,6 +211,8 @@ def _start_cluster(options: RunOptions, run_dir: Path
         brokers=options.brokers,
         min_insync_replicas=min(2, options.brokers),
         properties={"group.initial.rebalance.delay.ms": 0},
+        # Disk faults need each broker's log dir on a disk of the harness's (harness.disk).
+        disk=layer_for([*options.nemesis, *(s.fault for s in options.schedule or ())]),
     )
     if cluster_options.network == Network.KERNEL:
         from harness.net.netns import unavailable

@@ -40,6 +40,7 @@ from harness.cluster.kinds import (
 from harness.cluster.reference_kind import REFERENCE
 from harness.cluster.state import AdminState, ClusterState, ZooKeeperState, ZooKeeperStateReads
 from harness.cluster.zookeeper import ZooKeeperServer
+from harness.disk.broker_disk import DEFAULT_SIZE_MB, BrokerDisk, DiskLayer
 from harness.net.ports import LOOPBACK
 from harness.raw_client import RawClient
 from harness.waiting import POLL_INTERVAL_S, wait_for
@@ -89,6 +90,8 @@ class ClusterSpec:
     broker_properties: Mapping[int, Mapping[str, str | int]] = field(default_factory=dict)
     startup_timeout: float = 60.0
     broker_stop_timeout: float = 20.0
+    disk: DiskLayer = DiskLayer.NONE  # what each broker's log dir sits on (disk faults)
+    disk_size_mb: int = DEFAULT_SIZE_MB
 
     def __post_init__(self) -> None:
         if self.brokers < 1:
@@ -165,6 +168,7 @@ class LocalCluster(ZooKeeperStateReads):
         self.zookeeper: ZooKeeperServer | None = None
         self.brokers: dict[int, BrokerNodeProcess] = {}
         self._paused: set[int] = set()
+        self.disks: dict[int, BrokerDisk] = {}  # by broker id, when spec.disk is not none
         self._state: ZooKeeperState | None = None
         self._admin_state: AdminState | None = None
         self._started = False
@@ -208,6 +212,7 @@ class LocalCluster(ZooKeeperStateReads):
                     broker_id, self._run_dir / f"broker-{broker_id}", mine.ports.client,
                     self.spec.server_properties(broker_id, mine.zookeeper_connect,
                                                 self.kind.wiring_properties(mine)))
+            self._mount_disks()
             self._run_on_brokers(lambda broker: broker.start(), self.spec.broker_ids)
             everyone = set(self.spec.broker_ids)
             for broker_id in self.spec.broker_ids:
@@ -241,9 +246,26 @@ class LocalCluster(ZooKeeperStateReads):
                                     startup_timeout=self.spec.startup_timeout,
                                     stop_timeout=self.spec.broker_stop_timeout)
 
+    def _mount_disks(self) -> None:
+        """Each broker's log dir (``broker-<id>/data``) on a disk of its own, before it runs."""
+        if self.spec.disk is DiskLayer.NONE:
+            return
+        for broker_id in self.spec.broker_ids:
+            disk = BrokerDisk(self.run_dir / f"broker-{broker_id}" / "data", self.spec.disk,
+                              self.spec.disk_size_mb)
+            self.disks[broker_id] = disk
+            disk.mount()
+
+    def disk(self, broker_id: int) -> BrokerDisk:
+        """Broker ``broker_id``'s disk; a usage error when the cluster runs without disks."""
+        if broker_id not in self.disks:
+            raise KeyError(f"broker {broker_id} has no disk of the harness's (start the "
+                           f"cluster with a disk layer, --disk limited or faulty)")
+        return self.disks[broker_id]
+
     def stop(self) -> None:
-        """Stop every broker (in parallel, SIGTERM then SIGKILL), then ZooKeeper. Never raises
-        for a process that already died; safe to call twice."""
+        """Stop every broker (in parallel, SIGTERM then SIGKILL), then ZooKeeper, then unmount
+        the brokers' disks. Never raises for a process that already died; safe to call twice."""
         try:
             self._run_on_brokers(lambda broker: broker.stop(), list(self.brokers))
         finally:
@@ -254,6 +276,9 @@ class LocalCluster(ZooKeeperStateReads):
             if self.zookeeper is not None:
                 self.zookeeper.stop()
                 self.zookeeper = None
+            disks, self.disks = list(self.disks.values()), {}
+            for disk in disks:  # before the run dir may be removed: never rmtree a mount
+                disk.unmount()
             if self._given_run_dir is None and self._run_dir is not None:
                 shutil.rmtree(self._run_dir, ignore_errors=True)
                 self._run_dir = None

@@ -111,7 +111,10 @@ class FaultFS(Operations):
         return os.open(self._real(path), flags)
 
     def create(self, path: str, mode: int, fi: Any = None) -> int:
-        return os.open(self._real(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        """fusepy does not pass the caller's flags here, and one handle serves every later
+        read and write of the file: so it is opened for both (a write-only handle made the
+        broker's reads of a segment it had just created fail with EBADF)."""
+        return os.open(self._real(path), os.O_RDWR | os.O_CREAT, mode)
 
     def release(self, path: str, fh: int) -> None:
         os.close(fh)

@@ -18,8 +18,9 @@ from typing import Any
 
 from harness.cluster.factory import Faults
 from harness.cluster.nodes import ClusterNodes
+from harness.disk import cluster_disks
 from harness.nemesis import process as process_faults
-from harness.nemesis.schedule import CONTROLLER, NETWORK_FAULTS, Step, parse_role
+from harness.nemesis.schedule import CONTROLLER, DISK_FAULTS, NETWORK_FAULTS, Step, parse_role
 from harness.workload.recorder import Recorder
 
 
@@ -75,6 +76,8 @@ class FaultTarget:
             return "the kernel network mechanism has no toxics (use --network proxy)"
         if fault == "crash-client" and self.crash_client is None:
             return "no workload clients to crash"
+        if fault in DISK_FAULTS:
+            return cluster_disks.disk_unsupported(self.cluster, fault)
         return None
 
     def _network(self, fault: str) -> Faults:
@@ -100,6 +103,10 @@ class FaultTarget:
                 raise RuntimeError("cannot crash-client: no workload clients to crash")
             killed = self.crash_client(self._rng, step.target)
             return f"killed {killed or f'no {step.target} (none running)'}"
+        if step.fault in DISK_FAULTS:
+            node = self._node(step)
+            done = cluster_disks.apply_disk_fault(self.cluster, step.fault, node)
+            return done if node == step.target else f"{step.target} was {node}: {done}"
         node = self._node(step)
         result = process_faults.apply(self.cluster, _PROCESS_FAULT[step.fault], node)
         done = ", ".join(f"{k}={v}" for k, v in result.items() if k != "partitions")
@@ -130,6 +137,8 @@ class FaultTarget:
                                                    TOXICS[step.fault].name)
         elif step.fault in _PROCESS_HEAL:
             process_faults.apply(self.cluster, _PROCESS_HEAL[step.fault], self._node(step))
+        elif step.fault in DISK_FAULTS:
+            return cluster_disks.heal_disk(self.cluster, self._node(step))
         return "healed"
 
     def heal_all(self) -> str:
@@ -138,6 +147,9 @@ class FaultTarget:
         if self.network is not None:
             self.network.clear()
             done.append("network cleared")
+        for broker_id in sorted(cluster_disks.disks_of(self.cluster)):
+            cluster_disks.heal_disk(self.cluster, f"broker-{broker_id}", restart=False)
+            done.append(f"healed broker-{broker_id}'s disk")
         for broker_id in sorted(self.cluster.paused):
             self.cluster.resume(broker_id)
             done.append(f"resumed broker-{broker_id}")

@@ -88,6 +88,17 @@ def test_disk_errors_fail_reads_and_writes_at_the_rate_set(tmp_path: Path):
     assert mounts_under(tmp_path) == []
 
 
+def test_a_file_created_for_reading_and_writing_reads_back(disk: BrokerDisk):
+    """A broker creates a segment O_RDWR and reads it back through the same descriptor."""
+    fd = os.open(disk.log_dir / "segment.log", os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, b"batch")
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        assert os.pread(fd, 5, 0) == b"batch"
+    finally:
+        os.close(fd)
+
+
 def test_disk_errors_need_the_faulty_layer(tmp_path: Path):
     disk = BrokerDisk(tmp_path / "data", DiskLayer.LIMITED, size_mb=1)
     disk.mount()
