@@ -1,5 +1,6 @@
 """Target.reset() on the docker backend: a stopped ZooKeeper container and a stopped broker
-container run again, and every broker is registered before the next test starts."""
+container run again, a paused ZooKeeper container is unfrozen, and every broker is registered
+before the next test starts."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from harness.cluster.targets import Backend, start_target
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
 
-def test_reset_starts_a_stopped_zookeeper_and_broker_container(engine: docker.DockerClient,
-                                                               project_image: str) -> None:
+def test_reset_brings_back_a_stopped_or_paused_zookeeper_and_a_stopped_broker_container(
+        engine: docker.DockerClient, project_image: str) -> None:
     target = start_target("reference", brokers=2, backend=Backend.DOCKER)
     try:
         nodes = target.nodes
@@ -24,6 +25,11 @@ def test_reset_starts_a_stopped_zookeeper_and_broker_container(engine: docker.Do
         target.reset()
         assert nodes.zookeeper.is_running()
         assert all(broker.is_running() for broker in nodes.brokers.values())
+        assert nodes.registered_broker_ids() == [1, 2]
+
+        nodes.zookeeper.pause()  # the cgroup freezer: the container stays, frozen
+        target.reset()
+        assert nodes.zookeeper.status() == "running"
         assert nodes.registered_broker_ids() == [1, 2]
     finally:
         target.close()
