@@ -29,6 +29,7 @@ from harness.cli_types import (
 )
 from harness.cli_types import bootstrap_server as bootstrap_server_option
 from harness.cluster.factory import Backend, Network, TargetName
+from harness.disk.broker_disk import DiskFault, DiskLayer
 from harness.matrix_cli import register as register_matrix
 from harness.runner_cli import register as register_run
 
@@ -172,6 +173,11 @@ def up(
                                    "(links through a Toxiproxy container, partitions by "
                                    "iptables inside the containers).")
     ] = Backend.LOCAL,
+    disk: Annotated[
+        DiskLayer, typer.Option(help="What each broker's log dir sits on (root, local backend): "
+                                     "none; limited (a size-limited tmpfs: `disk full`); faulty "
+                                     "(the tmpfs through a FUSE filesystem: `disk errors` too).")
+    ] = DiskLayer.NONE,
 ) -> None:
     """Start ZooKeeper + brokers with every link behind Toxiproxy (or in network namespaces,
     in containers, or a peer target); return when ready and print the bootstrap address. Exit
@@ -179,7 +185,7 @@ def up(
     raise typer.Exit(cluster_cli.start(
         run_dir, brokers=brokers, session_timeout_ms=session_timeout_ms, target=target,
         bootstrap=bootstrap_server_option(bootstrap_server, bootstrap), network=network,
-        backend=backend, foreground=foreground))
+        backend=backend, foreground=foreground, disk=disk))
 
 
 @app.command()
@@ -299,6 +305,31 @@ def _register_process_fault(action: str, help_text: str, done: str) -> None:
 
 for _action, (_help, _done) in _PROCESS_FAULTS.items():
     _register_process_fault(_action, _help, _done)
+
+
+disk_app = typer.Typer(name="disk", no_args_is_help=True,
+                       help="Disk faults on a broker's log dir (a cluster started with --disk).")
+app.add_typer(disk_app)
+
+
+@disk_app.command("full")
+def disk_full(node: NodeArg, run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
+    """Fill the broker's disk to the last byte: its writes fail with ENOSPC."""
+    cluster_cli.disk(run_dir, DiskFault.FULL, node)
+
+
+@disk_app.command("errors")
+def disk_errors(node: NodeArg, rate: Annotated[float, typer.Option(
+        min=0.0, max=1.0, help="Share of reads and writes that fail.")] = 0.5,
+                run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
+    """Reads and writes under the broker's log dir fail with EIO at RATE (needs --disk faulty)."""
+    cluster_cli.disk(run_dir, DiskFault.ERRORS, node, rate)
+
+
+@disk_app.command("heal")
+def disk_heal(node: NodeArg, run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
+    """Free the disk, stop the errors, and start the broker again if it halted."""
+    cluster_cli.disk(run_dir, DiskFault.HEAL, node)
 
 
 @app.command("lose-unflushed")

@@ -30,6 +30,8 @@ from rich.table import Table
 
 from harness.cli_errors import CommandFailed, ExitCode, InfrastructureError, UsageError
 from harness.cluster.factory import Backend, Network, TargetName
+from harness.cluster.registry import BROKER_KINDS
+from harness.disk.broker_disk import DiskFault, DiskLayer
 from harness.waiting import ClusterWaitTimeout, wait_for
 
 if TYPE_CHECKING:
@@ -79,7 +81,8 @@ def call(run_dir: Path, request: dict[str, Any]) -> dict[str, Any]:
 # --- up ----------------------------------------------------------------------------------------
 
 def start(run_dir: Path, *, brokers: int, session_timeout_ms: int, target: TargetName,
-          bootstrap: str | None, network: Network, backend: Backend, foreground: bool) -> int:
+          bootstrap: str | None, network: Network, backend: Backend, foreground: bool,
+          disk: DiskLayer = DiskLayer.NONE) -> int:
     """`kafka-harness up`: returns the exit code once the cluster is ready (or, in the
     foreground, once it was stopped)."""
     from harness.cluster.control import NoCluster, send_request
@@ -87,8 +90,13 @@ def start(run_dir: Path, *, brokers: int, session_timeout_ms: int, target: Targe
     from harness.cluster.local import ClusterSpec
 
     try:
-        spec = ClusterSpec(brokers=brokers, zookeeper_session_timeout_ms=session_timeout_ms)
+        spec = ClusterSpec(brokers=brokers, zookeeper_session_timeout_ms=session_timeout_ms,
+                           disk=disk)
         check_options(target, bootstrap, brokers, network, backend)
+        if disk is not DiskLayer.NONE and (target not in BROKER_KINDS
+                                           or backend is not Backend.LOCAL):
+            raise ValueError("--disk needs a cluster the harness runs on the local backend "
+                             "(--target reference or apache-kafka)")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     _require_kernel(network)
@@ -453,3 +461,14 @@ def lose_unflushed(run_dir: Path, node: str, as_json: bool) -> None:
         table.add_row(name, str(cut["recovery_point"]), str(cut["log_end_before"]),
                       str(cut["log_end_after"]), str(cut["bytes_cut"]))
     Console().print(table)
+
+
+# --- disk faults -------------------------------------------------------------------------------
+
+def disk(run_dir: Path, fault: DiskFault, node: str, rate: float | None = None) -> None:
+    """`kafka-harness disk full|errors|heal NODE`: prints what the supervisor did."""
+    request: dict[str, Any] = {"cmd": "disk", "fault": fault.value, "node": node}
+    if rate is not None:
+        request["rate"] = rate
+    response = call(run_dir, request)
+    Console().print(escape(str(response["done"])), highlight=False)

@@ -58,6 +58,8 @@ from harness.cluster.local import ClusterSpec
 from harness.cluster.netns_cluster import NetnsCluster
 from harness.cluster.proxied import ProxiedCluster
 from harness.cluster.targets import Target, start
+from harness.disk import cluster_disks
+from harness.disk.broker_disk import DiskFault, DiskLayer
 from harness.nemesis import process as process_faults
 
 logger = logging.getLogger("harness.supervisor")
@@ -401,7 +403,7 @@ class Supervisor:
             if self._phase != "ready":
                 return {"ok": False, "kind": "failed", "error": f"the cluster is {self._phase}"}
             if self.peer is not None:
-                needed = (Capability.PROCESS_FAULTS if command in PROCESS_COMMANDS
+                needed = (Capability.PROCESS_FAULTS if command in (*PROCESS_COMMANDS, "disk")
                           else Capability.FAULTS)
                 return {"ok": False, "kind": "usage",
                         "error": self.peer.missing(needed) or f"{command} is not offered"}
@@ -440,7 +442,19 @@ class Supervisor:
             return {}
         if command in PROCESS_COMMANDS:
             return process_faults.apply(self.local, command, _string(request, "node"))
+        if command == "disk":
+            return {"done": self._disk(DiskFault(_string(request, "fault")),
+                                       _string(request, "node"), request.get("rate"))}
         raise UsageError(f"unknown command {command!r}")
+
+    def _disk(self, fault: DiskFault, node: str, rate: object) -> str:
+        if fault is DiskFault.HEAL:
+            return cluster_disks.heal_disk(self.local, node)
+        if fault is DiskFault.ERRORS:
+            return cluster_disks.apply_disk_fault(
+                self.local, fault, node,
+                float(rate) if isinstance(rate, int | float) else cluster_disks.DISK_ERROR_RATE)
+        return cluster_disks.apply_disk_fault(self.local, fault, node)
 
     def _partition(self, request: dict[str, Any]) -> list[tuple[str, str]]:
         shape = request.get("shape")
@@ -572,6 +586,8 @@ def launch_detached(run_dir: Path, spec: ClusterSpec, toxiproxy_url: str | None 
     if toxiproxy_url:
         command += ["--toxiproxy-url", toxiproxy_url]
     command += ["--target", target, "--network", network, "--backend", backend]
+    if spec.disk is not DiskLayer.NONE:
+        command += ["--disk", spec.disk.value]
     if bootstrap:
         command += ["--bootstrap-server", bootstrap]
     with open(run_dir / LOG_NAME, "ab") as log:
@@ -593,12 +609,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bootstrap-server", "--bootstrap", dest="bootstrap", default=None)
     parser.add_argument("--network", choices=[n.value for n in Network], default="proxy")
     parser.add_argument("--backend", choices=[b.value for b in Backend], default="local")
+    parser.add_argument("--disk", choices=[d.value for d in DiskLayer], default="none")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         spec = ClusterSpec(brokers=args.brokers,
-                           zookeeper_session_timeout_ms=args.session_timeout_ms)
+                           zookeeper_session_timeout_ms=args.session_timeout_ms,
+                           disk=DiskLayer(args.disk))
         ClusterOptions(TargetName(args.target), args.brokers, Network(args.network),
                        Backend(args.backend), args.bootstrap).check()
     except ValueError as exc:
