@@ -33,10 +33,12 @@ import argparse
 import os
 import re
 import resource
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections import Counter
@@ -62,9 +64,23 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 PRODUCER_LINE = re.compile(r"^(\d+) records sent, ([\d.]+) records/sec")
 
 
-class Target(StrEnum):
+class Kind(StrEnum):
     REFERENCE = "reference"
     APACHE_KAFKA = "apache-kafka"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A broker to measure; ``source`` set: the reference broker as of that directory's code
+    (``--baseline``: an earlier commit, exported, measured in the same run as today's)."""
+
+    kind: Kind
+    source: Path | None = None
+    revision: str = ""
+
+    @property
+    def value(self) -> str:
+        return f"{self.kind.value}@{self.revision}" if self.revision else self.kind.value
 
 
 class Tool(StrEnum):
@@ -97,6 +113,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--records", type=int, default=500_000)
     parser.add_argument("--record-size", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=1, help="rounds; the table shows medians")
+    parser.add_argument("--baseline", metavar="REV",
+                        help="also measure the reference broker as of git revision REV")
     parser.add_argument("--no-warmup", dest="warmup", action="store_false",
                         help="measure cold brokers (default: one unmeasured run first)")
     parser.add_argument("--profile", choices=[t.value for t in Tool], action="append",
@@ -106,10 +124,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.targets.split(",") if n.strip()]
     try:
-        args.targets = [Target(n) for n in names]
+        args.targets = [Target(Kind(n)) for n in names]
     except ValueError as exc:
         parser.error(f"--targets: {exc}")
     args.profile = [Tool(p) for p in args.profile]
+    if args.baseline:
+        args.targets.insert(1, Target(Kind.REFERENCE, export_revision(args.baseline),
+                                      args.baseline))
     if args.records < 1 or args.repeat < 1:
         parser.error("--records and --repeat must be >= 1")
     return args
@@ -117,19 +138,39 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 # --- brokers -------------------------------------------------------------------------------
 
+def export_revision(revision: str) -> Path:
+    """The broker and harness packages as of ``revision``, in a temporary directory (git
+    archive: the checkout and its index are not touched)."""
+    directory = Path(tempfile.mkdtemp(prefix="profile-baseline-"))
+    archive = subprocess.run(["git", "-C", str(REPO_ROOT), "archive", revision,
+                              "reference_broker", "harness"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(directory)], input=archive.stdout, check=True)
+    return directory
+
+
 @contextmanager
 def running(target: Target) -> Iterator[tuple[str, int]]:
     """(bootstrap, broker pid) of a fresh one-broker target, stopped on exit."""
-    if target is Target.REFERENCE:
+    if target.kind is Kind.REFERENCE:
         broker = ReferenceBroker()
-        broker.start()
+        saved = os.environ.get("PYTHONPATH")
+        if target.source is not None:  # the child imports the exported packages first
+            os.environ["PYTHONPATH"] = str(target.source)
+        try:
+            broker.start()
+        finally:
+            if target.source is not None:
+                if saved is None:
+                    del os.environ["PYTHONPATH"]
+                else:
+                    os.environ["PYTHONPATH"] = saved
         try:
             assert broker.pid is not None
             yield broker.bootstrap, broker.pid
         finally:
             broker.stop()
         return
-    cluster = LocalCluster(ClusterSpec(brokers=1), kind=BROKER_KINDS[target.value]())
+    cluster = LocalCluster(ClusterSpec(brokers=1), kind=BROKER_KINDS[target.kind.value]())
     cluster.start()
     try:
         pid = cluster.broker(1).pid
@@ -263,7 +304,7 @@ def profile(tool: Tool, args: argparse.Namespace) -> Path:
     folded = RESULTS / f"profile-reference-{tool.value}.folded"
     report = RESULTS / f"profile-reference-{tool.value}.txt"
     py_spy = Path(sys.executable).with_name("py-spy")
-    with running(Target.REFERENCE) as (bootstrap, pid):
+    with running(Target(Kind.REFERENCE)) as (bootstrap, pid):
         topic = create_topic(bootstrap)
         if tool is Tool.CONSUME:  # the log to read, written before the profiler attaches
             run_tool(produce_command(bootstrap, topic, args.records, args.record_size, "1"))
@@ -320,9 +361,9 @@ def summarise(folded: str, title: str, top: int = 40) -> str:
 
 def table(measures: list[Measure], targets: list[Target]) -> str:
     scenarios = list(dict.fromkeys(m.scenario for m in measures))
-    lines = [f"{'scenario':<18}" + "".join(f"{t.value + ' rec/s':>22}{'CPU-s/M':>9}"
+    lines = [f"{'scenario':<18}" + "".join(f"{t.value + ' rec/s':>26}{'CPU-s/M':>9}"
                                            f"{'tool CPU-s/M':>13}" for t in targets)
-             + f"{'ratio':>8}"]
+             + f"{'ratio':>8}"]  # the first target / Apache Kafka
     for scenario in scenarios:
         row = f"{scenario:<18}"
         rates = {}
@@ -332,9 +373,9 @@ def table(measures: list[Measure], targets: list[Target]) -> str:
             cpu = statistics.median(m.cpu_s_per_million for m in mine)
             tool = statistics.median(m.tool_cpu_s * 1e6 / m.records for m in mine)
             rates[target] = rate
-            row += f"{rate:>22,.0f}{cpu:>9.2f}{tool:>13.2f}"
-        if len(targets) == 2:
-            row += f"{rates[targets[0]] / rates[targets[1]]:>8.2f}"
+            row += f"{rate:>26,.0f}{cpu:>9.2f}{tool:>13.2f}"
+        if targets[-1].kind is Kind.APACHE_KAFKA and len(targets) > 1:
+            row += f"{rates[targets[0]] / rates[targets[-1]]:>8.2f}"
         lines.append(row)
     return "\n".join(lines)
 
@@ -352,6 +393,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
         print(f"a tool failed: {exc}", file=sys.stderr)
         return 1
+    finally:
+        for target in args.targets:
+            if target.source is not None:
+                shutil.rmtree(target.source, ignore_errors=True)
     if measures:
         print(f"load: {os.getloadavg()}")
         print(table(measures, args.targets))
