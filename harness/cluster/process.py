@@ -88,6 +88,8 @@ class ManagedProcess:
     def start(self) -> Self:
         if self.is_running():
             raise RuntimeError(f"{self.name} is already running (pid {self.pid})")
+        if self._process is not None and self._given_run_dir is not None:
+            self._release()  # it exited by itself (a crash, a halt): reap it, close its log
         if self._given_run_dir is not None:
             self._given_run_dir.mkdir(parents=True, exist_ok=True)
             self._run_dir = self._given_run_dir

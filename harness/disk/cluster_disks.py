@@ -81,6 +81,8 @@ def heal_disk(cluster: ClusterNodes, node: str, *, restart: bool = True) -> str:
     disk.heal()
     broker = cluster.broker(broker_id)
     if restart and not broker.is_running():
+        code = cluster.stop_broker(broker_id)  # reaps it: the exit code it stopped with
         cluster.start_broker(broker_id)
-        return f"{node}'s disk healed; {node} had stopped and was started again"
+        return (f"{node}'s disk healed; {node} had stopped (exit code {code}) and was started "
+                "again")
     return f"{node}'s disk healed"

@@ -54,7 +54,7 @@ def test_disk_commands_halt_and_heal_a_broker(tmp_path: Path):
 
         for broker in ("broker-1", "broker-2"):
             healed = ok(run_dir, "disk", "heal", broker).stdout
-            assert f"{broker} had stopped and was started again" in healed
+            assert f"{broker} had stopped (exit code 1) and was started again" in healed
         assert _produce(bootstrap, 50) == 50
     finally:
         ok(run_dir, "down")
