@@ -62,9 +62,9 @@ from harness.cluster.factory import (
 from harness.cluster.local import ClusterSpec
 from harness.cluster.nodes import ClusterNodes
 from harness.cluster.process import PeerStartError
-from harness.disk.cluster_disks import layer_for
 from harness.interrupts import interrupt_once
 from harness.latest import point_latest
+from harness.nemesis.disk import layer_for
 from harness.nemesis.executor import FaultTarget, Nemesis
 from harness.nemesis.schedule import FAULTS, QUIET_S, Step, plan
 from harness.waiting import ClusterWaitTimeout

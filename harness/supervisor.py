@@ -58,8 +58,8 @@ from harness.cluster.local import ClusterSpec
 from harness.cluster.netns_cluster import NetnsCluster
 from harness.cluster.proxied import ProxiedCluster
 from harness.cluster.targets import Target, start
-from harness.disk import cluster_disks
 from harness.disk.broker_disk import DiskFault, DiskLayer
+from harness.nemesis import disk as cluster_disks
 from harness.nemesis import process as process_faults
 
 logger = logging.getLogger("harness.supervisor")

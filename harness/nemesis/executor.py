@@ -18,7 +18,7 @@ from typing import Any
 
 from harness.cluster.factory import Faults
 from harness.cluster.nodes import ClusterNodes
-from harness.disk import cluster_disks
+from harness.nemesis import disk as cluster_disks
 from harness.nemesis import process as process_faults
 from harness.nemesis.schedule import CONTROLLER, DISK_FAULTS, NETWORK_FAULTS, Step, parse_role
 from harness.workload.recorder import Recorder
