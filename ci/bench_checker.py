@@ -1,10 +1,16 @@
 """Benchmark the Spark checker on synthetic histories; results go to bench-results/checker.json.
 
 For each size a synthetic history with every anomaly planted is generated (or reused), then a
-fresh process starts Spark (timed apart: start-up is paid once per run, not per row) and checks
-it. The parent samples the resident memory of that process and its JVM to report the driver's
-peak. The pure-Python reference checks the smallest size too, as the baseline. Every run must
-report exactly the counts the generator planted, or the benchmark fails.
+fresh process starts Spark (session and a first trivial job timed apart: start-up is paid once
+per process, not per row) and checks it. In the same process, on the same files, the engine's
+floor runs too: a bare job that reads the history once and shuffles every row by
+topic-partition (a count and a hash of each t/p's rows, so no column is pruned). Both are
+measured in wall time and in executor CPU-seconds, summed over the tasks of their stages from
+Spark's own status store (the task metrics the UI shows; the load of other processes inflates
+wall time, much less CPU time). The parent samples the resident memory of that process and its
+JVM to report the driver's peak. The pure-Python reference checks the smallest size too, as the
+baseline. Every run must report exactly the counts the generator planted, or the benchmark
+fails.
 
     .venv/bin/python ci/bench_checker.py --sizes 1M,10M,100M
 """
@@ -18,7 +24,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -71,6 +80,51 @@ def _measure(args: list[str]) -> tuple[dict, int]:
     return json.loads(out.strip().splitlines()[-1]), peak
 
 
+def _stage_cpu(session: Any) -> dict[tuple[int, int], tuple[float, str]]:
+    """Executor CPU-seconds and name of every stage Spark's status store holds, by (id, attempt)."""
+    gateway = session.sparkContext._gateway
+    store = session.sparkContext._jsc.sc().statusStore()
+    stages = store.stageList(None, False, False, gateway.new_array(gateway.jvm.double, 0), None)
+    found = {}
+    for i in range(stages.size()):
+        stage = stages.apply(i)
+        found[(stage.stageId(), stage.attemptId())] = (stage.executorCpuTime() / 1e9, stage.name())
+    return found
+
+
+@contextmanager
+def _timed(session: Any, into: dict[str, Any], name: str) -> Iterator[None]:
+    """Wall seconds and executor CPU-seconds of the jobs run inside, and the costliest stages."""
+    before = set(_stage_cpu(session))
+    started = time.perf_counter()
+    yield
+    into[f"{name}_s"] = time.perf_counter() - started
+    new = {k: v for k, v in _stage_cpu(session).items() if k not in before}
+    into[f"{name}_cpu_s"] = sum(cpu for cpu, _ in new.values())
+    into[f"{name}_stages"] = len(new)
+    top = sorted(new.items(), key=lambda item: -item[1][0])[:8]
+    into[f"{name}_top_stages"] = [
+        {"stage": k[0], "cpu_s": round(cpu, 2), "name": label} for k, (cpu, label) in top
+    ]
+
+
+def _floor(session: Any, directory: str, size: int) -> int:
+    """The engine's floor: read the history once, shuffle every row by topic-partition, count
+    and hash each t/p's rows; the rows it saw."""
+    from pyspark.sql import functions as F
+
+    from harness.checker import cluster, spark
+
+    for key, value in cluster.job_settings(size, session.sparkContext.defaultParallelism).items():
+        session.conf.set(key, value)
+    files = sorted(str(p) for p in Path(directory).glob("*.parquet"))
+    frame = session.read.schema(spark.SCHEMA).parquet(*files)
+    per_tp = frame.repartition("topic", "partition").groupBy("topic", "partition").agg(
+        F.count(F.lit(1)).alias("rows"), F.bit_xor(F.xxhash64(*frame.columns)).alias("hash")
+    )
+    return sum(row["rows"] for row in per_tp.collect())
+
+
 def _child(mode: str, directory: str) -> None:
     if mode == "reference":
         from harness.checker import rules
@@ -80,19 +134,36 @@ def _child(mode: str, directory: str) -> None:
         events = read_history(directory)
         result = rules.check_events(events)
         elapsed = time.perf_counter() - started
-        answer = {"startup_s": 0.0, "check_s": elapsed}
+        answer: dict[str, Any] = {"check_s": elapsed}  # no Spark: no start-up, no floor
+    elif mode == "startup":  # what a short chaos run's check pays before its first job
+        from harness.checker import spark
+
+        started = time.perf_counter()
+        session = spark.start_session(history_bytes=0)
+        up = time.perf_counter()
+        session.range(1).count()
+        answer = {"session_s": up - started, "first_job_s": time.perf_counter() - up}
+        session.stop()
+        print(json.dumps(answer))
+        return
     else:
         from harness.checker import spark
 
         size = sum(p.stat().st_size for p in Path(directory).iterdir())
         started = time.perf_counter()
         session = spark.start_session(history_bytes=size)
+        up = time.perf_counter()
         session.range(1).count()  # the first job pays for the executors and JIT warm-up
         ready = time.perf_counter()
-        result = spark.check(session, directory)
-        done = time.perf_counter()
+        answer = {
+            "session_s": up - started, "first_job_s": ready - up, "startup_s": ready - started
+        }
+        with _timed(session, answer, "check"):
+            result = spark.check(session, directory)
+        # After the check, so that the floor runs on a JVM at least as warm as the check's.
+        with _timed(session, answer, "floor"):
+            answer["floor_rows"] = _floor(session, directory, size)
         session.stop()
-        answer = {"startup_s": ready - started, "check_s": done - ready}
     answer["counts"] = {k: v.count for k, v in result.anomalies.items()}
     print(json.dumps(answer))
 
@@ -108,6 +179,8 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=Path("bench-results/checker.json"))
     parser.add_argument("--no-reference", action="store_true", help="skip the pure-Python run")
+    parser.add_argument("--startups", type=int, default=3,
+                        help="fresh processes timing start-up as a short run's check pays it")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -116,6 +189,13 @@ def main() -> None:
 
     console = Console()
     results = []
+    startups = []
+    for _ in range(args.startups):
+        with console.status("Spark start-up for a small history"):
+            startups.append(_measure(["--child", "startup", "-"])[0])
+    if startups:
+        totals = sorted(a["session_s"] + a["first_job_s"] for a in startups)
+        console.print(f"start-up to the first job (small history): {totals}")
     sizes = sorted(_size(s) for s in args.sizes.split(","))
     for rows in sizes:
         directory = args.data / f"rows-{rows}"
@@ -136,40 +216,56 @@ def main() -> None:
                     f"{engine} on {rows:,} rows: counts {answer['counts']} "
                     f"!= planted {planted['expected']}"
                 )
-            results.append(
-                {
-                    "engine": engine,
-                    "rows": planted["rows"],
-                    "startup_s": round(answer["startup_s"], 2),
-                    "check_s": round(answer["check_s"], 2),
-                    "rows_per_s": round(planted["rows"] / answer["check_s"]),
-                    "peak_rss_mb": round(peak / 2**20),
-                    "bytes": sum(p.stat().st_size for p in directory.glob("*.parquet")),
-                }
-            )
-            console.print(results[-1])
+            if engine == "spark" and answer["floor_rows"] != planted["rows"]:
+                raise SystemExit(f"floor on {rows:,} rows saw {answer['floor_rows']:,} rows")
+            result = {
+                "engine": engine,
+                "rows": planted["rows"],
+                "bytes": sum(p.stat().st_size for p in directory.glob("*.parquet")),
+                "peak_rss_mb": round(peak / 2**20),
+                "rows_per_s": round(planted["rows"] / answer["check_s"]),
+                **{k: round(v, 2) if isinstance(v, float) else v for k, v in answer.items()
+                   if k != "counts"},
+            }
+            if engine == "spark":
+                result["time_vs_floor"] = round(answer["check_s"] / answer["floor_s"], 2)
+                result["cpu_vs_floor"] = round(answer["check_cpu_s"] / answer["floor_cpu_s"], 2)
+            results.append(result)
+            console.print({k: v for k, v in result.items() if not k.endswith("top_stages")})
 
     spark_runs = [r for r in results if r["engine"] == "spark"]
     for before, after in zip(spark_runs, spark_runs[1:], strict=False):
         after["time_ratio_vs_previous"] = round(after["check_s"] / before["check_s"], 2)
         after["rows_ratio_vs_previous"] = round(after["rows"] / before["rows"], 2)
-    table = Table(title=f"Checker benchmark ({os.cpu_count()} cores)")
-    for column in ("engine", "rows", "start-up s", "check s", "rows/s", "peak RSS MB", "time ×"):
+    load = os.getloadavg()
+    table = Table(title=f"Checker benchmark ({os.cpu_count()} cores, load {load[0]:.1f})")
+    columns = ("engine", "rows", "session s", "first job s", "check s", "check CPU s",
+               "floor s", "floor CPU s", "× floor (wall / CPU)", "rows/s", "peak RSS MB", "time ×")
+    for column in columns:
         table.add_column(column, justify="left" if column == "engine" else "right")
     for r in results:
         ratio = r.get("time_ratio_vs_previous")
+        spark_only = r["engine"] == "spark"
         table.add_row(
             r["engine"],
             f"{r['rows']:,}",
-            f"{r['startup_s']:.1f}",
+            f"{r['session_s']:.1f}" if spark_only else "",
+            f"{r['first_job_s']:.1f}" if spark_only else "",
             f"{r['check_s']:.1f}",
+            f"{r['check_cpu_s']:.1f}" if spark_only else "",
+            f"{r['floor_s']:.1f}" if spark_only else "",
+            f"{r['floor_cpu_s']:.1f}" if spark_only else "",
+            f"{r['time_vs_floor']} / {r['cpu_vs_floor']}" if spark_only else "",
             f"{r['rows_per_s']:,}",
             str(r["peak_rss_mb"]),
             f"{ratio} for {r['rows_ratio_vs_previous']}× rows" if ratio else "",
         )
     console.print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"cores": os.cpu_count(), "results": results}, indent=1))
+    args.out.write_text(json.dumps(
+        {"cores": os.cpu_count(), "load_average": [round(x, 2) for x in load],
+         "startup_small_history": [{k: round(v, 2) for k, v in a.items()} for a in startups],
+         "results": results}, indent=1))
     console.print(f"wrote {args.out}")
 
 
