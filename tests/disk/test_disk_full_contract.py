@@ -1,5 +1,5 @@
-"""Kafka's contract when a broker's only log dir fills up, held on Apache Kafka 3.9 and on the
-reference broker by one test body.
+"""Kafka's contract when a broker's only log dir fills up or fails its I/O (EIO), held on Apache
+Kafka 3.9 and on the reference broker by one test body.
 
 Apache Kafka (ZooKeeper mode) turns an IOException from a log dir into a log dir failure
 (``LogDirFailureChannel``); ``ReplicaManager.handleLogDirFailure`` stops the dir's fetchers and
@@ -27,7 +27,7 @@ from harness.cluster.apache_kafka import ApacheKafkaKind
 from harness.cluster.kinds import BrokerKind
 from harness.cluster.local import ClusterSpec, LocalCluster
 from harness.cluster.reference_kind import REFERENCE
-from harness.disk.broker_disk import DiskLayer
+from harness.disk.broker_disk import DiskFault, DiskLayer
 from harness.disk.mounts import mounts_under
 from harness.waiting import wait_for
 
@@ -112,8 +112,11 @@ def _read_all(bootstrap: str) -> set[bytes]:
         consumer.close()
 
 
-def run_contract(kind: BrokerKind, run_dir: Path) -> Outcome:
-    spec = ClusterSpec(brokers=3, disk=DiskLayer.LIMITED, disk_size_mb=64,
+def run_contract(kind: BrokerKind, run_dir: Path, fault: DiskFault = DiskFault.FULL) -> Outcome:
+    """The steps of the module doc on ``kind``; ``fault`` ERRORS fails every read and write of
+    the leader's log dir instead of filling its disk."""
+    layer = DiskLayer.FAULTY if fault is DiskFault.ERRORS else DiskLayer.LIMITED
+    spec = ClusterSpec(brokers=3, disk=layer, disk_size_mb=64,
                        properties={"replica.lag.time.max.ms": 5000})
     cluster = LocalCluster(spec, run_dir, kind=kind)
     cluster.start()
@@ -129,7 +132,10 @@ def run_contract(kind: BrokerKind, run_dir: Path) -> Outcome:
         producer.start()
         try:
             wait_for(lambda: producer.count() >= ACKED_BEFORE_FAULT, 60, "acks before the fault")
-            cluster.disk(leader).fill()
+            if fault is DiskFault.ERRORS:
+                cluster.disk(leader).set_error_rate(1.0)
+            else:
+                cluster.disk(leader).fill()
             broker = cluster.broker(leader)
             cluster.wait_for(lambda: not broker.is_running(), 60,
                              f"broker {leader} to stop on its full log dir")
@@ -156,10 +162,11 @@ def run_contract(kind: BrokerKind, run_dir: Path) -> Outcome:
         assert mounts_under(run_dir) == [], "a disk of the harness's is still mounted"
 
 
-def test_a_full_log_dir_halts_the_broker_moves_leadership_and_loses_nothing_acked(
-        tmp_path: Path):
-    kafka = run_contract(ApacheKafkaKind(), tmp_path / "apache-kafka")
-    reference = run_contract(REFERENCE, tmp_path / "reference")
+@pytest.mark.parametrize("fault", [DiskFault.FULL, DiskFault.ERRORS])
+def test_a_failed_log_dir_halts_the_broker_moves_leadership_and_loses_nothing_acked(
+        tmp_path: Path, fault: DiskFault):
+    kafka = run_contract(ApacheKafkaKind(), tmp_path / "apache-kafka", fault)
+    reference = run_contract(REFERENCE, tmp_path / "reference", fault)
     for name, outcome in (("apache-kafka", kafka), ("reference", reference)):
         assert outcome.exit_code == 1, f"{name}: the broker should halt with exit code 1"
         assert outcome.said_dir_failed, f"{name}: the log should say the log dir failed"
