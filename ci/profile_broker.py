@@ -304,6 +304,8 @@ def profile(tool: Tool, args: argparse.Namespace) -> Path:
     folded = RESULTS / f"profile-reference-{tool.value}.folded"
     report = RESULTS / f"profile-reference-{tool.value}.txt"
     py_spy = Path(sys.executable).with_name("py-spy")
+    if not py_spy.exists():
+        raise RuntimeError(f"no {py_spy}: pip install py-spy (a dev extra)")
     with running(Target(Kind.REFERENCE)) as (bootstrap, pid):
         topic = create_topic(bootstrap)
         if tool is Tool.CONSUME:  # the log to read, written before the profiler attaches
@@ -382,11 +384,11 @@ def table(measures: list[Measure], targets: list[Target]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    measures: list[Measure] = []
     try:
         if args.targets:
-            measures = measure_all(args)
-        reports = [profile(tool, args) for tool in args.profile]
+            report_measures(measure_all(args), args)
+        for tool in args.profile:
+            print(f"profile: {profile(tool, args).relative_to(REPO_ROOT)}")
     except PeerStartError as exc:
         print(f"a broker did not start: {exc}", file=sys.stderr)
         return 3
@@ -397,16 +399,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         for target in args.targets:
             if target.source is not None:
                 shutil.rmtree(target.source, ignore_errors=True)
-    if measures:
-        print(f"load: {os.getloadavg()}")
-        print(table(measures, args.targets))
-        write_json_atomically(args.output, {
-            "machine": machine_info(), "records": args.records, "record_size": args.record_size,
-            "measures": [asdict(m) | {"cpu_s_per_million": m.cpu_s_per_million}
-                         for m in measures]})
-    for report in reports:
-        print(f"profile: {report.relative_to(REPO_ROOT)}")
     return 0
+
+
+def report_measures(measures: list[Measure], args: argparse.Namespace) -> None:
+    """The table and the JSON, written before any profiling starts."""
+    print(f"load: {os.getloadavg()}")
+    print(table(measures, args.targets), flush=True)
+    write_json_atomically(args.output, {
+        "machine": machine_info(), "records": args.records, "record_size": args.record_size,
+        "load_average": os.getloadavg(),
+        "measures": [asdict(m) | {"cpu_s_per_million": m.cpu_s_per_million}
+                     for m in measures]})
 
 
 if __name__ == "__main__":
