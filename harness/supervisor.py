@@ -39,6 +39,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -295,6 +296,9 @@ class Supervisor:
                 "registered": None if registered is None else broker_id in registered,
                 "log": str(broker.run_dir / f"{broker.name}.log"),
             }
+            disk = cluster_disks.disks_of(local).get(broker_id)
+            if disk is not None and disk.mounted:  # layer, size, free, ballast, error rate
+                nodes[node]["disk"] = asdict(disk.state())
         return nodes
 
     def _container_nodes(self, zk_facts: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -43,6 +43,12 @@ def test_disk_commands_halt_and_heal_a_broker(tmp_path: Path):
         assert "broker-1's disk full" in full
         errors = ok(run_dir, "disk", "errors", "broker-2", "--rate", "1").stdout
         assert "fail with EIO at rate 1.0" in errors
+        nodes = status(run_dir)["nodes"]
+        assert nodes["broker-1"]["disk"]["free_bytes"] == 0
+        assert nodes["broker-1"]["disk"]["ballast_bytes"] > 60 * (1 << 20)
+        assert nodes["broker-2"]["disk"]["error_rate"] == 1.0
+        assert nodes["broker-3"]["disk"] == {**nodes["broker-3"]["disk"], "layer": "faulty",
+                                             "ballast_bytes": 0, "error_rate": 0.0}
         refused = cli(run_dir, "disk", "full", "zk")
         assert refused.returncode == 2 and "not to ZooKeeper" in refused.stderr
 
