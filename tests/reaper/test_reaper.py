@@ -220,3 +220,17 @@ def test_a_sigkilled_run_leaves_no_cluster_client_or_suite_session(tmp_path: Pat
     finally:
         if run.poll() is None:
             run.kill()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")
+def test_an_unreleased_mount_is_unmounted_and_a_gone_one_is_no_error(tmp_path: Path):
+    from harness.disk.mounts import is_mounted, mount_tmpfs
+
+    point = tmp_path / "disk"
+    entry = mount_tmpfs(point, 1)
+    assert is_mounted(point)
+    mounted = reaper.Entry(entry, reaper.Kind.MOUNT, str(point.resolve()))
+    assert reaper.undo([mounted]) == []
+    assert not is_mounted(point)
+    assert reaper.undo([mounted]) == []  # already gone: nothing to do, nothing failed
+    reaper.release(entry)
