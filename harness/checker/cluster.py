@@ -68,13 +68,17 @@ def unreachable(target: Target) -> str | None:
 
 def session_settings(target: Target, history_bytes: int | None = None) -> dict[str, str]:
     """Settings fixed at start-up: fast to start, quiet (stdout belongs to the CLI), and bound
-    to loopback when everything runs here. For a small history the JIT stops at its quick
-    first tier, which halves a cold check and costs nothing on so little data."""
+    to loopback when everything runs here. For a small history the JVM is set up for a short
+    life: the JIT stops at its quick first tier (which halves a cold check and costs nothing on
+    so little data), one serial collector instead of G1's threads and regions, no perf-data
+    file; and the first job already runs as job_settings runs a small check (no code
+    generation, no adaptive re-planning, one shuffle partition)."""
     log4j = Path(tempfile.gettempdir()) / "kafka-harness-log4j2.properties"
     log4j.write_text(_LOG4J)
     java = f"-Dlog4j2.configurationFile={log4j}"
-    if history_bytes is not None and history_bytes < SMALL_HISTORY:
-        java += " -XX:TieredStopAtLevel=1"
+    small = history_bytes is not None and history_bytes < SMALL_HISTORY
+    if small:
+        java += " -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData"
     settings = {
         # PySpark 4 records the Python call site of every DataFrame call for error messages:
         # four JVM round trips per call, most of a small history's check.
@@ -84,6 +88,8 @@ def session_settings(target: Target, history_bytes: int | None = None) -> dict[s
         "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY", "2g"),
         "spark.driver.extraJavaOptions": java,
     }
+    if small and not target.connect:
+        settings.update(job_settings(0, 1))
     if target.local and not os.environ.get("SPARK_LOCAL_IP"):
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"

@@ -111,7 +111,7 @@ def _check(
     err = Console(stderr=True)
     try:
         with err.status("Starting Spark…"):
-            session = spark.start_session(master, size)
+            session = spark.shared_session(master, size)
     except spark.SparkError as exc:
         return INFRASTRUCTURE, str(exc), None
     try:
@@ -129,5 +129,3 @@ def _check(
         return USAGE, str(exc), exc.location
     except spark.SparkError as exc:
         return INFRASTRUCTURE, str(exc), None
-    finally:
-        session.stop()

@@ -9,9 +9,11 @@ report, the bucketed timeline and the offsets around each example.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from functools import reduce
@@ -21,6 +23,7 @@ from typing import Any
 from py4j.protocol import Py4JError
 from pyspark import StorageLevel
 from pyspark.errors import PySparkException
+from pyspark.find_spark_home import _find_spark_home
 from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -61,6 +64,8 @@ def start_session(master: str | None = None, history_bytes: int | None = None) -
         # Python workers (they decode JSONL) run what PYSPARK_PYTHON names, else whatever
         # "python3" is on PATH, which may lack this package; default to this interpreter.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        # Unset, spark-submit starts a Python interpreter to find it before starting Java.
+        os.environ.setdefault("SPARK_HOME", _find_spark_home())
     try:
         spark = builder.getOrCreate()
     except Exception as exc:  # a missing or broken Java, or Connect's gRPC, raise many types
@@ -68,6 +73,42 @@ def start_session(master: str | None = None, history_bytes: int | None = None) -
     if not target.connect:
         spark.sparkContext.setLogLevel("OFF")
     return spark
+
+
+_shared: dict[str, SparkSession] = {}
+_shared_lock = threading.Lock()
+
+
+def _stopped(spark: SparkSession) -> bool:
+    if _is_connect(spark):
+        return bool(getattr(spark, "is_stopped", False))
+    return spark.sparkContext._jsc is None
+
+
+def shared_session(master: str | None = None, history_bytes: int | None = None) -> SparkSession:
+    """The process's one session on `master`, started on first use and stopped at exit.
+
+    A JVM and its SparkContext cost seconds to start and a check of a short run's history a
+    fraction of that, so every check in a process (a pytest session's judged runs, a whole
+    `kafka-harness run`, the CLI) shares one. Its start-up settings are those of the first
+    caller; asking for another master stops this one first (a JVM holds one SparkContext)."""
+    url = cluster.resolve(master).url
+    with _shared_lock:
+        for other in [u for u, s in _shared.items() if u != url or _stopped(s)]:
+            with suppress(Py4JError, PySparkException):
+                _shared.pop(other).stop()
+        if url not in _shared:
+            _shared[url] = start_session(master, history_bytes)
+        return _shared[url]
+
+
+@atexit.register
+def stop_shared() -> None:
+    """Stop the shared session, if one was started; run at exit too."""
+    with _shared_lock:
+        for url in list(_shared):
+            with suppress(Py4JError, PySparkException):
+                _shared.pop(url).stop()
 
 
 def _release(frame: DataFrame) -> None:

@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,12 +18,11 @@ CLI = str(Path(sys.executable).with_name("kafka-harness"))
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """Started once: a JVM costs seconds, a check on a tiny history a fraction of that."""
+    """The process's shared session (started once: a JVM costs seconds, a check on a tiny
+    history a fraction of that); the CLI run in-process and judged runs use the same one."""
     from harness.checker import spark as engine
 
-    session = engine.start_session("local[2]", history_bytes=0)
-    yield session
-    session.stop()
+    yield engine.shared_session("local[2]", history_bytes=0)
 
 
 @dataclass
@@ -36,6 +35,28 @@ class Run:
         lines = self.stdout.strip().splitlines()
         assert len(lines) == 1, f"--json must print exactly one line, got {self.stdout!r}"
         return json.loads(lines[0])
+
+
+@pytest.fixture
+def check_here(spark: Any, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+               ) -> Callable[..., Run]:
+    """`kafka-harness check ARGS` run in this process by the program's own entry point (the
+    same options, exit code and two streams) on the shared Spark session, the default master
+    pointed at it: what a user's run does, less the JVM start the run_cli tests pay."""
+    from harness.cli import main
+
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    monkeypatch.setenv("SPARK_MASTER", "local[2]")
+
+    def check(*args: str) -> Run:
+        capfd.readouterr()
+        monkeypatch.setattr(sys, "argv", ["kafka-harness", "check", *args])
+        with pytest.raises(SystemExit) as done:
+            main()
+        out, err = capfd.readouterr()
+        return Run(int(done.value.code or 0), out, err)
+
+    return check
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> Run:

@@ -1,4 +1,8 @@
-"""`kafka-harness check` exactly as docs/history.md describes it, run as a user runs it."""
+"""`kafka-harness check` exactly as docs/history.md describes it, run as a user runs it.
+
+The planted-anomaly contract and everything about starting (or not starting) Spark run the
+program as a subprocess; the other verdicts run its entry point in this process
+(conftest.check_here) on the pytest session's one Spark session, sparing a JVM start each."""
 
 from __future__ import annotations
 
@@ -55,18 +59,18 @@ def test_the_python_engine_gives_the_spark_engines_verdict_without_a_jvm(tmp_pat
     assert run_cli("check", str(clean_dir), "--engine", "python").code == 0
 
 
-def test_clean_history_is_valid(tmp_path):
-    run = run_cli("check", str(clean().write(tmp_path)), "--json")
+def test_clean_history_is_valid(check_here, tmp_path):
+    run = check_here(str(clean().write(tmp_path)), "--json")
     assert run.code == 0, run.stderr
     shape = run.json()
     assert shape["valid"] is True
     assert set(_counts(shape).values()) == {0}
 
 
-def test_tolerated_anomalies_pass_at_least_once_and_report(tmp_path):
+def test_tolerated_anomalies_pass_at_least_once_and_report(check_here, tmp_path):
     b, expected = allowed_only()
     out = tmp_path / "report"
-    run = run_cli("check", str(b.write(tmp_path / "history")), "--json", "--report", str(out))
+    run = check_here(str(b.write(tmp_path / "history")), "--json", "--report", str(out))
     assert run.code == 0, run.stderr
     shape = run.json()
     assert shape["valid"] is True and _counts(shape) == expected
@@ -77,16 +81,16 @@ def test_tolerated_anomalies_pass_at_least_once_and_report(tmp_path):
     assert "<svg" in (out / "report.html").read_text()
 
 
-def test_guarantee_decides_the_exit_code(tmp_path):
+def test_guarantee_decides_the_exit_code(check_here, tmp_path):
     b, _ = allowed_only()
-    run = run_cli("check", str(b.write(tmp_path)), "--guarantee", "exactly-once")
+    run = check_here(str(b.write(tmp_path)), "--guarantee", "exactly-once")
     assert run.code == 1, run.stderr
     assert "INVALID under exactly-once" in " ".join(run.stdout.split())
     for name in ("duplicate", "redelivery", "nonmonotonic_send"):
         assert name in run.stdout
 
 
-def test_malformed_row_is_named_and_exits_2(tmp_path):
+def test_malformed_row_is_named_and_exits_2(check_here, tmp_path):
     b, _ = zoo()
     b.write(tmp_path, split=True)
     lines = (tmp_path / "b.jsonl").read_text().splitlines()
@@ -94,7 +98,7 @@ def test_malformed_row_is_named_and_exits_2(tmp_path):
         lines[2].replace('"type":"ok"', '"type":"okay"').replace('"type":"invoke"', '"type":"okay"')
     )
     (tmp_path / "b.jsonl").write_text("\n".join(lines) + "\n")
-    run = run_cli("check", str(tmp_path), "--json")
+    run = check_here(str(tmp_path), "--json")
     assert run.code == 2
     assert run.json()["file"] == str(tmp_path / "b.jsonl") and run.json()["row"] == 3
     assert f"{tmp_path / 'b.jsonl'} row 3: unknown type 'okay'" in run.stderr

@@ -19,7 +19,6 @@ from harness.checker.report_sections import FAULT_COLORS
 from harness.checker.result import SCHEMA_VERSION
 from harness.nemesis.schedule import FAULTS, Step
 
-from .conftest import run_cli
 from .histories import Builder
 from .html_page import Page, parse
 
@@ -222,14 +221,15 @@ def test_the_replay_command_builds_the_same_options_in_the_real_cli(monkeypatch,
     assert [replace(b, run_dir=None) for b in built] == [expected]
 
 
-def test_check_reads_the_manifest_next_to_the_history(tmp_path):
-    """`kafka-harness check --report` as a user runs it on a run's history: the report names
+def test_check_reads_the_manifest_next_to_the_history(check_here, tmp_path):
+    """`kafka-harness check --report` on a run's history (the program's entry point, in this
+    process on the shared Spark session; test_cli runs it as a subprocess): the report names
     the run's seed and replay command; report.json carries the schema version."""
     history = _history(tmp_path / "history")
     written = manifest.write(history, _manifest(runner.RunOptions(seed=31), seed=31))
     assert json.loads(written.read_text())["schema_version"] == SCHEMA_VERSION
     out = tmp_path / "report"
-    done = run_cli("check", str(history), "--report", str(out), "--json")
+    done = check_here(str(history), "--report", str(out), "--json")
     assert done.code == 0, done.stderr
     page = parse((out / "report.html").read_text(encoding="utf-8"))
     assert "Seed: 31 (given with --seed)" in page.find("p", class_="seed")[0].text

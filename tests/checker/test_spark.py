@@ -132,3 +132,13 @@ def test_malformed_history_named_as_the_reference_names_it(spark, tmp_path, kind
     finally:
         spark.conf.unset("spark.sql.files.maxPartitionBytes")
     assert str(found.value) == str(reference.value)
+
+
+def test_one_session_serves_every_check_in_the_process(spark, check_here, tmp_path):
+    """The CLI's entry point and the runner's checker reuse the process's session and leave
+    it running for the next check (it stops at exit), rather than paying a JVM start each."""
+    b, _ = zoo()
+    run = check_here(str(b.write(tmp_path)), "--json")
+    assert run.code == 1, run.stderr
+    assert engine.shared_session("local[2]") is spark
+    assert spark.range(3).count() == 3
