@@ -296,7 +296,7 @@ def _check_spark(history_dir: Path, guarantee: str, master: str | None
 
     size = sum(p.stat().st_size for p in history.history_files(history_dir))
     try:
-        session = spark.start_session(master, size)
+        session = spark.shared_session(master, size)
     except spark.SparkError as exc:
         raise RunError(INFRASTRUCTURE, str(exc)) from exc
     try:
@@ -304,8 +304,6 @@ def _check_spark(history_dir: Path, guarantee: str, master: str | None
         return result, spark.report_data(session, history_dir, result)
     except spark.SparkError as exc:
         raise RunError(INFRASTRUCTURE, str(exc)) from exc
-    finally:
-        session.stop()
 
 
 def check_history(history_dir: Path, guarantee: str, engine: str = "spark",
