@@ -91,8 +91,11 @@ def shared_session(master: str | None = None, history_bytes: int | None = None) 
     A JVM and its SparkContext cost seconds to start and a check of a short run's history a
     fraction of that, so every check in a process (a pytest session's judged runs, a whole
     `kafka-harness run`, the CLI) shares one. Its start-up settings are those of the first
-    caller; asking for another master stops this one first (a JVM holds one SparkContext)."""
-    url = cluster.resolve(master).url
+    caller, and a local session serves every local master (local[2] and local[*] alike: a
+    pytest session's checker tests and its chaos runs must not stop each other's); asking for
+    another cluster stops this one first (a JVM holds one SparkContext)."""
+    target = cluster.resolve(master)
+    url = "local" if target.local else target.url
     with _shared_lock:
         for other in [u for u, s in _shared.items() if u != url or _stopped(s)]:
             with suppress(Py4JError, PySparkException):

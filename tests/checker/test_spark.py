@@ -141,4 +141,5 @@ def test_one_session_serves_every_check_in_the_process(spark, check_here, tmp_pa
     run = check_here(str(b.write(tmp_path)), "--json")
     assert run.code == 1, run.stderr
     assert engine.shared_session("local[2]") is spark
+    assert engine.shared_session("local[*]") is spark  # the runner's default master
     assert spark.range(3).count() == 3
