@@ -25,6 +25,10 @@ from harness.cluster.process import ManagedProcess, PeerStartError
 DEBIAN_ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 DEBIAN_SLF4J_SIMPLE_JAR = Path("/usr/share/java/slf4j-simple.jar")
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+# The server's heap, as KAFKA_HEAP_OPTS is Kafka's: a soak sets a fixed, pre-touched heap
+# ("-Xms256m -Xmx256m -XX:+AlwaysPreTouch") so that RSS shows growth outside the heap.
+HEAP_OPTS_ENV = "ZOOKEEPER_HEAP_OPTS"
+DEFAULT_HEAP_OPTS = "-Xms64m -Xmx256m"
 CLASSPATH_ENV = "ZOOKEEPER_CLASSPATH"
 _INSTALL_HINT = "install Debian's package: apt-get install -y zookeeper (ci/setup.sh does)"
 _LOG_TAIL_CHARS = 2000
@@ -150,8 +154,7 @@ class ZooKeeperServer(ManagedProcess):
             )
         return [
             find_java(self.java),
-            "-Xms64m",
-            "-Xmx256m",
+            *os.environ.get(HEAP_OPTS_ENV, DEFAULT_HEAP_OPTS).split(),
             "-XX:+UseSerialGC",
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
             "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
