@@ -121,6 +121,18 @@ class Running:
     pids: list[int]
     max_replicas: int
     stop: object  # a callable; kept loose so a cluster and a single broker both fit
+    logs: dict[int, Path] = field(default_factory=dict)  # pid -> that broker's log
+
+    def dead(self) -> str:
+        """Which broker processes have exited, with the end of each one's log ('' if none):
+        the run directory is temporary, so this is all that is kept of why."""
+        notes = []
+        for pid, log in self.logs.items():
+            stat = Path(f"/proc/{pid}/stat")
+            if not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] in "ZX":
+                tail = log.read_text(errors="replace")[-400:] if log.exists() else ""
+                notes.append(f"broker pid {pid} has exited; its log ends: {tail!r}")
+        return "; ".join(notes)
     filled: dict[tuple[int, int], tuple[str, int]] = field(default_factory=dict)
 
 
@@ -130,7 +142,8 @@ def start_target(target: Target, run_dir: Path) -> Running:
         broker.start()
         version = Path(tansu_binary()).name
         assert broker.pid is not None
-        return Running(target, version, broker.bootstrap, [broker.pid], 1, broker.stop)
+        return Running(target, version, broker.bootstrap, [broker.pid], 1, broker.stop,
+                       logs={broker.pid: broker.log_path})
     kind = BROKER_KINDS[target.value]()
     cluster = LocalCluster(ClusterSpec(brokers=BROKERS), kind=kind, run_dir=run_dir / target)
     try:
@@ -138,9 +151,9 @@ def start_target(target: Target, run_dir: Path) -> Running:
     except BaseException:
         cluster.stop()
         raise
-    pids = [cluster.broker(b).pid for b in cluster.brokers]
-    return Running(target, kind.version(), cluster.bootstrap, [p for p in pids if p], BROKERS,
-                   cluster.stop)
+    logs = {node.pid: node.log_path for node in cluster.brokers.values() if node.pid}
+    return Running(target, kind.version(), cluster.bootstrap, list(logs), BROKERS, cluster.stop,
+                   logs=logs)
 
 
 def create_topic(bootstrap: str, scenario: Scenario, name: str | None = None) -> str:
@@ -226,7 +239,8 @@ class Bench:
             return self._measure(running, scenario, outcome)
         except (BenchError, ClusterWaitTimeout, KafkaException,
                 subprocess.TimeoutExpired) as exc:
-            outcome.failed = " ".join(str(exc).split())[:300]
+            dead = running.dead()
+            outcome.failed = " ".join(str(exc).split())[:300] + (f" — {dead}" if dead else "")
             return outcome
 
     def _measure(self, running: Running, scenario: Scenario, outcome: Outcome) -> Outcome:
@@ -376,7 +390,8 @@ def profile_reference(bench: Bench, console: Console) -> dict[str, list[str]]:
     try:
         assert broker.pid is not None
         running = Running(Target.REFERENCE, "standalone, cProfile", broker.bootstrap,
-                          [broker.pid], 1, broker.stop)
+                          [broker.pid], 1, broker.stop, logs={broker.pid: broker.log_path})
+        bench.warm_up(running)  # __consumer_offsets is created here, not in the profile
         for name in PROFILED:
             scenario = next(s for s in SCENARIOS if s.name == name)
             if scenario.work is Work.CONSUME:
