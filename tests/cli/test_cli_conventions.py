@@ -48,7 +48,8 @@ FREE_TEXT = {
     ("matrix", "keyword"), ("toxic add", "link"), ("toxic add", "attr"), ("toxic add", "name"),
     ("toxic remove", "link"), ("toxic remove", "name"),
     *((command, "node") for command in ("kill", "pause", "resume", "stop", "restart",
-                                        "lose-unflushed", "partition isolate")),
+                                        "lose-unflushed", "partition isolate", "disk full",
+                                        "disk errors", "disk heal")),
 }
 # Comma-separated lists of a fixed set: they stay text, and their help lists every value.
 COMMA_LISTS = {("run", "nemesis"): tuple(FAULTS), ("run", "suites"): runner.SUITES,
