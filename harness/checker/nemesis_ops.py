@@ -36,6 +36,8 @@ class FaultKind(StrEnum):
     LATENCY = "latency"
     BANDWIDTH = "bandwidth"
     CRASH_CLIENT = "crash-client"
+    DISK_FULL = "disk-full"
+    DISK_ERRORS = "disk-errors"
     OTHER = "other"
     HEAL = "heal"
 

@@ -30,6 +30,8 @@ FAULT_COLORS: dict[FaultKind, str] = {
     FaultKind.LATENCY: "#f4a261",
     FaultKind.BANDWIDTH: "#e9c46a",
     FaultKind.CRASH_CLIENT: "#0077b6",
+    FaultKind.DISK_FULL: "#6f4518",
+    FaultKind.DISK_ERRORS: "#b5179e",
     FaultKind.OTHER: "#6c757d",
     FaultKind.HEAL: "#2a9d8f",
 }
