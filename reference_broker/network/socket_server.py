@@ -15,7 +15,7 @@ import os
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from harness.wire.framing import FrameDecoder
 from harness.wire.protocol import ProtocolError
@@ -133,11 +133,11 @@ class KafkaConnection(asyncio.Protocol):
             log.exception("Unexpected error handling a request from %s", self.info.peer)
             self.close_with_reason("internal error while handling the request")
             return
-        if type(result) not in _PLAIN_PAYLOADS and inspect.isawaitable(result):
+        if type(result) in _PLAIN_PAYLOADS or not inspect.isawaitable(result):
+            self._complete(slot, cast(Payload, result))
+        else:
             slot.task = asyncio.ensure_future(result)
             slot.task.add_done_callback(lambda task: self._task_done(slot, task))
-        else:
-            self._complete(slot, result)
 
     def _task_done(self, slot: _Slot, task: asyncio.Task) -> None:
         if task.cancelled():
