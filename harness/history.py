@@ -458,8 +458,9 @@ class ParquetHistoryWriter:
             self.abort()
 
 
-def write_parquet(path: str | os.PathLike[str], events: Iterable[Event]) -> None:
-    with ParquetHistoryWriter(path) as writer:
+def write_parquet(path: str | os.PathLike[str], events: Iterable[Event], *,
+                  row_group_size: int = 65536) -> None:
+    with ParquetHistoryWriter(path, row_group_size=row_group_size) as writer:
         for event in events:
             writer.write(event)
 
