@@ -66,18 +66,22 @@ def _describe(rows: list[Event]) -> str:
                      f"{e.generation}" for e in rows[:6])
 
 
-def _rebalance_reasons(target: Target) -> list[str]:
-    """The coordinators' log lines about members leaving or failing and rebalances starting
-    (both kinds log these phrases), so a failure in CI — whose run directory is gone by the
-    time anyone reads it — says why the group moved."""
+def _rebalance_reasons(run_dir: str) -> list[str]:
+    """The run's own brokers' log lines about members leaving or failing and rebalances
+    starting (both kinds log these phrases), and its consumers' last complaints, so a failure
+    in CI — whose run directory is gone by the time anyone reads it — says why the group
+    moved."""
     phrases = ("Preparing to rebalance", "has failed", "left group", "removing it")
+    root = Path(run_dir)
     lines: list[str] = []
-    for path in target.nodes.log_paths() if target.nodes is not None else []:
-        if path.exists():
-            lines += [f"{path.parent.name}: {line.strip()[-300:]}"
-                      for line in path.read_text(errors="replace").splitlines()
-                      if any(phrase in line for phrase in phrases)]
-    return lines[-8:]
+    for path in sorted(root.glob("cluster/broker-*/*.log")):
+        lines += [f"{path.parent.name}: {line.strip()[-300:]}"
+                  for line in path.read_text(errors="replace").splitlines()
+                  if any(phrase in line for phrase in phrases)]
+    for path in sorted(root.glob("logs/*consumer*.log")):
+        tail = path.read_text(errors="replace").splitlines()[-3:]
+        lines += [f"{path.stem}: {line.strip()[-300:]}" for line in tail]
+    return lines[-14:]
 
 
 def _positions_and_consumed(events: list[Event]) -> tuple[dict[int, int], dict[int, int]]:
@@ -121,7 +125,7 @@ def test_a_rolling_broker_bounce_causes_no_rebalance_and_positions_match_consump
                                    duration_s(schedule, BOUNCE_S + TAIL_S))
     assert not changes, f"the rolling bounce rebalanced the group: {_describe(changes)}; " \
                         f"run directory {result.dir}; why, as the brokers logged it: " \
-                        f"{_rebalance_reasons(kafka_target)}"
+                        f"{_rebalance_reasons(result.dir)}"
     committed, consumed = _positions_and_consumed(events)
     assert consumed, f"the group consumed nothing; run directory {result.dir}"
     assert committed == consumed, f"final committed positions {committed} differ from what " \

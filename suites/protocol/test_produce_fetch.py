@@ -23,6 +23,8 @@ from ._wire import (
 
 EARLIEST, LATEST = -2, -1
 INVALID_RECORD = 87
+OFFSET_OUT_OF_RANGE = 1
+UNKNOWN_TOPIC_OR_PARTITION = 3
 BOUND_S = 10.0
 MAX_WAIT_MS = 600
 _I32 = struct.Struct(">i")
@@ -176,6 +178,28 @@ def test_parked_fetch_wakes_when_records_arrive(wire: Wire,
     woken = answer.responses[0].partitions[0]
     assert values(woken.records) == [b"wake"], \
         f"answered {woken.error_code!r} with high watermark {woken.high_watermark} and no record"
+
+
+def test_a_partition_answered_with_an_error_carries_empty_records_not_null(
+        wire: Wire, new_topic: Callable[..., str]) -> None:
+    """A Fetch partition answered with an error (OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION) carries an empty record set, never a null one [Kafka FetchResponse.partitionResponse: MemoryRecords.EMPTY].
+
+    The schema lets Records be null, but Apache Kafka never sends null, and librdkafka refuses
+    it: "Protocol parse failure for Fetch ... invalid MessageSetSize -1", for every such answer,
+    over and over while a broker restarts.
+    """  # noqa: E501
+    topic = new_topic(1, exact=False)
+    assert wire.produce(topic, build_batch([(None, b"one")])).error_code.value == 0
+    _wait_for_log_end(wire, topic, 1)
+    beyond = wire.fetch(topic, 5, max_wait=0)
+    assert beyond.error_code.value == OFFSET_OUT_OF_RANGE, beyond
+    assert beyond.records is not None, "OFFSET_OUT_OF_RANGE answered null records"
+    assert values(beyond.records) == []
+    version, body = wire.fetch_request(topic, 0, max_wait=0, partition=7)  # it has one
+    answer = wire.leader(topic).request(FETCH, version, body)
+    (missing,) = answer.responses[0].partitions
+    assert missing.error_code.value == UNKNOWN_TOPIC_OR_PARTITION, missing
+    assert missing.records is not None, "UNKNOWN_TOPIC_OR_PARTITION answered null records"
 
 
 def test_create_time_topic_keeps_the_producer_timestamp(

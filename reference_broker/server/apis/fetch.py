@@ -78,8 +78,10 @@ class _FetchResult:
 
 
 def _partition_error(index: int, error: ErrorCode) -> dict[str, Any]:
+    """A partition answered with an error. Its records are empty, not null, as Kafka sends them
+    (librdkafka refuses a null record set as "invalid MessageSetSize -1")."""
     return {"partition_index": index, "error_code": error, "high_watermark": -1,
-            "last_stable_offset": -1, "log_start_offset": -1, "records": None,
+            "last_stable_offset": -1, "log_start_offset": -1, "records": b"",
             "aborted_transactions": None, "preferred_read_replica": -1}
 
 
