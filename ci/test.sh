@@ -8,10 +8,16 @@ echo "== ruff"
 echo "== mypy"
 .venv/bin/mypy harness reference_broker
 echo "== pytest"
+# -rfE: the short summary names failures and errors only (the skips' reasons are in the
+# report), so a failure stays near the end of a long log; the JUnit file names them again in
+# the last line.
+junit="$(mktemp --suffix=.xml)"
 set +e
-.venv/bin/pytest -m "not slow and not docker" tests suites "$@"
+.venv/bin/pytest -m "not slow and not docker" -rfE --junitxml="$junit" tests suites "$@"
 status=$?
 set -e
+failed_tests="$(.venv/bin/python ci/junit_failures.py "$junit")"
+rm -f "$junit"
 if [ "$status" -eq 5 ]; then
   echo "pytest collected no tests: that is a failure, not a pass" >&2
   exit 1
@@ -28,7 +34,7 @@ set -e
 skipped="$(cat "$smoke_status")"
 rm -f "$smoke_status"
 if [ "$smoke" -ne 0 ]; then docker_part="failed (exit $smoke)"; else docker_part="${skipped:-ran}"; fi
-if [ "$status" -ne 0 ]; then pytest_part="failed (exit $status)"; else pytest_part="passed"; fi
+if [ "$status" -ne 0 ]; then pytest_part="failed (exit $status: ${failed_tests:-see above})"; else pytest_part="passed"; fi
 if [ "$fuzz" -ne 0 ]; then fuzz_part="failed (exit $fuzz)"; else fuzz_part="passed"; fi
 echo "== summary: ruff passed; mypy passed; pytest (not slow, not docker) $pytest_part; fuzz (30000 executions) $fuzz_part; docker smoke $docker_part; not run here by design: the tests marked slow"
 if [ "$status" -ne 0 ]; then
