@@ -126,9 +126,12 @@ def ledger() -> Ledger:
             directory.mkdir(parents=True, exist_ok=True)
             path = directory / f"{os.getpid()}-{time.time_ns()}.jsonl"
             path.touch()
-            _LEDGER = Ledger(path, os.getpid())
+            made = Ledger(path, os.getpid())
             if os.environ.get(DISABLE_ENV) != "0":
-                _LEDGER.watchdog = _start_watchdog(path)
+                made.watchdog = _start_watchdog(path)
+            # Only a watched ledger is kept: were the watchdog's start to fail, the next
+            # registration tries again instead of writing to a ledger nobody watches.
+            _LEDGER = made
         return _LEDGER
 
 
@@ -214,6 +217,15 @@ def undo(entries: list[Entry]) -> list[str]:
     return failed
 
 
+def _say_ready() -> None:
+    """Tell the owner we are watching. An owner that gave up waiting has closed the pipe; the
+    watch goes on all the same (its ledger is still the owner's to fill)."""
+    try:
+        print(READY, os.getpid(), flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def _wait_for_exit(owner: int) -> None:
     try:
         pidfd = os.pidfd_open(owner)
@@ -221,11 +233,11 @@ def _wait_for_exit(owner: int) -> None:
         return  # gone before we looked: nothing to wait for
     except OSError:  # no pidfd (a kernel before 5.3): poll the process's start time
         started = process_start_time(owner)
-        print(READY, os.getpid(), flush=True)
+        _say_ready()
         while process_start_time(owner) == started and started is not None:
             time.sleep(0.2)
         return
-    print(READY, os.getpid(), flush=True)
+    _say_ready()
     select.select([pidfd], [], [])
     os.close(pidfd)
 

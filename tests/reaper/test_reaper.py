@@ -4,6 +4,7 @@ network namespace behind — its watchdog undoes what its ledger holds within se
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -48,9 +49,54 @@ def _descendants(root: int) -> set[int]:
     return found
 
 
-def _wait_gone(pids: set[int], what: str) -> None:
-    wait_for(lambda: not [p for p in pids if _running(p)], GONE_WITHIN_S,
-             f"{what} to be gone", context=f"still running: {[p for p in pids if _running(p)]}")
+def _describe(pid: int) -> str:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return f"{pid} (gone)"
+    return f"{pid} [{state}] {argv[:100]}"
+
+
+def _watchdog_of(owner: int) -> int | None:
+    """The pid of the reaper's watchdog of `owner` (``python -m harness.reaper OWNER …``)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"harness.reaper" in argv and str(owner).encode() in argv:
+                return int(entry.name)
+    return None
+
+
+def _wait_gone(pids: set[int], what: str, owner: int | None = None,
+               watchdog: int | None = None) -> None:
+    """Wait for `pids` to be gone. If they are not, kill them (a failed test leaves nothing) and
+    say what is left, what the owner's ledger still holds (the watchdog deletes it once it has
+    undone it) and whether the watchdog still runs — enough to tell a watchdog that never acted
+    from one that acted on the wrong entries."""
+    try:
+        wait_for(lambda: not [p for p in pids if _running(p)], GONE_WITHIN_S, f"{what} to be gone")
+    except TimeoutError as exc:
+        left = [p for p in pids if _running(p)]
+        described = [_describe(p) for p in left]
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        ledgers = sorted(reaper.ledger_dir().glob(f"{owner}-*.jsonl")) if owner else []
+        held = {str(path): [(e.value, e.start_time) for e in reaper.read_unreleased(path)]
+                for path in ledgers}
+        for path in ledgers:  # what started after the snapshot of `pids` goes too
+            reaper.undo(reaper.read_unreleased(path))
+            path.unlink()
+        alive = "none seen" if watchdog is None else \
+            f"{watchdog} {'still running' if _running(watchdog) else 'exited'}"
+        raise AssertionError(f"{exc}; still running: {described}; the owner's ledger: "
+                             f"{held or 'deleted'}; its watchdog: {alive}") from None
 
 
 def _sleeper() -> subprocess.Popen[bytes]:
@@ -196,8 +242,9 @@ def test_a_sigkilled_supervisor_of_up_leaves_nothing(tmp_path: Path):
     try:
         everything = _descendants(supervisor)
         assert len(everything) >= 3  # ZooKeeper, a broker, the Toxiproxy server
+        watchdog = _watchdog_of(supervisor)
         os.kill(supervisor, signal.SIGKILL)
-        _wait_gone(everything, "every process of the killed supervisor")
+        _wait_gone(everything, "every process of the killed supervisor", supervisor, watchdog)
     finally:
         if _running(supervisor):
             _cli("down", "--dir", str(run_dir), cwd=tmp_path)
@@ -214,9 +261,10 @@ def test_a_sigkilled_run_leaves_no_cluster_client_or_suite_session(tmp_path: Pat
                  "the run's clients to start")
         everything = _descendants(run.pid)
         assert len(everything) >= 4  # ZooKeeper, broker, proxy server, clients
+        watchdog = _watchdog_of(run.pid)
         run.kill()
         run.wait()
-        _wait_gone(everything, "every process of the killed run")
+        _wait_gone(everything, "every process of the killed run", run.pid, watchdog)
     finally:
         if run.poll() is None:
             run.kill()
