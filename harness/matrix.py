@@ -169,12 +169,12 @@ def _run_session(command: list[str], cwd: Path, log: Path, counts: ProgressFile,
                  progress: SuiteProgress | None) -> int:
     """Run one session, its output in ``log``; its exit status, -1 when it timed out."""
     with log.open("w") as output:
-        process = subprocess.Popen(command, cwd=cwd, stdout=output, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL,
-                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    # Should this process die without stopping it, the watchdog kills the session, whose own
-    # watchdog then removes its target.
-    entry = reaper.register(reaper.Kind.PROCESS, process.pid)
+        # Should this process die without stopping it, the watchdog kills the session, whose
+        # own watchdog then removes its target.
+        process, entry = reaper.spawn(command, cwd=cwd, stdout=output,
+                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                      env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                      start_new_session=False)
     try:
         return _supervise_session(process, counts, target, progress)
     finally:

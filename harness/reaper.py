@@ -16,6 +16,12 @@ unmounted (newest first, so a mount on top goes before the one under it), a dock
 containers, networks and volumes removed. After a clean exit the ledger holds nothing unreleased
 and the watchdog only deletes the ledger.
 
+A process is started through :func:`spawn`, which closes the one window a SIGKILL could slip
+through — after the fork, before the pid is in the ledger. It writes a *pending* entry with a
+token first, passes the token to the child in its environment (``KAFKA_HARNESS_SPAWN``), and only
+then forks; the watchdog kills a pending entry's processes by that token, and every registered
+one's too (a grandchild that left its process group still carries it).
+
 Registering from any thread is safe (one lock, appends of whole lines), and a forked child
 starts a ledger and a watchdog of its own. ``KAFKA_HARNESS_REAPER=0`` turns the watchdog off
 (the ledger still records).
@@ -33,13 +39,16 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from harness.procfs import process_start_time
 
 DISABLE_ENV = "KAFKA_HARNESS_REAPER"
+TOKEN_ENV = "KAFKA_HARNESS_SPAWN"
 READY = "ready"
 _WATCHDOG_START_TIMEOUT_S = 15.0
 
@@ -58,8 +67,9 @@ class Kind(StrEnum):
 class Entry:
     id: int
     kind: Kind
-    value: str
+    value: str  # a process's pid is "" while its spawn is pending
     start_time: str | None = None  # a process's start time (/proc/PID/stat field 22)
+    token: str | None = None  # a spawned process's KAFKA_HARNESS_SPAWN
 
 
 def ledger_dir() -> Path:
@@ -76,16 +86,25 @@ class Ledger:
         self._next = 0
         self.watchdog: int | None = None  # its pid
 
-    def register(self, kind: Kind, value: str | int) -> int:
-        start = process_start_time(int(value)) if kind == Kind.PROCESS else None
+    def register(self, kind: Kind, value: str | int, token: str | None = None) -> int:
         with self._lock:
             self._next += 1
-            entry: dict[str, object] = {"id": self._next, "kind": kind.value,
-                                        "value": str(value)}
-            if start is not None:
-                entry["start_time"] = start
-            self._append(entry)
+            self._write(self._next, kind, value, token)
             return self._next
+
+    def resolve(self, entry_id: int, pid: int, token: str) -> None:
+        """A pending process entry's pid, once the fork has one (the entry keeps its id)."""
+        with self._lock:
+            self._write(entry_id, Kind.PROCESS, pid, token)
+
+    def _write(self, entry_id: int, kind: Kind, value: str | int, token: str | None) -> None:
+        entry: dict[str, object] = {"id": entry_id, "kind": kind.value, "value": str(value)}
+        start = process_start_time(int(value)) if kind == Kind.PROCESS and value != "" else None
+        if start is not None:
+            entry["start_time"] = start
+        if token is not None:
+            entry["token"] = token
+        self._append(entry)
 
     def release(self, entry_id: int) -> None:
         with self._lock:
@@ -108,8 +127,10 @@ def read_unreleased(path: Path) -> list[Entry]:
             if "released" in record:
                 entries.pop(record["released"], None)
             else:
+                # A later line for the same id (a pending spawn's pid) replaces the first.
                 entries[record["id"]] = Entry(record["id"], Kind(record["kind"]),
-                                              record["value"], record.get("start_time"))
+                                              record["value"], record.get("start_time"),
+                                              record.get("token"))
     return list(entries.values())
 
 
@@ -144,6 +165,26 @@ def release(entry_id: int | None) -> None:
         _LEDGER.release(entry_id)
 
 
+def spawn(args: list[str], *, env: dict[str, str] | None = None,
+          **popen: Any) -> tuple[subprocess.Popen[bytes], int]:
+    """Start a process and register it, with no moment at which a SIGKILL of this process
+    would leave it unknown to the watchdog; the process and its ledger entry (to release once
+    it is stopped). The process gets a session of its own unless told otherwise."""
+    own = ledger()
+    token = uuid.uuid4().hex
+    entry = own.register(Kind.PROCESS, "", token)
+    environment = dict(os.environ if env is None else env)
+    environment[TOKEN_ENV] = token
+    popen.setdefault("start_new_session", True)
+    try:
+        process = subprocess.Popen(args, env=environment, **popen)
+    except BaseException:
+        own.release(entry)
+        raise
+    own.resolve(entry, process.pid, token)
+    return process, entry
+
+
 def _start_watchdog(path: Path) -> int:
     """Start the watchdog as a grandchild (a shell backgrounds it and exits), so this process
     holds no handle to a child it never waits for; its pid once it is watching."""
@@ -165,6 +206,8 @@ def _start_watchdog(path: Path) -> int:
 # --- the watchdog ------------------------------------------------------------------------------
 
 def _kill_group(entry: Entry) -> None:
+    if not entry.value:
+        return  # a spawn still pending: only its token finds it (see undo)
     pid = int(entry.value)
     if entry.start_time is None or process_start_time(pid) != entry.start_time:
         return  # gone already, or the pid now names another process
@@ -172,6 +215,29 @@ def _kill_group(entry: Entry) -> None:
         os.killpg(pid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, signal.SIGKILL)
+
+
+def _carrying(tokens: set[str]) -> list[int]:
+    """The processes whose environment carries one of these spawn tokens."""
+    if not tokens:
+        return []
+    marks = {f"{TOKEN_ENV}={token}".encode() for token in tokens}
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                environment = (entry / "environ").read_bytes().split(b"\0")
+            except OSError:
+                continue  # gone, or not ours to read
+            if marks.intersection(environment):
+                found.append(int(entry.name))
+    return found
+
+
+def _kill_carrying(tokens: set[str]) -> None:
+    for pid in _carrying(tokens):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _delete_namespace(entry: Entry) -> None:
@@ -209,6 +275,9 @@ def undo(entries: list[Entry]) -> list[str]:
     """Undo entries newest first (processes before the namespaces they run in); one failure
     does not stop the rest. Returns what failed, for the log."""
     failed = []
+    # Every spawned process's token first, pending or not: what forked before its pid was
+    # written, or left its process group, carries it still.
+    _kill_carrying({e.token for e in entries if e.kind == Kind.PROCESS and e.token is not None})
     for entry in sorted(entries, key=lambda e: (e.kind != Kind.PROCESS, -e.id)):
         try:
             UNDO[entry.kind](entry)

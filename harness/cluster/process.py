@@ -102,16 +102,10 @@ class ManagedProcess:
             command = self._command()
             self._prepare()
             self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
-            self._process = subprocess.Popen(
-                command,
-                cwd=self.run_dir,
-                stdin=subprocess.DEVNULL,
-                stdout=self._log_file,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
             # Killed by the harness's watchdog should the harness die without stopping it.
-            self._ledger_entry = reaper.register(reaper.Kind.PROCESS, self._process.pid)
+            self._process, self._ledger_entry = reaper.spawn(
+                command, cwd=self.run_dir, stdin=subprocess.DEVNULL, stdout=self._log_file,
+                stderr=subprocess.STDOUT)
             self._wait_until_serving()
         except BaseException as exc:
             exit_code = self._process.poll() if self._process is not None else None

@@ -14,13 +14,18 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import uuid
 from collections.abc import Iterator
 from typing import Any, Protocol
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from harness.raw_client import RawClient
+
 _DEFAULT_TIMEOUT_S = 10.0
+_METADATA_API_KEY = 3
+_METADATA_VERSION = 12  # Kafka 3.9 and 4 both serve it; topics by name
 
 
 class ClusterState(Protocol):
@@ -201,15 +206,16 @@ class AdminState:
     both; what the Admin API does not show (the controller epoch, the leader epoch) is None.
 
     Reading must not change what is read: librdkafka's admin client asks for a topic's metadata
-    with auto-creation allowed (its producer-side default), and Apache Kafka 4.4 then created
-    the topic it was asked about — a later read found a topic no one had made. The client here
-    has auto-creation off.
+    with auto-creation allowed (its producer-side default), and Apache Kafka 4 then created the
+    topic it was asked about — a later read found a topic no one had made. A topic's state is
+    therefore asked for with a raw Metadata request that forbids auto-creation.
     """
 
     def __init__(self, bootstrap: str, timeout: float = _DEFAULT_TIMEOUT_S) -> None:
         from confluent_kafka.admin import AdminClient
 
         self.timeout = timeout
+        self.bootstrap = bootstrap
         self._admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0,
                                    "allow.auto.create.topics": False})
 
@@ -236,14 +242,32 @@ class AdminState:
         return None if broker is None else {"host": broker.host, "port": broker.port}
 
     def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
-        metadata = self._admin.list_topics(topic, timeout=self.timeout).topics.get(topic)
-        if metadata is None or metadata.error is not None:
+        """Asked with a raw Metadata request that forbids auto-creation: librdkafka's admin
+        client is a producer underneath, and even with ``allow.auto.create.topics`` false
+        Apache Kafka 4 auto-created the topic asked about in 2 of 8 CI runs."""
+        response = None
+        for address in self.bootstrap.split(","):
+            host, _, port = address.strip().rpartition(":")
+            try:
+                with RawClient(host, int(port), timeout=self.timeout,
+                               client_id="kafka-harness-state") as client:
+                    response = client.request(_METADATA_API_KEY, _METADATA_VERSION, {
+                        "topics": [{"name": topic, "topic_id": uuid.UUID(int=0)}],
+                        "allow_auto_topic_creation": False,
+                        "include_topic_authorized_operations": False})
+                break
+            except OSError:
+                continue  # that broker is down: ask the next one
+        if response is None:
+            raise ConnectionError(f"no broker of {self.bootstrap} answered Metadata")
+        (described,) = response.topics
+        if described.error_code.value != 0:
             return None
-        found = metadata.partitions.get(partition)
+        found = {p.partition_index: p for p in described.partitions}.get(partition)
         if found is None:
             return None
-        return {"leader": found.leader, "isr": list(found.isrs),
-                "replicas": list(found.replicas), "leader_epoch": None}
+        return {"leader": found.leader_id, "isr": list(found.isr_nodes),
+                "replicas": list(found.replica_nodes), "leader_epoch": None}
 
     def leader(self, topic: str, partition: int) -> int | None:
         return leader_of(self.partition_state(topic, partition))

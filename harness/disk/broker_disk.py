@@ -124,11 +124,10 @@ class BrokerDisk:
         applied_path(self.control).unlink(missing_ok=True)
         log = (self.log_dir.parent / "faultfs.log").open("ab")
         with log:
-            self._fuse = subprocess.Popen(
+            self._fuse, self._fuse_entry = reaper.spawn(
                 [sys.executable, "-m", "harness.disk.faultfs", str(self.backing),
                  str(self.log_dir), str(self.control)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-        self._fuse_entry = reaper.register(reaper.Kind.PROCESS, self._fuse.pid)
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         self._entries.append((self.log_dir, reaper.register(reaper.Kind.MOUNT,
                                                             str(self.log_dir))))
         fuse = self._fuse

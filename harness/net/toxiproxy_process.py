@@ -200,10 +200,9 @@ class ToxiproxyProcess:
         return self.url
 
     def _spawn(self, command: list[str], stdout: int | IO[bytes]) -> None:
-        self._process = subprocess.Popen(
+        self._process, self._ledger_entry = reaper.spawn(
             command, cwd=self.run_dir, stdin=subprocess.DEVNULL, stdout=stdout,
-            stderr=self._log, start_new_session=True)
-        self._ledger_entry = reaper.register(reaper.Kind.PROCESS, self._process.pid)
+            stderr=self._log)
 
     def _read_listening_port(self) -> int:
         """The port of the built-in server's ``listening on HOST:PORT`` line."""

@@ -118,13 +118,12 @@ class Generator:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.log_dir / f"process-{process:04d}-{role}.log"
         with log_path.open("wb") as log:
-            popen = subprocess.Popen(
+            # A session of its own (spawn's default): a Ctrl-C reaches the harness, which
+            # stops them.
+            popen, entry = reaper.spawn(
                 client.command(role, spec, self.context.with_process(process)),
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True,  # a Ctrl-C reaches the harness, which stops them
-            )
-        started = Client(process, role, spec, popen, log_path,
-                         reaper.register(reaper.Kind.PROCESS, popen.pid))
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        started = Client(process, role, spec, popen, log_path, entry)
         self.running[process] = started
         return started
 

@@ -106,10 +106,9 @@ def _sleeper() -> subprocess.Popen[bytes]:
 OWNER = textwrap.dedent('''
     import json, subprocess, sys, time
     from harness import reaper
-    kept = subprocess.Popen(["sleep", "600"], start_new_session=True)
-    reaper.register(reaper.Kind.PROCESS, kept.pid)
-    done = subprocess.Popen(["sleep", "600"], start_new_session=True)
-    reaper.release(reaper.register(reaper.Kind.PROCESS, done.pid))
+    kept, _ = reaper.spawn(["sleep", "600"])
+    done, entry = reaper.spawn(["sleep", "600"])
+    reaper.release(entry)
     print(json.dumps({"kept": kept.pid, "released": done.pid,
                       "ledger": str(reaper.ledger().path),
                       "watchdog": reaper.ledger().watchdog}), flush=True)
@@ -125,6 +124,48 @@ def _owner(mode: str) -> tuple[subprocess.Popen[str], dict]:
     assert owner.stdout is not None
     with owner.stdout:
         return owner, json.loads(owner.stdout.readline())
+
+
+def test_a_process_forked_before_its_pid_was_written_is_killed_by_its_token(tmp_path: Path):
+    """The window between fork and registration: the ledger holds only a pending entry (its
+    token, no pid) when the owner dies. The watchdog finds the process by the token in its
+    environment; a process with another token, or none, is left alone."""
+    ledger = tmp_path / "ledger.jsonl"
+    ledger.write_text(json.dumps({"id": 1, "kind": "process", "value": "", "token": "a" * 32})
+                      + "\n")
+    carrying = subprocess.Popen(["sleep", "600"], start_new_session=True,
+                                env={**os.environ, reaper.TOKEN_ENV: "a" * 32})
+    other = subprocess.Popen(["sleep", "600"], start_new_session=True,
+                             env={**os.environ, reaper.TOKEN_ENV: "b" * 32})
+    bystander = _sleeper()
+    try:
+        (pending,) = reaper.read_unreleased(ledger)
+        assert (pending.value, pending.token) == ("", "a" * 32)
+        assert reaper.undo([pending]) == []
+        wait_for(lambda: carrying.poll() is not None, GONE_WITHIN_S,
+                 "the process carrying the pending token to be killed")
+        assert other.poll() is None and bystander.poll() is None
+    finally:
+        for process in (carrying, other, bystander):
+            process.kill()
+            process.wait()
+
+
+def test_spawn_writes_a_pending_entry_then_its_pid_under_the_same_id():
+    process, entry = reaper.spawn(["sleep", "600"])
+    try:
+        lines = [json.loads(line) for line in reaper.ledger().path.read_text().splitlines()]
+        mine = [line for line in lines if line.get("id") == entry]
+        assert [line["value"] for line in mine] == ["", str(process.pid)]
+        assert mine[0]["token"] == mine[1]["token"]
+        environment = Path(f"/proc/{process.pid}/environ").read_bytes().split(b"\0")
+        assert f"{reaper.TOKEN_ENV}={mine[0]['token']}".encode() in environment
+        (held,) = [e for e in reaper.read_unreleased(reaper.ledger().path) if e.id == entry]
+        assert held.value == str(process.pid) and held.start_time is not None
+    finally:
+        process.kill()
+        process.wait()
+        reaper.release(entry)
 
 
 def test_a_sigkilled_owner_loses_what_it_did_not_release_and_keeps_the_rest():
