@@ -261,9 +261,13 @@ class Partition:
         raise PartitionError(ErrorCode.unknown_leader_epoch)
 
     def read_records(
-        self, fetch_offset: int, max_bytes: int, min_one_batch: bool, from_follower: bool = False
+        self, fetch_offset: int, max_bytes: int, min_one_batch: bool, from_follower: bool = False,
+        follower_may_serve: bool = False,
     ) -> ReadResult:
-        if not self.is_leader:
+        """Records from `fetch_offset`: a follower's fetch reads to the log end, anyone else's
+        to the high watermark. A consumer whose Fetch carries client metadata (v11+) may read
+        from a follower, up to the high watermark that follower has learned (KIP-392)."""
+        if not self.is_leader and not (follower_may_serve and not from_follower):
             raise PartitionError(ErrorCode.not_leader_or_follower)
         bound = self.log.log_end_offset if from_follower else self._high_watermark
         records = self.log.read(fetch_offset, max_bytes, bound, min_one_batch)

@@ -335,12 +335,14 @@ class ReplicaManager:
 
     def read(self, topic: str, partition: int, fetch_offset: int, max_bytes: int,
              min_one_batch: bool, replica_id: int = -1,
-             current_leader_epoch: int = -1) -> tuple[ErrorCode, object]:
+             current_leader_epoch: int = -1,
+             follower_may_serve: bool = False) -> tuple[ErrorCode, object]:
         """(error, ReadResult or None) for one partition of a fetch.
 
         A fetch from a follower (`replica_id` >= 0) reads up to the log end and tells the
         leader how far that follower has got, which may move the high watermark or widen the
-        ISR.
+        ISR. `follower_may_serve`: a consumer's fetch with client metadata, which a follower
+        answers too (KIP-392).
         """
         part = self._partitions.get((topic, partition))
         if part is None:
@@ -357,7 +359,8 @@ class ReplicaManager:
                              list(wider))
                     self._write_isr(part, wider)
             return ErrorCode.none, part.read_records(fetch_offset, max_bytes, min_one_batch,
-                                                     from_follower=replica_id >= 0)
+                                                     from_follower=replica_id >= 0,
+                                                     follower_may_serve=follower_may_serve)
         except PartitionError as exc:
             return exc.error, None
         except OffsetOutOfRange:

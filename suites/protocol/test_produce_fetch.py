@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -200,6 +201,35 @@ def test_a_partition_answered_with_an_error_carries_empty_records_not_null(
     (missing,) = answer.responses[0].partitions
     assert missing.error_code.value == UNKNOWN_TOPIC_OR_PARTITION, missing
     assert missing.records is not None, "UNKNOWN_TOPIC_OR_PARTITION answered null records"
+
+
+def test_a_follower_answers_a_consumer_fetch_from_its_own_log_up_to_its_high_watermark(
+        wire: Wire, new_topic: Callable[..., str]) -> None:
+    """A consumer's Fetch (v11+, which carries a rack id) sent to a follower is served from the follower's log up to the follower's high watermark, not refused [KIP-392; Kafka FetchParams.fetchOnlyLeader].
+
+    Clients go to a follower only when a leader names it preferred_read_replica, which Kafka
+    does only with a replica.selector.class; but the follower serves whoever asks.
+    """  # noqa: E501
+    version = wire.version(FETCH, at_least=11)
+    topic = new_topic(1, exact=False)
+    leader = wire.leader_address(topic)
+    (described,) = wire.metadata(topic).topics
+    brokers = {b.node_id: f"{b.host}:{b.port}" for b in wire.metadata().brokers}
+    followers = [brokers[r] for r in described.partitions[0].replica_nodes
+                 if r in brokers and brokers[r] != leader]
+    if not followers:
+        pytest.skip("the topic has no follower (a single-broker target)")
+    assert wire.produce(topic, build_batch([(None, b"f1"), (None, b"f2")])).error_code.value == 0
+    follower = wire.connect(followers[0])
+
+    def served() -> Any:
+        _, body = wire.fetch_request(topic, 0, max_wait=0)
+        (answer,) = follower.request(FETCH, version, body).responses[0].partitions
+        return answer if answer.error_code.value != 0 or answer.high_watermark >= 2 else None
+
+    answer = wait_for(served, BOUND_S, f"the follower of {topic} to learn the high watermark")
+    assert answer.error_code.value == 0, answer
+    assert values(answer.records) == [b"f1", b"f2"]
 
 
 def test_create_time_topic_keeps_the_producer_timestamp(

@@ -91,6 +91,8 @@ def _read_all(services: BrokerServices, body: Any) -> _FetchResult:
     out = _FetchResult()
     budget = body.max_bytes
     replica_id = replica_id_of(body)
+    # v11+ carries client metadata (a rack id): Kafka then lets a follower serve a consumer.
+    follower_may_serve = replica_id < 0 and getattr(body, "rack_id", None) is not None
     for fetch_topic in body.topics:
         name = getattr(fetch_topic, "topic", None)
         topic_id = getattr(fetch_topic, "topic_id", None)
@@ -105,7 +107,7 @@ def _read_all(services: BrokerServices, body: Any) -> _FetchResult:
                 continue
             out.keys.append((topic.name, fp.partition))
             partitions.append(_read_partition(replicas, topic.name, fp, budget, out,
-                                              replica_id))
+                                              replica_id, follower_may_serve))
             budget = max(body.max_bytes - out.total_bytes, 0)
         out.topics.append({"topic": name, "topic_id": topic_id or ZERO_UUID,
                            "partitions": partitions})
@@ -113,11 +115,13 @@ def _read_all(services: BrokerServices, body: Any) -> _FetchResult:
 
 
 def _read_partition(replicas: Any, topic: str, fp: Any, budget: int,
-                    out: _FetchResult, replica_id: int) -> dict[str, Any]:
+                    out: _FetchResult, replica_id: int,
+                    follower_may_serve: bool) -> dict[str, Any]:
     max_bytes = min(fp.partition_max_bytes, budget)
     error, read = replicas.read(topic, fp.partition, fp.fetch_offset, max_bytes,
                                 min_one_batch=out.total_bytes == 0, replica_id=replica_id,
-                                current_leader_epoch=getattr(fp, "current_leader_epoch", -1))
+                                current_leader_epoch=getattr(fp, "current_leader_epoch", -1),
+                                follower_may_serve=follower_may_serve)
     if error is ErrorCode.offset_out_of_range:
         out.has_error = True
         response = _partition_error(fp.partition, error)
