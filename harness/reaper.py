@@ -188,11 +188,15 @@ def spawn(args: list[str], *, env: dict[str, str] | None = None,
 def _start_watchdog(path: Path) -> int:
     """Start the watchdog as a grandchild (a shell backgrounds it and exits), so this process
     holds no handle to a child it never waits for; its pid once it is watching."""
+    # The watchdog must not carry this process's own spawn token, if it has one: the watchdog
+    # of whoever spawned this process kills by that token, and this watchdog has work to do
+    # after this process is killed (e.g. a matrix session's watchdog removes its target).
+    environment = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
     launcher = subprocess.Popen(
         ["/bin/sh", "-c", '"$@" &', "sh", sys.executable, "-m", "harness.reaper",
          str(os.getpid()), str(path)],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        start_new_session=True)  # a signal to our process group must not reach it
+        env=environment, start_new_session=True)  # a signal to our group must not reach it
     assert launcher.stdout is not None
     with launcher.stdout:
         launcher.wait()

@@ -168,6 +168,44 @@ def test_spawn_writes_a_pending_entry_then_its_pid_under_the_same_id():
         reaper.release(entry)
 
 
+CHAIN = textwrap.dedent('''
+    import json, sys, time
+    from harness import reaper
+    if sys.argv[1] == "top":
+        middle, _ = reaper.spawn([sys.executable, "-c", sys.argv[2], "middle", sys.argv[3]])
+    else:
+        leaf, _ = reaper.spawn(["sleep", "600"])
+        with open(sys.argv[2], "w") as out:
+            json.dump({"middle": reaper.ledger().owner, "leaf": leaf.pid,
+                       "watchdog": reaper.ledger().watchdog}, out)
+    time.sleep(600)
+''')
+
+
+def test_a_chain_of_owners_is_undone_link_by_link(tmp_path: Path):
+    """An owner spawns a harness process that spawns one of its own (a matrix and its suite
+    sessions). Killing the top owner: its watchdog kills the middle one by pid and token, and
+    the middle one's watchdog — which must not carry the token it was spawned with — kills the
+    leaf."""
+    said = tmp_path / "middle.json"
+    top = subprocess.Popen([sys.executable, "-c", CHAIN, "top", CHAIN, str(said)])
+    started: dict = {}
+    try:
+        wait_for(lambda: said.exists() and said.stat().st_size, 60, "the middle owner to start")
+        started = json.loads(said.read_text())
+        top.kill()
+        top.wait()
+        _wait_gone({started["middle"], started["leaf"], started["watchdog"]},
+                   "the middle owner, its leaf and its watchdog")
+    finally:
+        if top.poll() is None:
+            top.kill()
+            top.wait()
+        for pid in started.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
 def test_a_sigkilled_owner_loses_what_it_did_not_release_and_keeps_the_rest():
     owner, started = _owner("wait")
     try:
