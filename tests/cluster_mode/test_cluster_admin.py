@@ -98,7 +98,8 @@ def test_create_partitions_gives_the_new_partitions_leaders(cluster):
 
 def test_leader_epoch_errors_for_clients(cluster):
     """KIP-320: a fetch naming an older leader epoch is FENCED_LEADER_EPOCH, a newer one
-    UNKNOWN_LEADER_EPOCH; a follower answers NOT_LEADER_OR_FOLLOWER."""
+    UNKNOWN_LEADER_EPOCH. A follower answers a consumer's Fetch v10 with NOT_LEADER_OR_FOLLOWER
+    and serves v11+ (KIP-392), as Apache Kafka 3.9 does."""
     c = cluster(brokers=3)
     admin = _admin(c)
     admin.create_topics([NewTopic("epochs", 1, replica_assignment=[[1, 2, 3]])])["epochs"] \
@@ -110,23 +111,27 @@ def test_leader_epoch_errors_for_clients(cluster):
     leader, epoch = state["leader"], state["leader_epoch"]
     follower = next(b for b in (1, 2, 3) if b != leader)
 
-    def fetch(broker: int, current_epoch: int) -> int:
+    def fetch(broker: int, current_epoch: int, version: int = 12) -> int:
+        body = {
+            "replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20,
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": "epochs", "topic_id": uuid.UUID(int=0), "partitions": [
+                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20,
+                 "current_leader_epoch": current_epoch, "log_start_offset": -1,
+                 "last_fetched_epoch": -1}]}],
+            "forgotten_topics_data": []}
+        if version >= 11:
+            body["rack_id"] = ""  # client metadata: a follower may answer (KIP-392)
         with RawClient("127.0.0.1", c.broker(broker).port) as raw:
-            response = raw.request(FETCH, 12, {
-                "replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20,
-                "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-                "topics": [{"topic": "epochs", "topic_id": uuid.UUID(int=0), "partitions": [
-                    {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20,
-                     "current_leader_epoch": current_epoch, "log_start_offset": -1,
-                     "last_fetched_epoch": -1}]}],
-                "forgotten_topics_data": [], "rack_id": ""})
+            response = raw.request(FETCH, version, body)
         return int(response.responses[0].partitions[0].error_code)
 
     assert epoch >= 1
     assert fetch(leader, epoch) == 0
     assert fetch(leader, epoch - 1) == FENCED_LEADER_EPOCH
     assert fetch(leader, epoch + 1) == UNKNOWN_LEADER_EPOCH
-    assert fetch(follower, -1) == NOT_LEADER_OR_FOLLOWER
+    assert fetch(follower, -1, version=10) == NOT_LEADER_OR_FOLLOWER
+    assert fetch(follower, -1) == 0
     with RawClient("127.0.0.1", c.broker(leader).port) as raw:
         response = raw.request(OFFSET_FOR_LEADER_EPOCH, 4, {
             "replica_id": -1, "topics": [{"topic": "epochs", "partitions": [
