@@ -171,9 +171,17 @@ def kcat_producer(kcat: str, bootstrap: str, topic: str, acks: str, lines: Path)
 
 def kcat_consumer(kcat: str, bootstrap: str, topic: str, records: int) -> list[str]:
     """kcat reading ``records`` from the beginning, printing one byte per record (so the count
-    can be checked) and nothing else."""
+    can be checked) and nothing else.
+
+    librdkafka stops fetching a partition once ``queued.min.messages`` (100,000) of it wait
+    to be printed. kcat's producer fills partitions unevenly (measured: 39k-133k of 500k
+    records), so with the default a run paused ~0.8 s on whichever partition went over — on
+    either broker: 3-broker clusters took 1.1 s with the default and 0.26-0.60 s with a
+    million. The figure is then the broker's, not that pause's.
+    """
     return [kcat, "-C", "-q", "-b", bootstrap, "-t", topic, "-o", "beginning", "-c",
-            str(records), "-f", ".", "-X", "fetch.wait.max.ms=100"]
+            str(records), "-f", ".", "-X", "fetch.wait.max.ms=100",
+            "-X", "queued.min.messages=1000000"]
 
 
 def record_lines(path: Path, records: int, record_bytes: int) -> Path:
