@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient
 from harness.waiting import ClusterWaitTimeout, wait_for
 
 GROUP_RETRY_S = 45.0  # above the 10-30 s session timeouts the suites' members use
+TOPIC_GONE_S = 30.0
 
 
 @dataclass
@@ -51,7 +52,12 @@ def _prefixed_groups(admin: AdminClient, prefix: str) -> list[str]:
     return sorted(g.group_id for g in listed.valid if g.group_id.startswith(prefix))
 
 
-def _delete_topics(admin: AdminClient, topics: list[str], done: Cleanup) -> None:
+def _delete_topics(admin: AdminClient, topics: list[str], done: Cleanup,
+                   gone_s: float = TOPIC_GONE_S) -> None:
+    """Delete the topics, then wait (bounded) until metadata no longer lists them: a deletion
+    may be answered before it is carried out (the reference broker in ZooKeeper mode answers
+    once its request znode exists, and a Kafka whose DeleteTopics timed out goes on deleting),
+    and the session ends only once it has left the broker as it found it."""
     if not topics:
         return
     for topic, future in admin.delete_topics(topics, operation_timeout=30).items():
@@ -60,6 +66,18 @@ def _delete_topics(admin: AdminClient, topics: list[str], done: Cleanup) -> None
             done.topics.append(topic)
         except KafkaException as exc:
             done.left[topic] = exc.args[0].str()
+    listed: set[str] = set()
+
+    def gone() -> bool:
+        listed.clear()
+        listed.update(set(done.topics) & set(admin.list_topics(timeout=10).topics))
+        return not listed
+
+    with contextlib.suppress(ClusterWaitTimeout):
+        wait_for(gone, gone_s, "the deleted topics to leave the metadata", interval=0.5)
+    for topic in sorted(listed):
+        done.topics.remove(topic)
+        done.left[topic] = f"deleted, but still listed after {gone_s:.0f} s"
 
 
 def _delete_groups(admin: AdminClient, groups: list[str], done: Cleanup,
