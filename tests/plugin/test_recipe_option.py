@@ -115,8 +115,12 @@ def test_a_judged_chaos_run_of_the_suites_starts_a_cluster_of_the_recipe(tmp_pat
     """The suites whose scenarios start a run of their own (chaos, replication, degraded
     network, offset validation) hand the recipe to that run: the short chaos run on the
     reference recipe, its nemesis killing and partitioning the recipe's nodes, judged VALID."""
+    # Seed 1 plans one kill within 10 s; a random seed fits no fault into so short a run four
+    # times in five (the planner holds a fault 3-8 s between 3 s and 7 s), failing the suite's
+    # "the schedule has no faults" check.
     run = _pytest("suites/chaos", "-m", "not slow", "--kafka-recipe", str(REFERENCE_RECIPE),
-                  "--kafka-chaos-duration", "10", "--kafka-harness-dir", str(tmp_path))
+                  "--kafka-chaos-duration", "10", "--kafka-chaos-seed", "1",
+                  "--kafka-harness-dir", str(tmp_path))
     assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
     assert _outcomes(run.stdout) == {"passed": 1, "deselected": 1}, run.stdout[-2000:]
 
