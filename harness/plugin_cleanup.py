@@ -66,11 +66,12 @@ def _delete_topics(admin: AdminClient, topics: list[str], done: Cleanup,
             done.topics.append(topic)
         except KafkaException as exc:
             done.left[topic] = exc.args[0].str()
-    listed: set[str] = set()
+    listed = set(done.topics)  # until a metadata answer says otherwise
 
     def gone() -> bool:
-        listed.clear()
-        listed.update(set(done.topics) & set(admin.list_topics(timeout=10).topics))
+        still = set(done.topics) & set(admin.list_topics(timeout=10).topics)
+        listed.clear()  # only once metadata has answered: a failed ask leaves it as it was
+        listed.update(still)
         return not listed
 
     with contextlib.suppress(ClusterWaitTimeout):
