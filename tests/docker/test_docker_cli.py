@@ -4,7 +4,6 @@ with the run's label left on the engine afterwards, even when the supervisor was
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -20,6 +19,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from harness.cluster.docker_backend import remove_run
 from harness.supervisor import process_state
 from harness.waiting import wait_for
+
+from ..processes import watchdog_of
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
@@ -106,14 +107,9 @@ def test_up_partition_heal_down_on_docker(tmp_path: Path):
 
 
 def _watchdog_of(pid: int) -> int:
-    """The reaper's watchdog a harness process started (``python -m harness.reaper PID …``)."""
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                argv = (entry / "cmdline").read_bytes().split(b"\0")
-                if b"harness.reaper" in argv and str(pid).encode() in argv:
-                    return int(entry.name)
-    raise AssertionError(f"no watchdog of {pid}")
+    found = watchdog_of(pid)
+    assert found is not None, f"no watchdog of {pid}"
+    return found
 
 
 def test_a_killed_supervisors_watchdog_removes_the_run(tmp_path: Path,

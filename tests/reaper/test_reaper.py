@@ -19,6 +19,8 @@ from harness import reaper
 from harness.net.netns import unavailable
 from harness.waiting import wait_for
 
+from ..processes import watchdog_of
+
 GONE_WITHIN_S = 20.0
 
 
@@ -56,19 +58,6 @@ def _describe(pid: int) -> str:
     except OSError:
         return f"{pid} (gone)"
     return f"{pid} [{state}] {argv[:100]}"
-
-
-def _watchdog_of(owner: int) -> int | None:
-    """The pid of the reaper's watchdog of `owner` (``python -m harness.reaper OWNER …``)."""
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                argv = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"harness.reaper" in argv and str(owner).encode() in argv:
-                return int(entry.name)
-    return None
 
 
 def _wait_gone(pids: set[int], what: str, owner: int | None = None,
@@ -321,7 +310,7 @@ def test_a_sigkilled_supervisor_of_up_leaves_nothing(tmp_path: Path):
     try:
         everything = _descendants(supervisor)
         assert len(everything) >= 3  # ZooKeeper, a broker, the Toxiproxy server
-        watchdog = _watchdog_of(supervisor)
+        watchdog = watchdog_of(supervisor)
         os.kill(supervisor, signal.SIGKILL)
         _wait_gone(everything, "every process of the killed supervisor", supervisor, watchdog)
     finally:
@@ -340,7 +329,7 @@ def test_a_sigkilled_run_leaves_no_cluster_client_or_suite_session(tmp_path: Pat
                  "the run's clients to start")
         everything = _descendants(run.pid)
         assert len(everything) >= 4  # ZooKeeper, broker, proxy server, clients
-        watchdog = _watchdog_of(run.pid)
+        watchdog = watchdog_of(run.pid)
         run.kill()
         run.wait()
         _wait_gone(everything, "every process of the killed run", run.pid, watchdog)
