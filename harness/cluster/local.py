@@ -42,13 +42,10 @@ from harness.cluster.state import AdminState, ClusterState, ZooKeeperState, ZooK
 from harness.cluster.zookeeper import ZooKeeperServer
 from harness.disk.broker_disk import DEFAULT_SIZE_MB, BrokerDisk, DiskLayer
 from harness.net.ports import LOOPBACK
-from harness.raw_client import RawClient
+from harness.raw_client import raw_metadata
 from harness.waiting import POLL_INTERVAL_S, wait_for
 
 T = TypeVar("T")
-
-METADATA_API_KEY = 3
-METADATA_VERSION = 12
 
 # Kafka's own defaults where they only make a test wait: a broker stopping while it still leads
 # partitions that cannot move retries its controlled shutdown every 5 s, three times.
@@ -63,12 +60,7 @@ def metadata_broker_ids(host: str, port: int, timeout: float = 5.0) -> set[int]:
     A raw request rather than a Kafka client: a client would ask whichever broker it likes, and
     the question here is what *this* broker believes.
     """
-    with RawClient(host, port, timeout=timeout, client_id="local-cluster") as client:
-        response = client.request(METADATA_API_KEY, METADATA_VERSION, {
-            "topics": [],
-            "allow_auto_topic_creation": False,
-            "include_topic_authorized_operations": False,
-        })
+    response = raw_metadata(host, port, [], timeout=timeout, client_id="local-cluster")
     return {broker.node_id for broker in response.brokers}
 
 

@@ -14,18 +14,15 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-import uuid
 from collections.abc import Iterator
 from typing import Any, Protocol
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from harness.raw_client import RawClient
+from harness.raw_client import raw_metadata
 
 _DEFAULT_TIMEOUT_S = 10.0
-_METADATA_API_KEY = 3
-_METADATA_VERSION = 12  # Kafka 3.9 and 4 both serve it; topics by name
 
 
 class ClusterState(Protocol):
@@ -249,12 +246,8 @@ class AdminState:
         for address in self.bootstrap.split(","):
             host, _, port = address.strip().rpartition(":")
             try:
-                with RawClient(host, int(port), timeout=self.timeout,
-                               client_id="kafka-harness-state") as client:
-                    response = client.request(_METADATA_API_KEY, _METADATA_VERSION, {
-                        "topics": [{"name": topic, "topic_id": uuid.UUID(int=0)}],
-                        "allow_auto_topic_creation": False,
-                        "include_topic_authorized_operations": False})
+                response = raw_metadata(host, int(port), [topic], timeout=self.timeout,
+                                        client_id="kafka-harness-state")
                 break
             except OSError:
                 continue  # that broker is down: ask the next one
