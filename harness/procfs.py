@@ -7,6 +7,7 @@ importing the reaper (which itself reaches into the cluster layer to undo docker
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -18,3 +19,20 @@ def process_start_time(pid: int) -> str | None:
     except OSError:
         return None
     return stat.rpartition(")")[2].split()[19]
+
+
+def processes_with_environment(entries: set[bytes]) -> list[int]:
+    """The pids (this process left out) whose environment holds one of ``entries``
+    (``b"NAME=value"``); processes gone or not ours to read are skipped."""
+    if not entries:
+        return []
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                environment = (entry / "environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if entries.intersection(environment):
+                found.append(int(entry.name))
+    return found

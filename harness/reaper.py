@@ -45,7 +45,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from harness.procfs import process_start_time
+from harness.procfs import process_start_time, processes_with_environment
 
 DISABLE_ENV = "KAFKA_HARNESS_REAPER"
 TOKEN_ENV = "KAFKA_HARNESS_SPAWN"
@@ -221,25 +221,9 @@ def _kill_group(entry: Entry) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def _carrying(tokens: set[str]) -> list[int]:
-    """The processes whose environment carries one of these spawn tokens."""
-    if not tokens:
-        return []
-    marks = {f"{TOKEN_ENV}={token}".encode() for token in tokens}
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                environment = (entry / "environ").read_bytes().split(b"\0")
-            except OSError:
-                continue  # gone, or not ours to read
-            if marks.intersection(environment):
-                found.append(int(entry.name))
-    return found
-
-
 def _kill_carrying(tokens: set[str]) -> None:
-    for pid in _carrying(tokens):
+    """Kill every process whose environment carries one of these spawn tokens."""
+    for pid in processes_with_environment({f"{TOKEN_ENV}={token}".encode() for token in tokens}):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
 
