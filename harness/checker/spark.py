@@ -226,14 +226,16 @@ def _nonmonotonic_sends(ops: DataFrame) -> DataFrame:
 
 
 def _values(h: DataFrame) -> DataFrame:
-    """Per value: was it sent, did its send fail, was it read, at how many places was it
-    observed (two or more iff some position component varies), where was it acked."""
+    """Per value of note (sql.VALUE_OF_NOTE): was it sent, did its send fail, was it read, at
+    how many places was it observed (two or more iff some position component varies), where
+    was it acked."""
     send = F.col("f") == "send"
     return (
         h.where((send | _is_read()) & F.col("value").isNotNull())
         .groupBy("value")
         .agg(*map(F.expr, sql.value_aggregates()))
         .selectExpr("*", sql.PLACES)
+        .where(sql.VALUE_OF_NOTE)
     )
 
 
@@ -509,7 +511,7 @@ def _judge(
             "seq",
             "op",
             *TPO,
-            "value",
+            *map(F.expr, sql.VALUE_KEY),
             "group",
             "generation",
             "time_ns",
@@ -538,13 +540,12 @@ def _rules(
     """Every rule's instances, plus the validation problems ("1-op" and so on) and stats."""
     reads = observed.where("read")
     ops = keep(_ops(by_process))
-    # Distinct values per observed offset in two hash aggregations, not a sort of strings.
+    # Whether an observed offset holds two or more values, from the range of two hashes of
+    # them: one hash aggregation over numbers, no strings shuffled or grouped.
     tpo = keep(
         observed.where(F.col("read") | F.col("known"))
-        .groupBy(*TPO, "value")
-        .agg(F.max("read").alias("read"))
         .groupBy(*TPO)
-        .agg(F.count(F.lit(1)).alias("values"), F.max("read").alias("read"))
+        .agg(*map(F.expr, sql.TPO_AGGREGATES))
     )
     highest = keep(
         tpo.groupBy(*TP).agg(F.max(F.when(F.col("read"), F.col("offset"))).alias("max_read_offset"))
@@ -555,7 +556,7 @@ def _rules(
     skip = (F.col("offset") > F.col("previous_offset")) & (F.col("observed_between") > 0)
     pairs = keep(_read_pairs(observed, keep).where(back | skip))
     backwards, skips = pairs.where(back), pairs.where(skip)
-    values = keep(values.where(sql.VALUE_OF_NOTE))
+    values = keep(values)
     reused_seqs = by_process.groupBy("process", "seq").count().where(F.col("count") > 1)
     value_problem = F.expr(
         sql.message(history.VALUE_REUSED, value=sql.Sql("value"), sends=sql.Sql("invokes"))
@@ -565,7 +566,7 @@ def _rules(
         "lost_write": _unread(values, highest, lost=True),
         "unseen": _unread(values, highest, lost=False),
         "duplicate": _by_value(values, (F.col("invokes") > 0) & (F.col("places") > 1)),
-        "inconsistent_offset": tpo.where(F.col("values") > 1).withColumn("sel_tpo", F.struct(*TPO)),
+        "inconsistent_offset": tpo.where("several").withColumn("sel_tpo", F.struct(*TPO)),
         "aborted_read": _by_value(values, F.col("read") & F.col("failed")),
         "phantom_read": _by_value(values, F.col("read") & (F.col("invokes") == 0)),
         "nonmonotonic_send": _nonmonotonic_sends(ops),

@@ -7,8 +7,10 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyspark.sql.types import StringType, StructField, StructType
 
-from harness.checker import rules, synth
+from harness import history
+from harness.checker import rules, sql, synth
 from harness.checker import spark as engine
 from harness.checker.result import GUARANTEES
 from harness.history import Event, HistoryError, read_history, write_jsonl, write_parquet
@@ -143,3 +145,44 @@ def test_one_session_serves_every_check_in_the_process(spark, check_here, tmp_pa
     assert engine.shared_session("local[2]") is spark
     assert engine.shared_session("local[*]") is spark  # the runner's default master
     assert spark.range(3).count() == 3
+
+
+_VALUES = {
+    "string": st.sampled_from(["t", "v", "g"]),
+    "int64": st.integers(-2, 3),
+    "int32": st.integers(-2, 3),
+}
+
+
+def _cell(kind: str, null_one_in: int) -> st.SearchStrategy:
+    return st.integers(1, null_one_in).flatmap(lambda n: st.none() if n == 1 else _VALUES[kind])
+
+
+@st.composite
+def _rows(draw: st.DrawFn) -> dict:
+    """Rows near the edge of validity: a required column now and then null, optional ones
+    often, f and type known or not, positions negative or not."""
+    row = {c.name: draw(_cell(c.kind, 12 if c.required else 3)) for c in history.COLUMNS}
+    for name, known in (("f", history.FUNCTIONS), ("type", history.TYPES)):
+        allowed = st.sampled_from([*known, "odd"])
+        row[name] = draw(
+            st.integers(1, 12).flatmap(lambda n, a=allowed: st.none() if n == 1 else a)
+        )
+    return row
+
+
+@settings(
+    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rows=st.lists(_rows(), min_size=1, max_size=300))
+def test_bad_rows_are_counted_exactly_as_the_reader_finds_them(spark, rows):
+    """The stats' bad-row count (sql.row_is_bad, no message built) flags just the rows whose
+    problem the reader names, and sql.row_problem names it in the reader's words."""
+    schema = StructType([*engine.SCHEMA.fields, StructField("_problem", StringType())])
+    frame = spark.createDataFrame([{**r, "_problem": None} for r in rows], schema)
+    found = frame.selectExpr(
+        f"{sql.row_is_bad()} AS bad", f"{sql.row_problem()} AS problem"
+    ).collect()
+    expected = [history.row_problem(r) for r in rows]
+    assert [r["problem"] for r in found] == expected
+    assert [r["bad"] for r in found] == [p is not None for p in expected]
