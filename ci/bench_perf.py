@@ -47,7 +47,7 @@ from bench_common import machine_info, write_json_atomically
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from perf_profile import ProfiledReference, write_summary
-from perf_scenarios import SCENARIOS, Measure, Outcome, Scenario, Target, Work
+from perf_scenarios import SCENARIOS, Measure, Outcome, Scenario, Target, Work, median_round
 from rich.console import Console
 
 from harness.cluster.apache_kafka import KafkaDistribution
@@ -84,6 +84,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help=f"comma-separated, of {', '.join(names)} (default: all)")
     parser.add_argument("--targets", default=",".join(Target),
                         help=f"comma-separated, of {', '.join(Target)} (default: all)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure each scenario this many times, rounds interleaved across "
+                        "targets, and report the median round (default: %(default)s)")
     parser.add_argument("--no-profile", action="store_true",
                         help="skip the profiled pass over a standalone reference broker")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT,
@@ -93,6 +96,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.records < 10:
         parser.error(f"--records must be >= 10, got {args.records}")
+    if args.rounds < 1:
+        parser.error(f"--rounds must be >= 1, got {args.rounds}")
     args.scenarios = _choose(parser, "--scenarios", args.scenarios, names)
     args.targets = [Target(t) for t in _choose(parser, "--targets", args.targets, list(Target))]
     return args
@@ -370,10 +375,15 @@ def run(args: argparse.Namespace, console: Console) -> tuple[dict[Target, str],
                 bench.warm_up(running)
                 started.append(running)
             for scenario in scenarios:
-                for running in started:
-                    outcome = bench.measure(running, scenario)
-                    console.log(f"{running.target} {scenario.name}: {outcome.summary()}")
-                    outcomes.append(outcome)
+                rounds: dict[Target, list[Outcome]] = {r.target: [] for r in started}
+                for number in range(1, args.rounds + 1):
+                    for running in started:
+                        outcome = bench.measure(running, scenario)
+                        label = f" (round {number})" if args.rounds > 1 else ""
+                        console.log(f"{running.target} {scenario.name}{label}: "
+                                    f"{outcome.summary()}")
+                        rounds[running.target].append(outcome)
+                outcomes += [median_round(scenario, found) for found in rounds.values()]
         if Target.REFERENCE in args.targets and not args.no_profile:
             profiles = profile_reference(bench, console)
     return versions, outcomes, profiles
@@ -421,7 +431,8 @@ def write_json(path: Path, args: argparse.Namespace, machine: dict[str, object],
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": machine,
         "load_average_1m_at_end": os.getloadavg()[0],
-        "settings": {"records": args.records, "brokers_per_cluster": BROKERS,
+        "settings": {"records": args.records, "rounds": args.rounds,
+                     "brokers_per_cluster": BROKERS,
                      "producer_props": perf_tools.PRODUCER_PROPS,
                      "targets": {str(t): v for t, v in versions.items()},
                      "scenarios": [asdict(s) for s in SCENARIOS if s.name in args.scenarios]},

@@ -152,6 +152,14 @@ def headers(versions: dict[Target, str], targets: Sequence[Target]) -> list[str]
     return ["measure", *names, *(f"{t} / kafka" for t in _compared(targets)), "goal"]
 
 
+def _with_rounds(outcome: Outcome, measure: Measure) -> str:
+    """The median round's figure and, when there were several rounds, their range."""
+    text = _number(_figure(outcome, measure))
+    if len(outcome.rounds) > 1:
+        text += f" ({_number(min(outcome.rounds))}–{_number(max(outcome.rounds))})"
+    return text
+
+
 def summary_rows(outcomes: Sequence[Outcome], targets: Sequence[Target]) -> list[list[str]]:
     """One row per scenario: its headline figure per target, ratios to Kafka, CPU-s per M
     records and the largest broker's peak RSS per target, and the goal's verdict."""
@@ -163,7 +171,7 @@ def summary_rows(outcomes: Sequence[Outcome], targets: Sequence[Target]) -> list
             continue
         measure = scenario.headline
         kafka = _figure(row.get(Target.APACHE_KAFKA), measure)
-        cells = [_cell(row.get(t), _number(_figure(row.get(t), measure)))
+        cells = [_cell(row.get(t), _with_rounds(row[t], measure) if t in row else "")
                  for t in targets]
         ratios_ = [_ratio_text(ratio(_figure(row.get(t), measure), kafka))
                    for t in _compared(targets)]

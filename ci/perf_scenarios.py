@@ -120,6 +120,7 @@ class Outcome:
     records: int = 0
     seconds: float = 0.0
     usage: list[Usage] = field(default_factory=list)
+    rounds: list[float] = field(default_factory=list)  # each round's headline, with --rounds
 
     @property
     def cpu_s(self) -> float:
@@ -147,4 +148,25 @@ class Outcome:
                 "figures": {str(m): v for m, v in self.figures.items()},
                 "records": self.records, "seconds": self.seconds,
                 "broker_cpu_s": self.cpu_s, "broker_cpu_s_per_million_records":
-                self.cpu_s_per_million, "broker_peak_rss_mb": self.peak_rss_mb}
+                self.cpu_s_per_million, "broker_peak_rss_mb": self.peak_rss_mb,
+                "round_headlines": self.rounds or None}
+
+
+def median_round(scenario: Scenario, rounds: list[Outcome]) -> Outcome:
+    """One target's rounds of one scenario as one outcome: the round whose headline figure is
+    the median (the lower middle of an even count), carrying every round's headline. A short
+    measurement — a consumer reads 500,000 records in half a second — can double or halve on
+    a single wait of the tool's own (a 500 ms fetch wait, a GC pause); the median of rounds
+    interleaved across targets is a figure that one stall cannot decide. A round that failed
+    or did not apply decides the whole: it is returned as it is."""
+    if not rounds:
+        raise ValueError(f"no rounds of {scenario.name}")
+    spoiled = next((r for r in rounds if r.failed or r.not_applicable), None)
+    if spoiled is not None:
+        return spoiled
+    measure = scenario.headline
+    ordered = sorted(rounds, key=lambda r: r.figures.get(measure, 0.0))
+    chosen = ordered[(len(ordered) - 1) // 2]
+    return Outcome(chosen.scenario, chosen.target, figures=dict(chosen.figures),
+                   records=chosen.records, seconds=chosen.seconds, usage=list(chosen.usage),
+                   rounds=[r.figures.get(measure, 0.0) for r in rounds])

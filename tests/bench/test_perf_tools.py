@@ -10,7 +10,7 @@ import sys
 import pytest
 from bench_perf import main, parse_args
 from perf_report import shapes, summary_rows
-from perf_scenarios import SCENARIOS, Measure, Outcome, Scenario, Target, Work
+from perf_scenarios import SCENARIOS, Measure, Outcome, Scenario, Target, Work, median_round
 from perf_tools import (
     ResourceSampler,
     ToolOutputError,
@@ -79,6 +79,7 @@ def test_output_without_its_figures_is_an_error_not_a_zero(parse, output) -> Non
 
 @pytest.mark.parametrize("argv, complaint", [
     (["--records", "5"], "--records must be >= 10"),
+    (["--rounds", "0"], "--rounds must be >= 1"),
     (["--targets", "reference,redpanda"], "unknown: redpanda"),
     (["--targets", " , "], "got none"),
     (["--scenarios", "produce-1,produce-9"], "unknown: produce-9"),
@@ -185,3 +186,25 @@ def test_summary_judges_the_goal_and_says_what_could_not_apply() -> None:
     assert rows["latency-e2e"][-1] == "reference p99 ≤ 1.5× Kafka's: met"  # 1.4×
     shape = shapes(outcomes)["RF 3 / RF 1, acks=1"]
     assert shape == {"reference": 1.2, "apache-kafka": 0.5, "tansu": None}
+
+
+def test_rounds_report_the_median_round_with_every_rounds_figure() -> None:
+    """A consume round that hit one of the tool's 500 ms waits reads half as fast: the median
+    of three rounds is the figure, whole (its CPU and RSS too), and the range is shown."""
+    consume = next(s for s in SCENARIOS if s.name == "consume-1")
+    rounds = [_outcome("consume-1", Target.REFERENCE, consume_rps=rps)
+              for rps in (900_000, 450_000, 1_000_000)]
+    rounds[0].usage = [Usage(1, 9.0, 100.0)]
+    chosen = median_round(consume, rounds)
+    assert chosen.figures[Measure.CONSUME_RPS] == 900_000
+    assert chosen.usage == [Usage(1, 9.0, 100.0)]
+    assert chosen.rounds == [900_000, 450_000, 1_000_000]
+    assert chosen.as_json()["round_headlines"] == [900_000, 450_000, 1_000_000]
+    two = median_round(consume, rounds[1:])  # an even count: the lower middle
+    assert two.figures[Measure.CONSUME_RPS] == 450_000
+    failed = Outcome("consume-1", Target.REFERENCE, failed="timed out")
+    assert median_round(consume, [rounds[0], failed]) is failed
+    row = summary_rows([chosen], [Target.REFERENCE])[0]
+    assert row[1] == "900,000 (450,000–1,000,000)"
+    with pytest.raises(ValueError):
+        median_round(consume, [])
