@@ -10,7 +10,7 @@ and consuming as a non-JVM cross-check. No I/O here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from perf_tools import Usage
@@ -167,6 +167,4 @@ def median_round(scenario: Scenario, rounds: list[Outcome]) -> Outcome:
     measure = scenario.headline
     ordered = sorted(rounds, key=lambda r: r.figures.get(measure, 0.0))
     chosen = ordered[(len(ordered) - 1) // 2]
-    return Outcome(chosen.scenario, chosen.target, figures=dict(chosen.figures),
-                   records=chosen.records, seconds=chosen.seconds, usage=list(chosen.usage),
-                   rounds=[r.figures.get(measure, 0.0) for r in rounds])
+    return replace(chosen, rounds=[r.figures.get(measure, 0.0) for r in rounds])

@@ -120,7 +120,7 @@ METADATA_VERSION = 12  # Kafka 3.9 and 4 both serve it; topics by name
 
 
 def raw_metadata(host: str, port: int, topics: list[str], *, timeout: float,
-                    client_id: str = "kafka-harness") -> Any:
+                 client_id: str = "kafka-harness") -> Any:
     """One broker's own Metadata answer for `topics` (none: only the brokers), never letting
     it auto-create what is asked about. A raw request rather than a Kafka client: a client asks
     whichever broker it likes, and librdkafka's admin client let Kafka 4 create a topic it was
