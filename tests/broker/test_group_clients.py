@@ -13,6 +13,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.peers import ReferenceBroker
+from harness.waiting import ClusterWaitTimeout, wait_for
 from tests.broker.conftest import GROUP_PROPERTIES, create_topic
 
 
@@ -27,21 +28,36 @@ def assigned(c):
     return sorted((tp.topic, tp.partition) for tp in c.assignment())
 
 
-def settle(consumers, expected_total, timeout=30.0):
-    """Poll all consumers until their assignments cover `expected_total` partitions once."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def settle(consumers, expected_total, shape=None, timeout=30.0):
+    """Poll all consumers until their assignments cover `expected_total` partitions once.
+
+    With `shape` (the sorted number of partitions per consumer) the wait goes on until the
+    assignment has that shape: under the cooperative protocol a member keeps what it owns while
+    the group rebalances, so "each partition owned once, unchanged for 0.5 s" also holds in the
+    middle of a slow rebalance (one member owning both partitions, seen once in CI).
+    """
+    def stable():
         for c in consumers:
             c.poll(0.05)
         owned = [tp for c in consumers for tp in assigned(c)]
-        if len(owned) == expected_total == len(set(owned)):
-            stable_since = time.monotonic()
-            while time.monotonic() - stable_since < 0.5:
-                for c in consumers:
-                    c.poll(0.05)
-            if [tp for c in consumers for tp in assigned(c)] == owned:
-                return [assigned(c) for c in consumers]
-    raise AssertionError(f"no stable assignment: {[assigned(c) for c in consumers]}")
+        if not len(owned) == expected_total == len(set(owned)):
+            return None
+        if shape is not None and sorted(len(assigned(c)) for c in consumers) != shape:
+            return None
+        stable_since = time.monotonic()
+        while time.monotonic() - stable_since < 0.5:
+            for c in consumers:
+                c.poll(0.05)
+        if [tp for c in consumers for tp in assigned(c)] != owned:
+            return None
+        return [assigned(c) for c in consumers]
+
+    try:
+        return wait_for(stable, timeout, f"{expected_total} partitions owned once, shape {shape}",
+                        interval=0)
+    except ClusterWaitTimeout as timed_out:
+        last = [assigned(c) for c in consumers]
+        raise AssertionError(f"{timed_out}; last assignments {last}") from None
 
 
 def produce(bootstrap, topic, partitions, per_partition=5):
@@ -93,7 +109,7 @@ def test_join_leave_and_more_consumers_than_partitions(group_broker, strategy):
     try:
         for c in consumers:
             c.subscribe([topic])
-        shares = settle(consumers, 2)
+        shares = settle(consumers, 2, shape=[0, 1, 1])
         assert sorted(len(s) for s in shares) == [0, 1, 1]
         consumers.pop().close()
         consumers.pop().close()
