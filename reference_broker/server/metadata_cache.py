@@ -8,6 +8,7 @@ this cache, so moving to ZooKeeper mode changes who writes it, not who reads it.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 
@@ -42,12 +43,26 @@ class TopicInfo:
 
 
 class MetadataCache:
+    """Plain data with change watchers: a request parked until the cache shows something (a
+    created topic's leaders, a deleted topic's absence — Kafka's topic purgatory) registers a
+    callable and is woken on every topic change instead of polling."""
+
     def __init__(self, cluster_id: str, controller_id: int) -> None:
         self.cluster_id = cluster_id
         self.controller_id = controller_id
         self._brokers: dict[int, BrokerEndpoint] = {}
         self._topics: dict[str, TopicInfo] = {}
         self._by_id: dict[uuid.UUID, TopicInfo] = {}
+        self._watchers: list[Callable[[], None]] = []
+
+    def watch(self, on_change: Callable[[], None]) -> Callable[[], None]:
+        """Call ``on_change`` after every topic change from now on; returns the unwatch."""
+        self._watchers.append(on_change)
+        return lambda: self._watchers.remove(on_change)
+
+    def _changed(self) -> None:
+        for on_change in list(self._watchers):
+            on_change()
 
     def set_brokers(self, brokers: list[BrokerEndpoint]) -> None:
         self._brokers = {b.broker_id: b for b in brokers}
@@ -64,11 +79,13 @@ class MetadataCache:
             self._by_id.pop(old.topic_id, None)
         self._topics[topic.name] = topic
         self._by_id[topic.topic_id] = topic
+        self._changed()
 
     def remove_topic(self, name: str) -> TopicInfo | None:
         topic = self._topics.pop(name, None)
         if topic is not None:
             self._by_id.pop(topic.topic_id, None)
+            self._changed()
         return topic
 
     def topic(self, name: str) -> TopicInfo | None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from harness.wire.errors import ErrorCode
@@ -50,32 +52,74 @@ def handle_create_topics(services: BrokerServices, request: Any, conn: Any) -> A
         })
     response = {"throttle_time": 0, "topics": results}
     created = [r["name"] for r in results if r["error_code"] is ErrorCode.none]
-    if services.config.zookeeper_mode and created and not body.validate_only:
-        return _when_led(services, response, created, body.timeout)
-    return response
+    if not services.config.zookeeper_mode or not created or body.validate_only:
+        return response
+    timeout_s = _seconds(body.timeout)
+    if timeout_s <= 0:  # Kafka: created, but the answer does not wait for leaders
+        _timed_out(results, created, num_partitions=-1, replication_factor=-1, configs=[])
+        return response
+    return _when_led(services, response, created, timeout_s)
 
 
 async def _when_led(services: BrokerServices, response: dict[str, Any], topics: list[str],
-                    timeout: Any) -> dict[str, Any]:
+                    timeout_s: float) -> dict[str, Any]:
     """ZooKeeper mode: the controller elects the new partitions' leaders asynchronously; as
     Kafka does, answer once this broker's metadata shows them (or the request's timeout)."""
-    timeout_s = timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout / 1000
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + max(timeout_s, 0)
     cache = services.metadata_cache
 
     def led(name: str) -> bool:
         info = cache.topic(name)
         return info is not None and all(p.leader >= 0 for p in info.partitions.values())
 
-    while not all(led(name) for name in topics) and loop.time() < deadline:
-        await asyncio.sleep(0.02)
+    await _parked_until(services, lambda: all(led(name) for name in topics), timeout_s)
     for result in response["topics"]:
         if result["name"] in topics:
             info = cache.topic(result["name"])
             if info is not None:
                 result["topic_id"] = info.topic_id
     return response
+
+
+async def _when_deleted(services: BrokerServices, response: dict[str, Any],
+                        topics: list[str], timeout_s: float) -> dict[str, Any]:
+    """ZooKeeper mode: the controller deletes asynchronously; as Kafka's DelayedDeleteTopics,
+    answer once this broker's metadata no longer holds the topics, and a topic still held when
+    the timeout runs out is answered REQUEST_TIMED_OUT."""
+    cache = services.metadata_cache
+    await _parked_until(services, lambda: all(cache.topic(name) is None for name in topics),
+                        timeout_s)
+    _timed_out(response["responses"], [name for name in topics if cache.topic(name) is not None])
+    return response
+
+
+def _timed_out(results: list[dict[str, Any]], names: list[str], **unknown: Any) -> None:
+    """Answer the named topics REQUEST_TIMED_OUT, with what Kafka leaves unknown in such an
+    answer: the action was taken, but the answer did not wait to see it done."""
+    for result in results:
+        if result["name"] in names:
+            result.update(error_code=ErrorCode.request_timed_out, **unknown)
+
+
+async def _parked_until(services: BrokerServices, done: Callable[[], bool],
+                        timeout_s: float) -> None:
+    """Wait until ``done()`` or ``timeout_s`` passes, re-checking on every metadata change
+    (Kafka's topic purgatory: checked when UpdateMetadata arrives, never on a timer)."""
+    changed = asyncio.Event()
+    unwatch = services.metadata_cache.watch(changed.set)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(timeout_s, 0.0)
+    try:
+        while not done() and (remaining := deadline - loop.time()) > 0:
+            changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), remaining)
+    finally:
+        unwatch()
+
+
+def _seconds(timeout: Any) -> float:
+    """A request's timeout (kio decodes it as a timedelta) in seconds."""
+    return timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout / 1000
 
 
 def _failed(name: str, error: ErrorCode, message: str) -> dict[str, Any]:
@@ -90,7 +134,7 @@ def _described_configs(services: BrokerServices, overrides: dict[str, str]) -> l
 
 
 @api(DELETE_TOPICS, range(1, 7))
-def handle_delete_topics(services: BrokerServices, request: Any, conn: Any) -> dict[str, Any]:
+def handle_delete_topics(services: BrokerServices, request: Any, conn: Any) -> Any:
     body = request.body
     if hasattr(body, "topic_names"):
         wanted = [(name, None) for name in body.topic_names]
@@ -115,7 +159,15 @@ def handle_delete_topics(services: BrokerServices, request: Any, conn: Any) -> d
             continue
         responses.append({"name": name, "topic_id": deleted_id, "error_code": ErrorCode.none,
                           "error_message": None})
-    return {"throttle_time": 0, "responses": responses}
+    response = {"throttle_time": 0, "responses": responses}
+    asked = [r["name"] for r in responses if r["error_code"] is ErrorCode.none]
+    if not services.config.zookeeper_mode or not asked:
+        return response
+    timeout_s = _seconds(body.timeout)
+    if timeout_s <= 0:  # Kafka: the deletion is asked for, the answer does not wait for it
+        _timed_out(responses, asked)
+        return response
+    return _when_deleted(services, response, asked, timeout_s)
 
 
 @api(CREATE_PARTITIONS, range(0, 4))
