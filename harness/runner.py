@@ -298,17 +298,17 @@ def _quiet_stdout(active: bool) -> Iterator[None]:
 
 def _check_spark(history_dir: Path, guarantee: str, master: str | None
                  ) -> tuple[CheckResult, ReportData]:
-    from harness.checker import spark
+    from harness.checker import spark, spark_session
 
     size = sum(p.stat().st_size for p in history.history_files(history_dir))
     try:
-        session = spark.shared_session(master, size)
-    except spark.SparkError as exc:
+        session = spark_session.shared_session(master, size)
+    except spark_session.SparkError as exc:
         raise RunError(INFRASTRUCTURE, str(exc)) from exc
     try:
         result = spark.check(session, history_dir, guarantee)
         return result, spark.report_data(session, history_dir, result)
-    except spark.SparkError as exc:
+    except spark_session.SparkError as exc:
         raise RunError(INFRASTRUCTURE, str(exc)) from exc
 
 

@@ -59,8 +59,9 @@ def test_the_scan_sees_the_tree():
      and not _under(n, "harness.wire")),
     ("only harness.wire imports kio",
      lambda m, n: _under(n, "kio") and not _under(m, "harness.wire")),
-    ("only harness.checker.spark imports pyspark",
-     lambda m, n: _under(n, "pyspark") and m != "harness.checker.spark"),
+    ("only the Spark engine (harness.checker.spark and its session) imports pyspark",
+     lambda m, n: _under(n, "pyspark")
+     and m not in ("harness.checker.spark", "harness.checker.spark_session")),
     ("the log layer does not look up",
      lambda m, n: _under(m, "reference_broker.log") and (
          _under(n, "reference_broker.cluster") or _under(n, "reference_broker.server")

@@ -106,13 +106,14 @@ def _check(
     report_dir: Path | None,
 ) -> CheckResult | tuple[int, str, history.Location | None]:
     """The Spark part: the result, or why there is none (exit code, message, where)."""
-    from harness.checker import spark  # pyspark takes a second to import; not for --help
+    # pyspark takes a second to import; not for --help
+    from harness.checker import spark, spark_session
 
     err = Console(stderr=True)
     try:
         with err.status("Starting Spark…"):
-            session = spark.shared_session(master, size)
-    except spark.SparkError as exc:
+            session = spark_session.shared_session(master, size)
+    except spark_session.SparkError as exc:
         return INFRASTRUCTURE, str(exc), None
     try:
         with err.status(f"Checking {files} history file(s) in {history_dir}…"):
@@ -127,5 +128,5 @@ def _check(
         return result
     except history.HistoryError as exc:
         return USAGE, str(exc), exc.location
-    except spark.SparkError as exc:
+    except spark_session.SparkError as exc:
         return INFRASTRUCTURE, str(exc), None

@@ -1,19 +1,17 @@
 """The anomaly rules as Spark jobs: the checker that scales past one machine.
 
-The only module that imports pyspark. It mirrors harness.checker.rules (the reference the property
-test holds it to) rule for rule, but never brings a dataset to the driver: one job computes every
-validation verdict, anomaly count, the first examples and the stats as a handful of aggregated
-rows; a second fetches the rows that give the examples their context; a third, only for the HTML
-report, the bucketed timeline and the offsets around each example.
+This module and harness.checker.spark_session (the session it runs on) are the only ones that
+import pyspark. It mirrors harness.checker.rules (the reference the property test holds it to) rule
+for rule, but never brings a dataset to the driver: one job computes every validation verdict,
+anomaly count, the first examples and the stats as a handful of aggregated rows; a second
+fetches the rows that give the examples their context; a third, only for the HTML report, the
+bucketed timeline and the offsets around each example.
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
-import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from functools import reduce
@@ -23,7 +21,6 @@ from typing import Any
 from py4j.protocol import Py4JError
 from pyspark import StorageLevel
 from pyspark.errors import PySparkException
-from pyspark.find_spark_home import _find_spark_home
 from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -31,6 +28,7 @@ from pyspark.sql import types as T
 from harness import history
 from harness.checker import cluster, plots, sql
 from harness.checker import result as R
+from harness.checker.spark_session import SparkError, is_connect
 
 _SPARK_TYPES = {"string": T.StringType(), "int64": T.LongType(), "int32": T.IntegerType()}
 SCHEMA = T.StructType([T.StructField(c.name, _SPARK_TYPES[c.kind]) for c in history.COLUMNS])
@@ -38,91 +36,11 @@ _DECODED = T.StructType([*SCHEMA.fields, T.StructField("_problem", T.StringType(
 _NAMES = list(history.COLUMN_NAMES)
 
 
-class SparkError(RuntimeError):
-    """Spark or Java could not start, the cluster asked for cannot be reached, or a job failed:
-    the infrastructure, not the history, is at fault."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Session
-
-
-def start_session(master: str | None = None, history_bytes: int | None = None) -> SparkSession:
-    """A session on the master cluster.resolve picks, set up by cluster.session_settings for
-    histories of about `history_bytes` (unknown: tuned for big ones)."""
-    target = cluster.resolve(master)
-    problem = cluster.unreachable(target)
-    if problem:
-        raise SparkError(problem)
-    builder = SparkSession.builder.appName("kafka-harness check")
-    if target.connect:
-        builder = builder.remote(target.url)
-    else:
-        builder = builder.master(target.url)
-        for key, value in cluster.session_settings(target, history_bytes).items():
-            builder = builder.config(key, value)
-        # Python workers (they decode JSONL) run what PYSPARK_PYTHON names, else whatever
-        # "python3" is on PATH, which may lack this package; default to this interpreter.
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        # Unset, spark-submit starts a Python interpreter to find it before starting Java.
-        os.environ.setdefault("SPARK_HOME", _find_spark_home())
-    try:
-        spark = builder.getOrCreate()
-    except Exception as exc:  # a missing or broken Java, or Connect's gRPC, raise many types
-        raise SparkError(f"cannot start Spark ({target.url}): {exc}") from exc
-    if not target.connect:
-        spark.sparkContext.setLogLevel("OFF")
-    return spark
-
-
-_shared: dict[str, SparkSession] = {}
-_shared_lock = threading.Lock()
-
-
-def _stopped(spark: SparkSession) -> bool:
-    if _is_connect(spark):
-        return bool(getattr(spark, "is_stopped", False))
-    return spark.sparkContext._jsc is None
-
-
-def shared_session(master: str | None = None, history_bytes: int | None = None) -> SparkSession:
-    """The process's one session on `master`, started on first use and stopped at exit.
-
-    A JVM and its SparkContext cost seconds to start and a check of a short run's history a
-    fraction of that, so every check in a process (a pytest session's judged runs, a whole
-    `kafka-harness run`, the CLI) shares one. Its start-up settings are those of the first
-    caller, and a local session serves every local master (local[2] and local[*] alike: a
-    pytest session's checker tests and its chaos runs must not stop each other's); asking for
-    another cluster stops this one first (a JVM holds one SparkContext)."""
-    target = cluster.resolve(master)
-    url = "local" if target.local else target.url
-    with _shared_lock:
-        for other in [u for u, s in _shared.items() if u != url or _stopped(s)]:
-            with suppress(Py4JError, PySparkException):
-                _shared.pop(other).stop()
-        if url not in _shared:
-            _shared[url] = start_session(master, history_bytes)
-        return _shared[url]
-
-
-@atexit.register
-def stop_shared() -> None:
-    """Stop the shared session, if one was started; run at exit too."""
-    with _shared_lock:
-        for url in list(_shared):
-            with suppress(Py4JError, PySparkException):
-                _shared.pop(url).stop()
-
-
 def _release(frame: DataFrame) -> None:
     """Drop a cached frame; after a failure that stopped Spark there is nothing to drop, and
     saying so would hide the failure."""
     with suppress(Py4JError, PySparkException):
         frame.unpersist()
-
-
-def _is_connect(spark: SparkSession) -> bool:
-    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,14 +143,12 @@ def _nonmonotonic_sends(ops: DataFrame) -> DataFrame:
     )
 
 
-def _values(h: DataFrame) -> DataFrame:
+def _values(value_rows: DataFrame) -> DataFrame:
     """Per value of note (sql.VALUE_OF_NOTE): was it sent, did its send fail, was it read, at
     how many places was it observed (two or more iff some position component varies), where
     was it acked."""
-    send = F.col("f") == "send"
     return (
-        h.where((send | _is_read()) & F.col("value").isNotNull())
-        .groupBy("value")
+        value_rows.groupBy("value")
         .agg(*map(F.expr, sql.value_aggregates()))
         .selectExpr("*", sql.PLACES)
         .where(sql.VALUE_OF_NOTE)
@@ -347,7 +263,7 @@ def _history(
     size = sum(p.stat().st_size for p in files)
     jsonl = any(p.suffix == ".jsonl" for p in files)
     try:
-        connect = _is_connect(spark)
+        connect = is_connect(spark)
         cores = 8 if connect else spark.sparkContext.defaultParallelism
         for key, value in cluster.job_settings(size, cores).items():
             spark.conf.set(key, value)
@@ -475,6 +391,47 @@ def _intern_topics(h: DataFrame) -> tuple[DataFrame, list[str]]:
     return h.withColumn("topic", interned.cast("long")), topics
 
 
+BY_PROCESS, BY_TP, BY_VALUE = ("process",), ("topic", "partition"), ("value",)
+
+
+def groupings(interned: DataFrame) -> dict[tuple[str, ...], DataFrame]:
+    """The three ways the rules group the history, by their keys, with what each ships: every
+    row by process (operations, send order, commits, seq reuse), the observed rows and consumer
+    runs by topic-partition, and the sends and reads by value. Each needs an exchange of its
+    own, so the benchmark ships these three and computes nothing as its bound: what the check
+    moves before any rule runs (ci/bench_checker.py)."""
+    send_or_read = (F.col("f") == "send") | _is_read()
+    return {
+        BY_PROCESS: interned.selectExpr(*sql.by_process()),
+        BY_TP: interned.where(
+            _is_read() | _is_known() | F.col("f").isin("assign", "revoke")
+        ).select(
+            "process",
+            "seq",
+            "op",
+            *TPO,
+            *map(F.expr, sql.VALUE_KEY),
+            "group",
+            "generation",
+            "time_ns",
+            _is_read().alias("read"),
+            _is_known().alias("known"),
+        ),
+        BY_VALUE: interned.where(send_or_read & F.col("value").isNotNull()).select(
+            "value", "f", "type", *TPO, "op"
+        ),
+    }
+
+
+def grouping_rows(
+    spark: SparkSession, directory: str | os.PathLike[str]
+) -> dict[tuple[str, ...], DataFrame]:
+    """What each of the rules' groupings ships for the history in `directory`, its topics
+    interned as the check interns them: the benchmark's bound moves exactly these."""
+    interned, _ = _intern_topics(_load(spark, history.history_files(directory)))
+    return groupings(interned)
+
+
 def _judge(
     spark: SparkSession,
     files: list[Path],
@@ -501,28 +458,14 @@ def _judge(
         return keep(frame.sortWithinPartitions(*keys, *order))
 
     interned, topics = _intern_topics(h)
+    rows = groupings(interned)
     # Only hash aggregations read it, and each needs the rows of a process together: one
     # exchange and no sort (seq reuse is a count per (process, seq), not a window).
-    by_process = interned.selectExpr(*sql.by_process())
-    by_process = by_process if small else by_process.repartition("process")
-    observed = shuffled(
-        interned.where(_is_read() | _is_known() | F.col("f").isin("assign", "revoke")).select(
-            "process",
-            "seq",
-            "op",
-            *TPO,
-            *map(F.expr, sql.VALUE_KEY),
-            "group",
-            "generation",
-            "time_ns",
-            _is_read().alias("read"),
-            _is_known().alias("known"),
-        ),
-        *TP,
-        order=["offset"],
-    )
+    by_process = rows[BY_PROCESS]
+    by_process = by_process if small else by_process.repartition(*BY_PROCESS)
+    observed = shuffled(rows[BY_TP], *BY_TP, order=["offset"])
     try:
-        frames = _rules(interned, by_process, observed, _values(interned), keep)
+        frames = _rules(interned, by_process, observed, _values(rows[BY_VALUE]), keep)
         instances = keep(reduce(DataFrame.union, [_instances(n, frames[n]) for n in R.ANOMALIES]))
         return _collect(spark, files, h, topics, frames, instances, guarantee, max_examples)
     finally:

@@ -1,7 +1,8 @@
 """Spark SQL text for the checker: the expressions and queries harness.checker.spark runs.
 
-Plain strings, so they live outside the only module that imports pyspark, read as the
-definitions they implement, and cost the JVM one parse instead of hundreds of column objects.
+Plain strings, so they live outside the Spark engine (the only modules importing pyspark), read
+as the definitions they implement, and cost the JVM one parse instead of hundreds of column
+objects.
 Validation messages are rendered from harness.history's templates, so the Spark checker and the
 pure reader name a bad history in the same words.
 """

@@ -194,10 +194,10 @@ class _Recording:
 def run(request: pytest.FixtureRequest, cluster: Target, admin: Any, root: Path) -> Outcome:
     """Steps 1-10 above; the process's shared PySpark session (started once per pytest
     session, stopped at exit) starts in the background meanwhile if it is not up yet."""
-    from harness.checker import spark as engine
+    from harness.checker import spark_session
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="spark-start") as pool:
-        starting = pool.submit(engine.shared_session, "local[2]", 0)
+        starting = pool.submit(spark_session.shared_session, "local[2]", 0)
         return _run(request, cluster, admin, root, lambda: starting.result(
             SPARK_START_TIMEOUT_S))
 

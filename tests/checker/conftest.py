@@ -20,9 +20,9 @@ CLI = str(Path(sys.executable).with_name("kafka-harness"))
 def spark() -> Iterator[Any]:
     """The process's shared session (started once: a JVM costs seconds, a check on a tiny
     history a fraction of that); the CLI run in-process and judged runs use the same one."""
-    from harness.checker import spark as engine
+    from harness.checker import spark_session
 
-    yield engine.shared_session("local[2]", history_bytes=0)
+    yield spark_session.shared_session("local[2]", history_bytes=0)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from pyspark.sql.types import StringType, StructField, StructType
 
 from harness import history
-from harness.checker import rules, sql, synth
+from harness.checker import rules, spark_session, sql, synth
 from harness.checker import spark as engine
 from harness.checker.result import GUARANTEES
 from harness.history import Event, HistoryError, read_history, write_jsonl, write_parquet
@@ -142,8 +142,8 @@ def test_one_session_serves_every_check_in_the_process(spark, check_here, tmp_pa
     b, _ = zoo()
     run = check_here(str(b.write(tmp_path)), "--json")
     assert run.code == 1, run.stderr
-    assert engine.shared_session("local[2]") is spark
-    assert engine.shared_session("local[*]") is spark  # the runner's default master
+    assert spark_session.shared_session("local[2]") is spark
+    assert spark_session.shared_session("local[*]") is spark  # the runner's default master
     assert spark.range(3).count() == 3
 
 

@@ -1,0 +1,96 @@
+"""The Spark session the checker runs on: started once per process and shared.
+
+Kept apart from the rules (harness.checker.spark) because starting, sharing and stopping a JVM
+is a concern of its own, and every caller that judges a history needs it before any rule runs.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+from contextlib import suppress
+
+from py4j.protocol import Py4JError
+from pyspark.errors import PySparkException
+from pyspark.find_spark_home import _find_spark_home
+from pyspark.sql import SparkSession
+
+from harness.checker import cluster
+
+
+class SparkError(RuntimeError):
+    """Spark or Java could not start, the cluster asked for cannot be reached, or a job failed:
+    the infrastructure, not the history, is at fault."""
+
+
+def start_session(master: str | None = None, history_bytes: int | None = None) -> SparkSession:
+    """A session on the master cluster.resolve picks, set up by cluster.session_settings for
+    histories of about `history_bytes` (unknown: tuned for big ones)."""
+    target = cluster.resolve(master)
+    problem = cluster.unreachable(target)
+    if problem:
+        raise SparkError(problem)
+    builder = SparkSession.builder.appName("kafka-harness check")
+    if target.connect:
+        builder = builder.remote(target.url)
+    else:
+        builder = builder.master(target.url)
+        for key, value in cluster.session_settings(target, history_bytes).items():
+            builder = builder.config(key, value)
+        # Python workers (they decode JSONL) run what PYSPARK_PYTHON names, else whatever
+        # "python3" is on PATH, which may lack this package; default to this interpreter.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        # Unset, spark-submit starts a Python interpreter to find it before starting Java.
+        os.environ.setdefault("SPARK_HOME", _find_spark_home())
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # a missing or broken Java, or Connect's gRPC, raise many types
+        raise SparkError(f"cannot start Spark ({target.url}): {exc}") from exc
+    if not target.connect:
+        spark.sparkContext.setLogLevel("OFF")
+    return spark
+
+
+_shared: dict[str, SparkSession] = {}
+_shared_lock = threading.Lock()
+
+
+def _stopped(spark: SparkSession) -> bool:
+    if is_connect(spark):
+        return bool(getattr(spark, "is_stopped", False))
+    return spark.sparkContext._jsc is None
+
+
+def shared_session(master: str | None = None, history_bytes: int | None = None) -> SparkSession:
+    """The process's one session on `master`, started on first use and stopped at exit.
+
+    A JVM and its SparkContext cost seconds to start and a check of a short run's history a
+    fraction of that, so every check in a process (a pytest session's judged runs, a whole
+    `kafka-harness run`, the CLI) shares one. Its start-up settings are those of the first
+    caller, and a local session serves every local master (local[2] and local[*] alike: a
+    pytest session's checker tests and its chaos runs must not stop each other's); asking for
+    another cluster stops this one first (a JVM holds one SparkContext)."""
+    target = cluster.resolve(master)
+    url = "local" if target.local else target.url
+    with _shared_lock:
+        for other in [u for u, s in _shared.items() if u != url or _stopped(s)]:
+            with suppress(Py4JError, PySparkException):
+                _shared.pop(other).stop()
+        if url not in _shared:
+            _shared[url] = start_session(master, history_bytes)
+        return _shared[url]
+
+
+@atexit.register
+def stop_shared() -> None:
+    """Stop the shared session, if one was started; run at exit too."""
+    with _shared_lock:
+        for url in list(_shared):
+            with suppress(Py4JError, PySparkException):
+                _shared.pop(url).stop()
+
+
+def is_connect(spark: SparkSession) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
