@@ -3,14 +3,18 @@
 For each size a synthetic history with every anomaly planted is generated (or reused), then a
 fresh process starts Spark (session and a first trivial job timed apart: start-up is paid once
 per process, not per row) and checks it. In the same process, on the same files, the engine's
-floor runs too: a bare job that reads the history once and shuffles every row by
-topic-partition (a count and a hash of each t/p's rows, so no column is pruned). Both are
-measured in wall time and in executor CPU-seconds, summed over the tasks of their stages from
-Spark's own status store (the task metrics the UI shows; the load of other processes inflates
-wall time, much less CPU time). The parent samples the resident memory of that process and its
-JVM to report the driver's peak. The pure-Python reference checks the smallest size too, as the
-baseline. Every run must report exactly the counts the generator planted, or the benchmark
-fails.
+floor runs too: a bare job that reads the history once and shuffles every row by topic-partition
+(a count and a hash of each t/p's rows, so no column is pruned), and the bound: the rows of the
+check's three groupings (by process, by topic-partition, by value, as spark.groupings projects
+them) shuffled by their keys and counted and hashed the same way: the data the check's plan must
+move before it computes anything; and the scan alone (the history read once, hashed, not
+shuffled), the part of each of those that is reading. All are measured in wall time and in
+executor CPU-seconds, summed over the tasks of their stages from Spark's own status store (the
+task metrics the UI shows; the load of other processes inflates wall time, much less CPU time).
+The parent samples the resident memory of that process (the Python driver) alone and with its
+JVM (which in local mode runs the executors too). The pure-Python reference checks the smallest
+size too, as the baseline. Every run must report exactly the counts the generator planted, or
+the benchmark fails.
 
     .venv/bin/python ci/bench_checker.py --sizes 1M,10M,100M
 """
@@ -44,8 +48,9 @@ def _size(text: str) -> int:
     return int(float(text[:-1]) * scale[text[-1]]) if text[-1] in scale else int(text)
 
 
-def _tree_rss(pid: int) -> int:
-    """Resident bytes of a process and all its descendants (the driver JVM is a child)."""
+def _tree_rss(pid: int) -> tuple[int, int]:
+    """Resident bytes of a process alone and with all its descendants (the driver JVM, which
+    in local mode also runs the executors, is a child of the Python driver)."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -54,25 +59,29 @@ def _tree_rss(pid: int) -> int:
             except (OSError, IndexError, ValueError):
                 continue
             children.setdefault(parent, []).append(int(entry.name))
-    total, todo = 0, [pid]
+    own, total, todo = 0, 0, [pid]
     while todo:
         current = todo.pop()
         todo += children.get(current, [])
         try:
             for line in Path(f"/proc/{current}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
+                    rss = int(line.split()[1]) * 1024
+                    total += rss
+                    own = rss if current == pid else own
         except OSError:
             continue
-    return total
+    return own, total
 
 
-def _measure(args: list[str]) -> tuple[dict, int]:
-    """Run this script as a child with `args`; its JSON answer and its peak tree RSS."""
+def _measure(args: list[str]) -> tuple[dict, tuple[int, int]]:
+    """Run this script as a child with `args`; its JSON answer and its peak RSS, alone and with
+    its descendants."""
     child = subprocess.Popen([sys.executable, __file__, *args], stdout=subprocess.PIPE, text=True)
-    peak = 0
+    peak = (0, 0)
     while child.poll() is None:
-        peak = max(peak, _tree_rss(child.pid))
+        own, total = _tree_rss(child.pid)
+        peak = (max(peak[0], own), max(peak[1], total))
         time.sleep(0.25)
     out = child.stdout.read() if child.stdout else ""
     if child.returncode != 0:
@@ -108,21 +117,61 @@ def _timed(session: Any, into: dict[str, Any], name: str) -> Iterator[None]:
     ]
 
 
+def _parquet(session: Any, directory: str) -> Any:
+    """The history's Parquet files as the checker reads them (its schema)."""
+    from harness.checker import spark
+
+    files = sorted(str(p) for p in Path(directory).glob("*.parquet"))
+    return session.read.schema(spark.SCHEMA).parquet(*files)
+
+
 def _floor(session: Any, directory: str, size: int) -> int:
     """The engine's floor: read the history once, shuffle every row by topic-partition, count
     and hash each t/p's rows; the rows it saw."""
     from pyspark.sql import functions as F
 
-    from harness.checker import cluster, spark
+    from harness.checker import cluster
 
     for key, value in cluster.job_settings(size, session.sparkContext.defaultParallelism).items():
         session.conf.set(key, value)
-    files = sorted(str(p) for p in Path(directory).glob("*.parquet"))
-    frame = session.read.schema(spark.SCHEMA).parquet(*files)
+    frame = _parquet(session, directory)
     per_tp = frame.repartition("topic", "partition").groupBy("topic", "partition").agg(
         F.count(F.lit(1)).alias("rows"), F.bit_xor(F.xxhash64(*frame.columns)).alias("hash")
     )
     return sum(row["rows"] for row in per_tp.collect())
+
+
+def _scan(session: Any, directory: str) -> int:
+    """Reading alone: every row of the history once, hashed so no column is pruned, nothing
+    shuffled; the part of the floor and of each of the bound's groupings that is the scan."""
+    from pyspark.sql import functions as F
+
+    frame = _parquet(session, directory)
+    row = frame.agg(F.count(F.lit(1)).alias("rows"), F.bit_xor(F.xxhash64(*frame.columns))).first()
+    return int(row["rows"])
+
+
+def _bound(session: Any, directory: str) -> dict[str, int]:
+    """What the check's plan moves before it computes anything: the rows of each of its three
+    groupings (spark.groupings: by process, by topic-partition, by value; the check's own
+    projections), each read and shuffled by its keys as the check does, with a count and a hash
+    per key so no column is pruned. Rows shipped per grouping."""
+    from functools import reduce
+
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+
+    from harness.checker import spark
+
+    shipped = [
+        rows.repartition(*keys)
+        .groupBy(*keys)
+        .agg(F.count(F.lit(1)).alias("rows"), F.bit_xor(F.xxhash64(*rows.columns)).alias("hash"))
+        .agg(F.sum("rows").alias("rows"), F.bit_xor("hash").alias("hash"))
+        .select(F.lit("+".join(keys)).alias("by"), "rows", "hash")
+        for keys, rows in spark.grouping_rows(session, directory).items()
+    ]
+    return {row["by"]: row["rows"] for row in reduce(DataFrame.union, shipped).collect()}
 
 
 def _child(mode: str, directory: str) -> None:
@@ -136,10 +185,10 @@ def _child(mode: str, directory: str) -> None:
         elapsed = time.perf_counter() - started
         answer: dict[str, Any] = {"check_s": elapsed}  # no Spark: no start-up, no floor
     elif mode == "startup":  # what a short chaos run's check pays before its first job
-        from harness.checker import spark
+        from harness.checker import spark_session
 
         started = time.perf_counter()
-        session = spark.start_session(history_bytes=0)
+        session = spark_session.start_session(history_bytes=0)
         up = time.perf_counter()
         session.range(1).count()
         answer = {"session_s": up - started, "first_job_s": time.perf_counter() - up}
@@ -147,11 +196,11 @@ def _child(mode: str, directory: str) -> None:
         print(json.dumps(answer))
         return
     else:
-        from harness.checker import spark
+        from harness.checker import spark, spark_session
 
         size = sum(p.stat().st_size for p in Path(directory).iterdir())
         started = time.perf_counter()
-        session = spark.start_session(history_bytes=size)
+        session = spark_session.start_session(history_bytes=size)
         up = time.perf_counter()
         session.range(1).count()  # the first job pays for the executors and JIT warm-up
         ready = time.perf_counter()
@@ -163,6 +212,10 @@ def _child(mode: str, directory: str) -> None:
         # After the check, so that the floor runs on a JVM at least as warm as the check's.
         with _timed(session, answer, "floor"):
             answer["floor_rows"] = _floor(session, directory, size)
+        with _timed(session, answer, "bound"):
+            answer["bound_rows"] = _bound(session, directory)
+        with _timed(session, answer, "scan"):
+            answer["scan_rows"] = _scan(session, directory)
         session.stop()
     answer["counts"] = {k: v.count for k, v in result.anomalies.items()}
     print(json.dumps(answer))
@@ -216,13 +269,19 @@ def main() -> None:
                     f"{engine} on {rows:,} rows: counts {answer['counts']} "
                     f"!= planted {planted['expected']}"
                 )
-            if engine == "spark" and answer["floor_rows"] != planted["rows"]:
-                raise SystemExit(f"floor on {rows:,} rows saw {answer['floor_rows']:,} rows")
+            if engine == "spark":
+                # The floor, the scan and the bound's by-process grouping each see every row.
+                seen = {"floor": answer["floor_rows"], "scan": answer["scan_rows"],
+                        "bound by process": answer["bound_rows"]["process"]}
+                for name, count in seen.items():
+                    if count != planted["rows"]:
+                        raise SystemExit(f"{name} on {rows:,} rows saw {count:,} rows")
             result = {
                 "engine": engine,
                 "rows": planted["rows"],
                 "bytes": sum(p.stat().st_size for p in directory.glob("*.parquet")),
-                "peak_rss_mb": round(peak / 2**20),
+                "peak_rss_mb": round(peak[1] / 2**20),
+                "peak_python_rss_mb": round(peak[0] / 2**20),
                 "rows_per_s": round(planted["rows"] / answer["check_s"]),
                 **{k: round(v, 2) if isinstance(v, float) else v for k, v in answer.items()
                    if k != "counts"},
@@ -230,6 +289,10 @@ def main() -> None:
             if engine == "spark":
                 result["time_vs_floor"] = round(answer["check_s"] / answer["floor_s"], 2)
                 result["cpu_vs_floor"] = round(answer["check_cpu_s"] / answer["floor_cpu_s"], 2)
+                result["bound_cpu_vs_floor"] = round(
+                    answer["bound_cpu_s"] / answer["floor_cpu_s"], 2
+                )
+                result["cpu_vs_bound"] = round(answer["check_cpu_s"] / answer["bound_cpu_s"], 2)
             results.append(result)
             console.print({k: v for k, v in result.items() if not k.endswith("top_stages")})
 
@@ -240,7 +303,8 @@ def main() -> None:
     load = os.getloadavg()
     table = Table(title=f"Checker benchmark ({os.cpu_count()} cores, load {load[0]:.1f})")
     columns = ("engine", "rows", "session s", "first job s", "check s", "check CPU s",
-               "floor s", "floor CPU s", "× floor (wall / CPU)", "rows/s", "peak RSS MB", "time ×")
+               "floor s", "floor CPU s", "× floor (wall / CPU)", "bound CPU s (× floor)",
+               "check × bound (CPU)", "rows/s", "peak RSS MB (Python)", "time ×")
     for column in columns:
         table.add_column(column, justify="left" if column == "engine" else "right")
     for r in results:
@@ -256,8 +320,10 @@ def main() -> None:
             f"{r['floor_s']:.1f}" if spark_only else "",
             f"{r['floor_cpu_s']:.1f}" if spark_only else "",
             f"{r['time_vs_floor']} / {r['cpu_vs_floor']}" if spark_only else "",
+            f"{r['bound_cpu_s']:.1f} ({r['bound_cpu_vs_floor']}×)" if spark_only else "",
+            f"{r['cpu_vs_bound']}" if spark_only else "",
             f"{r['rows_per_s']:,}",
-            str(r["peak_rss_mb"]),
+            f"{r['peak_rss_mb']} ({r['peak_python_rss_mb']})",
             f"{ratio} for {r['rows_ratio_vs_previous']}× rows" if ratio else "",
         )
     console.print(table)
