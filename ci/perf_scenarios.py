@@ -95,16 +95,18 @@ SCENARIOS: tuple[Scenario, ...] = (
              partitions=1),
     Scenario("produce-1kb", Work.PRODUCE, "1 producer, 1 KB records (a fifth as many)",
              record_bytes=1024, records_scale=0.2),
-    Scenario("consume-1", Work.CONSUME, "1 consumer reads the 6-partition topic"),
+    Scenario("consume-1", Work.CONSUME, "1 consumer reads the first half of the 6-partition "
+             "topic"),
     Scenario("consume-3", Work.CONSUME, "3 consumers at once, each its own group, each reads "
-             "all of it", clients=3),
+             "the first half", clients=3),
     Scenario("produce-consume", Work.PRODUCE_CONSUME, "1 producer and 1 consumer at once"),
     Scenario("latency-e2e", Work.LATENCY, "EndToEndLatency, 1 partition, acks=1, one record "
              "in flight", partitions=1, records_cap=LATENCY_RECORDS),
     Scenario("latency-fixed-rate", Work.FIXED_RATE, f"produce ack latency at {FIXED_RATE:,} "
              "records/s, 6 partitions, acks=1", records_cap=FIXED_RATE_RECORDS, rate=FIXED_RATE),
     Scenario("kcat-produce", Work.KCAT_PRODUCE, "kcat -P, 6 partitions, acks=1, wall clock"),
-    Scenario("kcat-consume", Work.KCAT_CONSUME, "kcat -C from the beginning, wall clock"),
+    Scenario("kcat-consume", Work.KCAT_CONSUME, "kcat -C, the first half from the beginning, wall "
+             "clock"),
 )
 
 
@@ -121,6 +123,7 @@ class Outcome:
     seconds: float = 0.0
     usage: list[Usage] = field(default_factory=list)
     rounds: list[float] = field(default_factory=list)  # each round's headline, with --rounds
+    topic_records: int = 0  # what the topic held when a consume scenario read ``records``
 
     @property
     def cpu_s(self) -> float:
@@ -149,7 +152,8 @@ class Outcome:
                 "records": self.records, "seconds": self.seconds,
                 "broker_cpu_s": self.cpu_s, "broker_cpu_s_per_million_records":
                 self.cpu_s_per_million, "broker_peak_rss_mb": self.peak_rss_mb,
-                "round_headlines": self.rounds or None}
+                "round_headlines": self.rounds or None,
+                "topic_records": self.topic_records or None}
 
 
 def median_round(scenario: Scenario, rounds: list[Outcome]) -> Outcome:
