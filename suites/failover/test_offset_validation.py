@@ -85,7 +85,11 @@ def _rebalance_reasons(run_dir: str) -> list[str]:
 
 
 def _positions_and_consumed(events: list[Event]) -> tuple[dict[int, int], dict[int, int]]:
-    """{partition: the group's last committed position}, {partition: last offset read + 1}."""
+    """{partition: the group's last committed position}, {partition: last offset the group's
+    members read + 1}. The final read's polls (no group) are left out: it reads every partition
+    to its end after the group has closed, and a record produced after the group's last poll is
+    one the group never consumed, not one it failed to commit — Kafka's system test compares
+    each consumer's last commit with that consumer's own position."""
     committed: dict[int, int] = {}
     for e in sorted((e for e in events if e.f == "commit" and e.type == "ok"),
                     key=lambda e: e.time_ns):
@@ -93,9 +97,22 @@ def _positions_and_consumed(events: list[Event]) -> tuple[dict[int, int], dict[i
         committed[e.partition] = e.offset
     consumed: dict[int, int] = {}
     for e in events:
-        if e.f == "poll" and e.type == "ok" and e.offset is not None:
+        if e.f == "poll" and e.type == "ok" and e.offset is not None and e.group is not None:
             consumed[e.partition] = max(consumed.get(e.partition, 0), e.offset + 1)
     return committed, consumed
+
+
+def _last_commits_and_polls(events: list[Event], committed: dict[int, int],
+                            consumed: dict[int, int]) -> list[str]:
+    """For the partitions whose committed position and consumption differ, the last few commit
+    events (failed ones too) and polls, so a CI failure — whose history is gone by the time
+    anyone reads it — says whether a commit failed or none was made."""
+    differing = {p for p in set(committed) | set(consumed) if committed.get(p) != consumed.get(p)}
+    mine = sorted((e for e in events if e.partition in differing), key=lambda e: e.time_ns)
+    commits = [e for e in mine if e.f == "commit"][-4:]
+    polls = [e for e in mine if e.f == "poll" and e.type == "ok"][-3:]
+    return [f"{e.time_ns} process {e.process} {e.f} {e.type} p{e.partition}@{e.offset}"
+            f"{' ' + str(e.error) if e.error else ''}" for e in commits + polls]
 
 
 def _kill_consumers(cluster: Target, request: pytest.FixtureRequest, run_dir: Path, *,
@@ -129,7 +146,9 @@ def test_a_rolling_broker_bounce_causes_no_rebalance_and_positions_match_consump
     committed, consumed = _positions_and_consumed(events)
     assert consumed, f"the group consumed nothing; run directory {result.dir}"
     assert committed == consumed, f"final committed positions {committed} differ from what " \
-                                  f"was consumed {consumed}; run directory {result.dir}"
+                                  f"was consumed {consumed}; run directory {result.dir}; " \
+                                  f"the last commits and polls of those partitions: " \
+                                  f"{_last_commits_and_polls(events, committed, consumed)}"
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ from harness.cluster.process import PeerStartError
 from harness.cluster.state import AdminState
 from harness.cluster.targets import start_target
 from harness.vendor import VENDOR_ENV, vendor_dir
+from harness.waiting import wait_for
 
 
 def test_kraft_target_serves_clients_and_shows_its_state_through_the_admin_api(tmp_path):
@@ -44,10 +45,16 @@ def test_kraft_target_serves_clients_and_shows_its_state_through_the_admin_api(t
         assert state.partition_state("no-such-topic", 0) is None
         # Asking must not have created it. The controller handles topic creations in order, so
         # once a topic created after the question is listed, an auto-creation would be too.
+        # KRaft answers CreateTopics once the controller has committed the topic, which the
+        # broker's metadata may show a moment later: wait for the listing, not the answer.
         admin.create_topics([NewTopic("after-the-question", 1, 1)])["after-the-question"] \
             .result(30)
-        listed = admin.list_topics(timeout=10).topics
-        assert "after-the-question" in listed and "no-such-topic" not in listed
+        def listing_it() -> dict | None:
+            topics = admin.list_topics(timeout=10).topics
+            return topics if "after-the-question" in topics else None
+
+        listed = wait_for(listing_it, 30, "the broker to list the topic created after it")
+        assert "no-such-topic" not in listed
         assert (tmp_path / "kraft" / "data" / "meta.properties").is_file()
     finally:
         target.close()
