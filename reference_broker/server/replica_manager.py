@@ -302,36 +302,46 @@ class ReplicaManager:
 
     def _wake(self, key: TopicPartition) -> None:
         for future in self._waiters.pop(key, ()):
-            if not future.done():
-                future.set_result(None)
+            _settle(future)
 
     def _wake_followers(self, key: TopicPartition) -> None:
         for future in self._follower_waiters.pop(key, ()):
-            if not future.done():
-                future.set_result(None)
+            _settle(future)
 
-    async def wait_for_data(self, keys: Iterable[TopicPartition], timeout_s: float,
-                            from_follower: bool = False) -> None:
-        """Return when any of `keys` gets new readable data, or after `timeout_s`.
+    def watch_data(self, keys: Iterable[TopicPartition], timeout_s: float,
+                   from_follower: bool = False) -> asyncio.Future[None]:
+        """A future done when any of `keys` gets new readable data, or after `timeout_s`.
 
-        Consumers wait for the high watermark to move; followers for the log end.
+        Consumers wait for the high watermark to move; followers for the log end. The watch is
+        registered by this call, not when the future is first awaited: a caller that read too
+        little and will await from a task (which runs a loop turn later) must not miss an
+        append handled in between, as Kafka's tryCompleteElseWatch checks again once watching.
+        The future ends itself at `timeout_s`, so one nobody awaits leaves nothing behind.
         """
+        loop = asyncio.get_running_loop()
         table = self._follower_waiters if from_follower else self._waiters
-        future = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[None] = loop.create_future()
         keys = list(keys)
         for key in keys:
             table.setdefault(key, set()).add(future)
-        try:
-            await asyncio.wait_for(future, timeout_s)
-        except TimeoutError:
-            pass
-        finally:
+        timer = loop.call_later(timeout_s, _settle, future)
+
+        def forget(_: asyncio.Future[None]) -> None:
+            timer.cancel()
             for key in keys:
                 waiters = table.get(key)
                 if waiters is not None:
                     waiters.discard(future)
                     if not waiters:
                         del table[key]
+
+        future.add_done_callback(forget)
+        return future
+
+    async def wait_for_data(self, keys: Iterable[TopicPartition], timeout_s: float,
+                            from_follower: bool = False) -> None:
+        """Return when any of `keys` gets new readable data, or after `timeout_s`."""
+        await self.watch_data(keys, timeout_s, from_follower)
 
     def read(self, topic: str, partition: int, fetch_offset: int, max_bytes: int,
              min_one_batch: bool, replica_id: int = -1,
@@ -410,6 +420,12 @@ class ReplicaManager:
             return ErrorCode.none, -1, -1, epoch
         offset, ts = found
         return ErrorCode.none, ts, offset, epoch
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    """End a data watch (woken or timed out); one already ended or cancelled is left as is."""
+    if not future.done():
+        future.set_result(None)
 
 
 def current_ms() -> int:

@@ -11,6 +11,7 @@ import uuid
 import pytest
 
 from harness.raw_client import RawClient
+from harness.waiting import wait_for
 from harness.wire import protocol
 from harness.wire.records import build_batch
 from tests import kafka_api_versions as kafka
@@ -131,6 +132,10 @@ def target(broker):
     with RawClient(broker.host, broker.port) as raw:
         md = raw.request(3, 12, {"topics": [{"name": name}]})
         raw.request(10, 3, {"key": GROUP, "key_type": 0})  # creates __consumer_offsets
+        # The group exists before any case runs, whatever the order (OffsetDelete answers
+        # GROUP_ID_NOT_FOUND for a group with no offsets; under xdist the cases are split).
+        wait_for(lambda: _errors(raw.request(8, 8, _sample(8, 8, name, md.topics[0].topic_id)))
+                 == {0}, 30, f"an offset commit that creates {GROUP}")
         yield raw, name, md.topics[0].topic_id
 
 

@@ -1,8 +1,10 @@
 """Fetch v4+: delayed fetch (min_bytes / max_wait), byte limits, offsets and leader epochs.
 
 Kafka answers a fetch as soon as `min_bytes` are readable or `max_wait` has passed; between,
-the request is parked. Here the handler reads once, and if it is short of `min_bytes` awaits
-the replica manager's "new data" signal for the remaining wait time, then reads again.
+the request is parked. Here the handler reads once, and if it is short of `min_bytes` starts
+watching the replica manager's "new data" signal before it returns: the parked part runs as a
+task from the next loop turn, and an append handled before then must still wake it. Each wake,
+and the deadline, reads again.
 Incremental fetch sessions (KIP-227) are not offered: the response's session id 0 tells the
 client to keep sending full fetch requests, which every client supports.
 """
@@ -35,7 +37,9 @@ def handle_fetch(services: BrokerServices, request: Any, conn: Any) -> Any:
     max_wait_s = body.max_wait.total_seconds()
     if result.ready(body.min_bytes) or max_wait_s <= 0:
         return result.response()
-    return _delayed(services, body, result, max_wait_s)
+    from_follower = replica_id_of(body) >= 0
+    watch = services.replica_manager.watch_data(result.keys, max_wait_s, from_follower)
+    return _delayed(services, body, watch, max_wait_s, from_follower)
 
 
 def replica_id_of(body: Any) -> int:
@@ -46,20 +50,19 @@ def replica_id_of(body: Any) -> int:
     return getattr(body, "replica_id", -1)
 
 
-async def _delayed(services: BrokerServices, body: Any, result: _FetchResult,
-                   max_wait_s: float) -> dict[str, Any]:
+async def _delayed(services: BrokerServices, body: Any, watch: asyncio.Future[None],
+                   max_wait_s: float, from_follower: bool) -> dict[str, Any]:
+    """Read again at each wake until `min_bytes` are there or the wait is over (Kafka's
+    DelayedFetch reads at completion too, so an answer at the deadline is a fresh read)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_wait_s
-    keys = result.keys
     while True:
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            return result.response()
-        await services.replica_manager.wait_for_data(keys, remaining,
-                                                     from_follower=replica_id_of(body) >= 0)
+        await watch
         result = _read_all(services, body)
-        if result.ready(body.min_bytes):
+        remaining = deadline - loop.time()
+        if result.ready(body.min_bytes) or remaining <= 0:
             return result.response()
+        watch = services.replica_manager.watch_data(result.keys, remaining, from_follower)
 
 
 class _FetchResult:
