@@ -6,7 +6,7 @@ bash ci/setup.sh
 echo "== ruff"
 .venv/bin/ruff check harness reference_broker tests suites ci
 echo "== mypy"
-.venv/bin/mypy harness reference_broker
+.venv/bin/mypy harness reference_broker suites
 echo "== pytest"
 # -rfE: the short summary names failures and errors only (the skips' reasons are in the
 # report), so a failure stays near the end of a long log; the JUnit file names them again in

@@ -20,18 +20,23 @@ class ClusterWaitTimeout(TimeoutError):
 
 
 def wait_for(
-    predicate: Callable[[], T],
+    predicate: Callable[[], T | None],
     timeout: float,
     what: str,
     *,
     interval: float = POLL_INTERVAL_S,
     context: str = "",
+    retry_on: tuple[type[Exception], ...] = (Exception,),
 ) -> T:
-    """Poll ``predicate`` until it returns something truthy, and return that.
+    """Poll ``predicate`` until it returns something truthy, and return that (never None, so
+    the type of what it returns drops the ``None`` a "not yet" answer carries).
 
     An exception from ``predicate`` counts as "not yet" — a broker that is restarting refuses
     connections, a znode that is being rewritten is briefly missing — but the last one is kept
     for the message, which names ``what`` was awaited so a failing test says what it expected.
+    ``retry_on`` names the exceptions that mean "not yet"; with ``()`` every one ends the wait
+    at once, so an assertion inside ``predicate`` (a broker's answer no rule allows) fails the
+    test when it happens instead of at the deadline.
     """
     deadline = time.monotonic() + timeout
     last_value: Any = None
@@ -39,7 +44,7 @@ def wait_for(
     while True:
         try:
             last_value = predicate()
-        except Exception as exc:  # noqa: BLE001 - reported below if it never clears
+        except retry_on as exc:  # reported below if it never clears
             last_error = exc
         else:
             if last_value:

@@ -8,11 +8,14 @@ instead of either class.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
     from harness.cluster.kinds import BrokerKind
     from harness.cluster.local import ClusterSpec
 
@@ -39,6 +42,16 @@ class ProcessNode(Protocol):
 class BrokerNode(ProcessNode, Protocol):
     @property
     def data_dir(self) -> Path: ...
+
+    @property
+    def host(self) -> str:
+        """The broker's own listener (not a proxy in front of it)."""
+        ...
+
+    @property
+    def port(self) -> int | None:
+        """The own listener's port; None only before a local broker's first start."""
+        ...
 
 
 class ClusterNodes(Protocol):
@@ -78,7 +91,13 @@ class ClusterNodes(Protocol):
 
     def registered_broker_ids(self) -> list[int]: ...
 
+    def running_broker_ids(self) -> list[int]: ...
+
     def controller_id(self) -> int | None: ...
+
+    def controller_epoch(self) -> int | None: ...
+
+    def zk(self, timeout: float = ...) -> contextlib.AbstractContextManager[KazooClient]: ...
 
     def leader(self, topic: str, partition: int) -> int | None: ...
 

@@ -81,6 +81,25 @@ class Target:
         """
         return None if self.cluster is None else self.cluster.cluster
 
+    def require_nodes(self) -> ClusterNodes:
+        """:attr:`nodes`, for a test whose ``requires_process_faults`` or ``requires_zookeeper``
+        marker has already skipped it on a target the harness does not run. Reaching here
+        without them is the test's mistake, and the error says which marker it lacks."""
+        nodes = self.nodes
+        if nodes is None:
+            raise TargetError(f"the {self.kind!r} target is not run by the harness, so it has no "
+                              "nodes to control or read: the test needs a requires_process_faults"
+                              " or requires_zookeeper marker")
+        return nodes
+
+    def require_faults(self) -> Faults:
+        """:attr:`faults`, for a test whose ``requires_faults`` marker has already skipped it on
+        a target without them (the error names the missing marker otherwise)."""
+        if self.faults is None:
+            raise TargetError(f"the {self.kind!r} target offers no network faults: the test "
+                              "needs a requires_faults marker")
+        return self.faults
+
     def missing(self, needed: str) -> str | None:
         """None when the target has `needed`, else the reason a test must be skipped."""
         if needed in self.capabilities:

@@ -43,7 +43,7 @@ class Roles:
 
 def roles(cluster: Target) -> Roles:
     """The current roles; skips the test unless at least three brokers are running."""
-    nodes = cluster.nodes
+    nodes = cluster.require_nodes()
     controller = wait_for(nodes.controller_id, WAIT_S, "a controller")
     others = [b for b in sorted(nodes.running_broker_ids()) if b != controller]
     if len(others) < 2:
@@ -61,7 +61,7 @@ def create_placed_topic(request: pytest.FixtureRequest, cluster: Target, admin: 
         [NewTopic(topic, len(assignment), replica_assignment=assignment, config=config or {})],
         operation_timeout=30)
     futures[topic].result(60)
-    nodes = cluster.nodes
+    nodes = cluster.require_nodes()
 
     def placed() -> bool:
         for partition, replicas in enumerate(assignment):
@@ -77,7 +77,7 @@ def create_placed_topic(request: pytest.FixtureRequest, cluster: Target, admin: 
 
 
 def state_of(cluster: Target, topic: str, partition: int = 0) -> dict[str, Any]:
-    state = cluster.nodes.partition_state(topic, partition)
+    state = cluster.require_nodes().partition_state(topic, partition)
     assert state is not None, f"no state znode for {topic}-{partition}"
     return state
 
@@ -91,7 +91,8 @@ def wait_for_state(cluster: Target, topic: str, accept: Callable[[dict[str, Any]
 
 def direct(cluster: Target, broker_id: int) -> tuple[str, int]:
     """The broker's own listener (not its proxy): what an observer of a fault connects to."""
-    broker = cluster.nodes.broker(broker_id)
+    broker = cluster.require_nodes().broker(broker_id)
+    assert broker.port is not None, f"broker {broker_id} has never started"
     return broker.host, broker.port
 
 

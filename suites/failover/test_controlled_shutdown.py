@@ -45,7 +45,7 @@ def test_a_stopping_leader_moves_leadership_away_before_it_exits(
     topic = create_placed_topic(request, kafka_target, kafka_admin,
                                 [[who.first, who.second, who.controller]])
     before = state_of(kafka_target, topic)
-    nodes = kafka_target.nodes
+    nodes = kafka_target.require_nodes()
 
     sends = steady_producer(topic)
     sends.wait_for_acks(50)

@@ -9,6 +9,7 @@ is refused, and every surviving broker converges on the new controller and leade
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -39,8 +40,9 @@ def _failed_over(cluster: Target, crash: bool) -> tuple[int, int, int, int]:
     """Kill (``crash``) or gracefully stop the controller; (old id, old epoch, new id, new
     epoch) once another broker holds /controller. A crashed controller's znode stays until its
     ZooKeeper session expires; a stopping one gives it up as it closes its session."""
-    nodes = cluster.nodes
-    old, old_epoch = nodes.controller_id(), nodes.controller_epoch()
+    nodes = cluster.require_nodes()
+    old = wait_for(nodes.controller_id, WAIT_S, "a controller")
+    old_epoch = wait_for(nodes.controller_epoch, WAIT_S, "the controller epoch")
     if crash:
         nodes.kill(old)
     else:
@@ -48,9 +50,9 @@ def _failed_over(cluster: Target, crash: bool) -> tuple[int, int, int, int]:
         assert nodes.stop_broker(old) in nodes.kind.clean_exit_codes, (
             f"broker {old} did not stop cleanly")
     session_s = nodes.spec.zookeeper_session_timeout_ms / 1000
-    new = wait_for(lambda: (c := nodes.controller_id()) is not None and c != old and c,
+    new = wait_for(lambda: c if (c := nodes.controller_id()) not in (None, old) else None,
                    session_s + WAIT_S, f"a broker other than {old} to take /controller")
-    return old, old_epoch, new, nodes.controller_epoch()
+    return old, old_epoch, new, wait_for(nodes.controller_epoch, WAIT_S, "the new epoch")
 
 
 def test_a_crashed_controller_is_replaced_and_its_epoch_fenced(
@@ -119,6 +121,9 @@ def test_every_live_broker_converges_on_the_new_controller_and_leaders(
     leaders = wait_for(moved_off_the_stopped, WAIT_S, f"{topic}-0 to leave stopped broker {old}")
     assert leaders[1] == who.first
     expected = BrokerView(new, leaders)
-    for broker_id in kafka_target.nodes.running_broker_ids():
-        wait_for(lambda b=broker_id: view_of(kafka_target, b, topic) == expected, WAIT_S,
+    def sees_it(broker_id: int) -> bool:
+        return view_of(kafka_target, broker_id, topic) == expected
+
+    for broker_id in kafka_target.require_nodes().running_broker_ids():
+        wait_for(functools.partial(sees_it, broker_id), WAIT_S,
                  f"broker {broker_id} to name controller {new} and leaders {leaders}")

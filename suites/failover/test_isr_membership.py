@@ -54,7 +54,7 @@ def _shrink_then_expand(request: pytest.FixtureRequest, cluster: Target, admin: 
     assert sorted(shrunk["isr"]) == sorted([leader, who.controller])
     sends.wait_for_acks(50)  # acks=all goes on with the shrunk ISR
 
-    cluster.faults.heal()
+    cluster.require_faults().heal()
     expanded = wait_for_state(cluster, topic, lambda s: follower in s["isr"],
                               f"to take broker {follower} back into its ISR after the heal")
     sends.wait_for_acks(20)
@@ -79,10 +79,10 @@ def test_an_isolated_follower_leaves_the_isr_and_rejoins_after_the_heal(
     Cut off from every node, its ZooKeeper session expires and the controller removes it from
     the ISR in ZooKeeper; acks=all writes continue without it; after the heal it catches up and
     the leader adds it back."""
-    session_s = kafka_target.nodes.spec.zookeeper_session_timeout_ms / 1000
+    session_s = kafka_target.require_nodes().spec.zookeeper_session_timeout_ms / 1000
+    faults = kafka_target.require_faults()
     _shrink_then_expand(request, kafka_target, kafka_admin, steady_producer, kafka_consumer,
-                        lambda _, follower: kafka_target.faults.isolate(_broker_node(follower)),
-                        session_s)
+                        lambda _, follower: faults.isolate(_broker_node(follower)), session_s)
 
 
 @pytest.mark.slow
@@ -99,7 +99,7 @@ def test_a_follower_cut_from_its_leader_is_shrunk_out_for_lagging(
     (Kafka docs, Design §Replication)."""
     def cut_pair(leader: int, follower: int) -> object:
         one, other = _broker_node(leader), _broker_node(follower)
-        return kafka_target.faults.partition({one: [other], other: [one]})
+        return kafka_target.require_faults().partition({one: [other], other: [one]})
 
     _shrink_then_expand(request, kafka_target, kafka_admin, steady_producer, kafka_consumer,
                         cut_pair, REPLICA_LAG_TIME_MAX_S)

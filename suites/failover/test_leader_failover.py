@@ -43,7 +43,7 @@ def test_a_crashed_leader_is_replaced_from_the_isr_and_no_acked_record_is_lost(
     topic = create_placed_topic(request, kafka_target, kafka_admin,
                                 [[who.first, who.second, who.controller]])
     before = state_of(kafka_target, topic)
-    nodes = kafka_target.nodes
+    nodes = kafka_target.require_nodes()
 
     sends = steady_producer(topic)
     sends.wait_for_acks(50)

@@ -133,7 +133,7 @@ def _kill_consumers(cluster: Target, request: pytest.FixtureRequest, run_dir: Pa
 def test_a_rolling_broker_bounce_causes_no_rebalance_and_positions_match_consumption(
         kafka_target: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """Restarting every broker in turn (controlled shutdown, then start) neither rebalances the consumer group nor loses anything acknowledged, and each partition's final committed position is one past the last record consumed [Kafka system test consumer_test.py, test_broker_rolling_bounce]."""  # noqa: E501
-    brokers = [f"broker-{b}" for b in sorted(kafka_target.nodes.brokers)]
+    brokers = [f"broker-{b}" for b in sorted(kafka_target.require_nodes().brokers)]
     schedule = rolling("stop", brokers, start_s=START_S, quiet_s=BOUNCE_S)
     result = judged_run(kafka_target, request, tmp_path / "rolling", schedule, BOUNCE_S + TAIL_S,
                         topic=TOPIC, consumers=CONSUMERS)

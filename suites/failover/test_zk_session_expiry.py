@@ -37,20 +37,20 @@ Fault = Callable[[Target, int], None]
 
 
 def _pause(cluster: Target, broker_id: int) -> None:
-    cluster.nodes.pause(broker_id)
+    cluster.require_nodes().pause(broker_id)
 
 
 def _resume(cluster: Target, broker_id: int) -> None:
-    cluster.nodes.resume(broker_id)
+    cluster.require_nodes().resume(broker_id)
 
 
 def _cut_from_zookeeper(cluster: Target, broker_id: int) -> None:
     node = f"broker-{broker_id}"
-    cluster.faults.partition({"zk": [node], node: ["zk"]})
+    cluster.require_faults().partition({"zk": [node], node: ["zk"]})
 
 
 def _heal(cluster: Target, _: int) -> None:
-    cluster.faults.heal()
+    cluster.require_faults().heal()
 
 
 @pytest.mark.requires_zookeeper
@@ -75,12 +75,12 @@ def test_an_expired_broker_is_deregistered_loses_leadership_and_registers_again(
     topic = create_placed_topic(request, kafka_target, kafka_admin,
                                 [[expiring, who.second, who.controller]])
     before = state_of(kafka_target, topic)
-    with kafka_target.nodes.zk() as zk:
+    with kafka_target.require_nodes().zk() as zk:
         first_session = _registration_zxid(zk, expiring)
         assert first_session is not None
 
         lose(kafka_target, expiring)
-        session_s = kafka_target.nodes.spec.zookeeper_session_timeout_ms / 1000
+        session_s = kafka_target.require_nodes().spec.zookeeper_session_timeout_ms / 1000
         wait_for(lambda: _registration_zxid(zk, expiring) is None, session_s + WAIT_S,
                  f"/brokers/ids/{expiring} to go when its session expires")
         moved = wait_for_state(kafka_target, topic,
@@ -88,7 +88,7 @@ def test_an_expired_broker_is_deregistered_loses_leadership_and_registers_again(
                                "to be led by a live ISR member")
         assert moved["leader_epoch"] > before["leader_epoch"]
         assert expiring not in moved["isr"]
-        assert kafka_target.nodes.controller_id() == who.controller
+        assert kafka_target.require_nodes().controller_id() == who.controller
 
         regain(kafka_target, expiring)
         second_session = wait_for(lambda: _registration_zxid(zk, expiring), WAIT_S,

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from harness.cluster.targets import Target
+from harness.waiting import wait_for
 
-from ._helpers import RawFactory, coordinator_client, wait_until
+from ._helpers import RawFactory, coordinator_client
 
 Share = list[tuple[str, int]]
 SETTLE_S = 30.0
@@ -70,8 +71,8 @@ def _settled_shares(members: list[_Member], partitions: int) -> list[Share]:
             return None
         return held if time.monotonic() - since >= QUIET_S else None
 
-    return [share for _, share in wait_until(settled, "the group to settle", SETTLE_S,
-                                             interval=0.1)]
+    return [share for _, share in wait_for(settled, SETTLE_S, "the group to settle",
+                                           retry_on=())]
 
 
 @pytest.mark.parametrize("strategy, expected", [

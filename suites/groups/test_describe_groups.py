@@ -6,6 +6,8 @@ import pytest
 
 from harness.cluster.targets import Target
 from harness.raw_client import RawClient
+from harness.waiting import wait_for
+from harness.wire.errors import ErrorCode
 
 from ..support import unique_name
 from ._helpers import (
@@ -15,6 +17,7 @@ from ._helpers import (
     JOIN_GROUP,
     LEAVE_GROUP,
     SYNC_GROUP,
+    WAIT_S,
     BackgroundJoin,
     RawFactory,
     V,
@@ -25,7 +28,6 @@ from ._helpers import (
     leave,
     rejoin_when_rebalancing,
     sync,
-    wait_until,
 )
 
 
@@ -42,18 +44,18 @@ def test_describe_groups_reports_every_state_of_the_lifecycle(
     assert _state(first, group) == "Dead"
 
     joined = join(first, group)
-    assert err(joined) == "NONE"
+    assert err(joined) == ErrorCode.none
     first_id = joined.member_id
     assert _state(first, group) == "CompletingRebalance"
     sync(first, group, joined, {first_id: b"A"})
     stable = describe(first, group)
     assert (err(stable), stable.group_state, stable.protocol_type, stable.protocol_data) \
-        == ("NONE", "Stable", "consumer", "range")
+        == (ErrorCode.none, "Stable", "consumer", "range")
     assert [(m.member_id, m.member_assignment) for m in stable.members] == [(first_id, b"A")]
 
     joining = BackgroundJoin(second, group)
-    wait_until(lambda: _state(first, group) == "PreparingRebalance",
-               "the group to prepare a rebalance")
+    wait_for(lambda: _state(first, group) == "PreparingRebalance", WAIT_S,
+             "the group to prepare a rebalance", retry_on=())
     rejoined = rejoin_when_rebalancing(first, group, joined, joining)
     follower = joining.answer()
     second_id = follower.member_id
@@ -64,14 +66,14 @@ def test_describe_groups_reports_every_state_of_the_lifecycle(
     assert sorted(m.member_id for m in describe(first, group).members) \
         == sorted([first_id, second_id])
 
-    assert err(leave(first, group, (first_id, None), (second_id, None))) == "NONE"
+    assert err(leave(first, group, (first_id, None), (second_id, None))) == ErrorCode.none
     assert _state(first, group) == "Empty"
     deleted = first.request(DELETE_GROUPS, V[DELETE_GROUPS], {"groups_names": [group]})
-    assert [(r.group_id, err(r)) for r in deleted.results] == [(group, "NONE")]
+    assert [(r.group_id, err(r)) for r in deleted.results] == [(group, ErrorCode.none)]
     assert _state(first, group) == "Dead"
 
 
 def _state(client: RawClient, group: str) -> str:
     described = describe(client, group)
-    assert err(described) == "NONE", err(described)
+    assert err(described) == ErrorCode.none, err(described)
     return str(described.group_state)

@@ -13,6 +13,8 @@ import pytest
 
 from harness.cluster.targets import Target
 from harness.raw_client import RawClient
+from harness.waiting import wait_for
+from harness.wire.errors import ErrorCode
 
 from ..support import unique_name
 from ._helpers import (
@@ -23,6 +25,7 @@ from ._helpers import (
     LEAVE_GROUP,
     SUBSCRIPTION,
     SYNC_GROUP,
+    WAIT_S,
     BackgroundJoin,
     RawFactory,
     V,
@@ -38,7 +41,6 @@ from ._helpers import (
     require_version,
     stable_member,
     sync,
-    wait_until,
 )
 
 MADE_UP_MEMBER = "made-up-member-0000"
@@ -65,7 +67,7 @@ def test_join_naming_a_member_id_for_a_group_that_does_not_exist_is_unknown_memb
     group = _group(request)
     client = coordinator_client(kafka_raw_client, group, JOIN_GROUP)
     answer = client.request(JOIN_GROUP, V[JOIN_GROUP], join_body(group, MADE_UP_MEMBER))
-    assert (err(answer), answer.member_id) == ("UNKNOWN_MEMBER_ID", MADE_UP_MEMBER)
+    assert (err(answer), answer.member_id) == (ErrorCode.unknown_member_id, MADE_UP_MEMBER)
     assert answer.generation_id == -1
 
 
@@ -77,7 +79,7 @@ def test_join_with_a_member_id_the_group_never_gave_out_is_unknown_member_id(
     client = coordinator_client(kafka_raw_client, group, JOIN_GROUP, SYNC_GROUP)
     stable_member(client, group)
     answer = client.request(JOIN_GROUP, V[JOIN_GROUP], join_body(group, MADE_UP_MEMBER))
-    assert err(answer) == "UNKNOWN_MEMBER_ID"
+    assert err(answer) == ErrorCode.unknown_member_id
 
 
 @pytest.mark.parametrize("session_ms", [1, 2_147_483_647], ids=["below-min", "above-max"])
@@ -90,7 +92,7 @@ def test_join_with_a_session_timeout_outside_the_brokers_bounds_is_invalid_sessi
     group = _group(request)
     client = coordinator_client(kafka_raw_client, group, JOIN_GROUP)
     answer = client.request(JOIN_GROUP, V[JOIN_GROUP], join_body(group, session_ms=session_ms))
-    assert err(answer) == "INVALID_SESSION_TIMEOUT"
+    assert err(answer) == ErrorCode.invalid_session_timeout
 
 
 @pytest.mark.parametrize(("protocol_type", "protocols"), [
@@ -108,7 +110,8 @@ def test_the_first_join_without_a_protocol_type_or_protocols_is_inconsistent_gro
     client = coordinator_client(kafka_raw_client, group, JOIN_GROUP)
     body = join_body(group, protocol_type=protocol_type)
     body["protocols"] = [{"name": n, "metadata": m} for n, m in protocols]
-    assert err(client.request(JOIN_GROUP, V[JOIN_GROUP], body)) == "INCONSISTENT_GROUP_PROTOCOL"
+    assert err(client.request(JOIN_GROUP, V[JOIN_GROUP], body)) \
+        == ErrorCode.inconsistent_group_protocol
 
 
 def test_join_with_an_empty_group_id_is_invalid_group_id(
@@ -118,7 +121,7 @@ def test_join_with_an_empty_group_id_is_invalid_group_id(
     validateGroupStatus]."""
     client = kafka_raw_client()
     answer = client.request(JOIN_GROUP, V[JOIN_GROUP], join_body(""))
-    assert err(answer) == "INVALID_GROUP_ID"
+    assert err(answer) == ErrorCode.invalid_group_id
 
 
 def test_a_static_join_with_another_members_id_is_fenced(
@@ -130,7 +133,7 @@ def test_a_static_join_with_another_members_id_is_fenced(
     client = coordinator_client(kafka_raw_client, group, JOIN_GROUP, SYNC_GROUP)
     stable_member(client, group, instance="instance-1")
     body = join_body(group, MADE_UP_MEMBER, instance="instance-1")
-    assert err(client.request(JOIN_GROUP, V[JOIN_GROUP], body)) == "FENCED_INSTANCE_ID"
+    assert err(client.request(JOIN_GROUP, V[JOIN_GROUP], body)) == ErrorCode.fenced_instance_id
 
 
 def test_a_new_member_beyond_group_max_size_is_refused(
@@ -152,7 +155,7 @@ def test_a_new_member_beyond_group_max_size_is_refused(
     waiting = coordinator_client(kafka_raw_client, other, JOIN_GROUP)
     pending = [err(waiting.request(JOIN_GROUP, V[JOIN_GROUP], join_body(other)))
                for _ in range(limit + 1)]
-    assert pending == ["MEMBER_ID_REQUIRED"] * (limit + 1), "pending members were counted"
+    assert pending == [ErrorCode.member_id_required] * (limit + 1), "pending members were counted"
 
     first = stable_member(probe, group)
     joining = [BackgroundJoin(coordinator_client(kafka_raw_client, group), group)
@@ -160,14 +163,14 @@ def test_a_new_member_beyond_group_max_size_is_refused(
     # A rebalance completes once every member of the last generation has rejoined: the first
     # member rejoins only when every new one is in the group, or the rebalance can complete
     # without the late ones (seen once on Apache Kafka 3.9.2: 5 members of 6).
-    wait_until(lambda: len(describe(probe, group).members) == limit,
-               f"the {limit - 1} new members to have joined the rebalancing group")
+    wait_for(lambda: len(describe(probe, group).members) == limit, WAIT_S,
+             f"the {limit - 1} new members to have joined the rebalancing group", retry_on=())
     rejoined = rejoin_when_rebalancing(probe, group, first)
     answers = [rejoined, *(member.answer() for member in joining)]
-    assert [err(a) for a in answers] == ["NONE"] * limit
+    assert [err(a) for a in answers] == [ErrorCode.none] * limit
     assert len(rejoined.members) == limit
     assert err(probe.request(JOIN_GROUP, V[JOIN_GROUP], join_body(group))) \
-        == "GROUP_MAX_SIZE_REACHED"
+        == ErrorCode.group_max_size_reached
 
 
 def _group_max_size(client: RawClient, node: int) -> int:
@@ -177,7 +180,7 @@ def _group_max_size(client: RawClient, node: int) -> int:
         "resource_type": BROKER_RESOURCE, "resource_name": str(node),
         "configuration_keys": ["group.max.size"]}], "include_synonyms": False})
     (result,) = answer.results
-    assert err(result) == "NONE", f"DescribeConfigs of broker {node}: {err(result)}"
+    assert err(result) == ErrorCode.none, f"DescribeConfigs of broker {node}: {err(result)!r}"
     (config,) = [c for c in result.configs if c.name == "group.max.size"]
     return int(config.value)
 
@@ -194,13 +197,13 @@ def test_sync_for_a_group_that_does_not_exist_is_unknown_member_id(
     answer = client.request(SYNC_GROUP, V[SYNC_GROUP], {
         "group_id": group, "generation_id": 1, "member_id": MADE_UP_MEMBER,
         "group_instance_id": None, "assignments": []})
-    assert err(answer) == "UNKNOWN_MEMBER_ID"
+    assert err(answer) == ErrorCode.unknown_member_id
 
 
 @pytest.mark.parametrize(("member", "generation_delta", "expected"), [
-    (MADE_UP_MEMBER, 0, "UNKNOWN_MEMBER_ID"),
-    (None, 1, "ILLEGAL_GENERATION"),
-    (None, -1, "ILLEGAL_GENERATION"),
+    (MADE_UP_MEMBER, 0, ErrorCode.unknown_member_id),
+    (None, 1, ErrorCode.illegal_generation),
+    (None, -1, ErrorCode.illegal_generation),
 ], ids=["unknown-member", "future-generation", "past-generation"])
 def test_sync_is_checked_against_the_member_and_generation(
         kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest,
@@ -231,12 +234,12 @@ def test_sync_while_the_group_prepares_a_rebalance_is_rebalance_in_progress(
     def preparing() -> bool:
         joining.assert_pending()
         return heartbeat(client, group, member.member_id,
-                         member.generation_id) == "REBALANCE_IN_PROGRESS"
+                         member.generation_id) == ErrorCode.rebalance_in_progress
 
-    wait_until(preparing, "the group to prepare a rebalance")
-    assert err(sync(client, group, member)) == "REBALANCE_IN_PROGRESS"
+    wait_for(preparing, WAIT_S, "the group to prepare a rebalance", retry_on=())
+    assert err(sync(client, group, member)) == ErrorCode.rebalance_in_progress
     rejoined = join(client, group, member.member_id)
-    assert err(rejoined) == err(joining.answer()) == "NONE"
+    assert err(rejoined) == err(joining.answer()) == ErrorCode.none
 
 
 def test_sync_naming_another_members_instance_id_is_fenced(
@@ -249,7 +252,7 @@ def test_sync_naming_another_members_instance_id_is_fenced(
     answer = client.request(SYNC_GROUP, V[SYNC_GROUP], {
         "group_id": group, "generation_id": joined.generation_id, "member_id": MADE_UP_MEMBER,
         "group_instance_id": "instance-1", "assignments": []})
-    assert err(answer) == "FENCED_INSTANCE_ID"
+    assert err(answer) == ErrorCode.fenced_instance_id
 
 
 def test_sync_naming_a_protocol_the_group_did_not_choose_is_inconsistent_group_protocol(
@@ -269,7 +272,8 @@ def test_sync_naming_a_protocol_the_group_did_not_choose_is_inconsistent_group_p
     right = client.request(SYNC_GROUP, version,
                            {**base, "protocol_type": "consumer", "protocol_name": "range"})
     assert (err(wrong_name), err(wrong_type), err(right)) \
-        == ("INCONSISTENT_GROUP_PROTOCOL", "INCONSISTENT_GROUP_PROTOCOL", "NONE")
+        == (ErrorCode.inconsistent_group_protocol, ErrorCode.inconsistent_group_protocol,
+            ErrorCode.none)
     assert (right.protocol_type, right.protocol_name) == ("consumer", "range")
 
 
@@ -282,14 +286,14 @@ def test_heartbeat_for_a_group_that_does_not_exist_is_unknown_member_id(
     UNKNOWN_MEMBER_ID [Kafka GroupCoordinator.handleHeartbeat]."""
     group = _group(request)
     client = coordinator_client(kafka_raw_client, group, HEARTBEAT)
-    assert heartbeat(client, group, MADE_UP_MEMBER, 1) == "UNKNOWN_MEMBER_ID"
+    assert heartbeat(client, group, MADE_UP_MEMBER, 1) == ErrorCode.unknown_member_id
 
 
 @pytest.mark.parametrize(("member", "generation_delta", "expected"), [
-    (MADE_UP_MEMBER, 0, "UNKNOWN_MEMBER_ID"),
-    (None, 1, "ILLEGAL_GENERATION"),
-    (None, -1, "ILLEGAL_GENERATION"),
-    (None, 0, "NONE"),
+    (MADE_UP_MEMBER, 0, ErrorCode.unknown_member_id),
+    (None, 1, ErrorCode.illegal_generation),
+    (None, -1, ErrorCode.illegal_generation),
+    (None, 0, ErrorCode.none),
 ], ids=["unknown-member", "future-generation", "past-generation", "current"])
 def test_heartbeat_is_checked_against_the_member_and_generation(
         kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest,
@@ -312,10 +316,10 @@ def test_heartbeat_while_the_leader_has_not_synced_is_accepted(
     group = _group(request)
     client = coordinator_client(kafka_raw_client, group, JOIN_GROUP, HEARTBEAT)
     joined = join(client, group)
-    assert err(joined) == "NONE"
-    assert heartbeat(client, group, joined.member_id, joined.generation_id) == "NONE"
+    assert err(joined) == ErrorCode.none
+    assert heartbeat(client, group, joined.member_id, joined.generation_id) == ErrorCode.none
     assert heartbeat(client, group, joined.member_id, joined.generation_id + 1) \
-        == "ILLEGAL_GENERATION"
+        == ErrorCode.illegal_generation
 
 
 def test_heartbeat_naming_another_members_instance_id_is_fenced(
@@ -326,14 +330,14 @@ def test_heartbeat_naming_another_members_instance_id_is_fenced(
     client = coordinator_client(kafka_raw_client, group, JOIN_GROUP, SYNC_GROUP, HEARTBEAT)
     joined = stable_member(client, group, instance="instance-1")
     assert heartbeat(client, group, MADE_UP_MEMBER, joined.generation_id, "instance-1") \
-        == "FENCED_INSTANCE_ID"
+        == ErrorCode.fenced_instance_id
 
 
 def test_heartbeat_with_an_empty_group_id_is_invalid_group_id(
         kafka_target: Target, kafka_raw_client: RawFactory) -> None:
     """A Heartbeat for the empty group id is refused with INVALID_GROUP_ID, by whichever
     broker receives it [Kafka GroupCoordinator validateGroupStatus]."""
-    assert heartbeat(kafka_raw_client(), "", MADE_UP_MEMBER, 1) == "INVALID_GROUP_ID"
+    assert heartbeat(kafka_raw_client(), "", MADE_UP_MEMBER, 1) == ErrorCode.invalid_group_id
 
 
 # --- LeaveGroup ---------------------------------------------------------------------------------
@@ -347,9 +351,10 @@ def test_leaving_a_group_that_does_not_exist_answers_unknown_member_id_per_membe
     group = _group(request)
     client = coordinator_client(kafka_raw_client, group, LEAVE_GROUP)
     answer = leave(client, group, (MADE_UP_MEMBER, None), ("another-made-up", None))
-    assert err(answer) == "NONE"
+    assert err(answer) == ErrorCode.none
     assert [(m.member_id, err(m)) for m in answer.members] \
-        == [(MADE_UP_MEMBER, "UNKNOWN_MEMBER_ID"), ("another-made-up", "UNKNOWN_MEMBER_ID")]
+        == [(MADE_UP_MEMBER, ErrorCode.unknown_member_id),
+            ("another-made-up", ErrorCode.unknown_member_id)]
 
 
 def test_a_batched_leave_removes_the_known_members_and_names_the_unknown_ones(
@@ -361,11 +366,11 @@ def test_a_batched_leave_removes_the_known_members_and_names_the_unknown_ones(
                                 LEAVE_GROUP)
     joined = stable_member(client, group)
     answer = leave(client, group, (MADE_UP_MEMBER, None), (joined.member_id, None))
-    assert err(answer) == "NONE"
+    assert err(answer) == ErrorCode.none
     assert [(m.member_id, err(m)) for m in answer.members] \
-        == [(MADE_UP_MEMBER, "UNKNOWN_MEMBER_ID"), (joined.member_id, "NONE")]
+        == [(MADE_UP_MEMBER, ErrorCode.unknown_member_id), (joined.member_id, ErrorCode.none)]
     assert heartbeat(client, group, joined.member_id, joined.generation_id) \
-        == "UNKNOWN_MEMBER_ID"
+        == ErrorCode.unknown_member_id
 
 
 def test_leave_with_an_empty_group_id_is_invalid_group_id(
@@ -373,4 +378,4 @@ def test_leave_with_an_empty_group_id_is_invalid_group_id(
     """A LeaveGroup for the empty group id is refused with INVALID_GROUP_ID at the request
     level [Kafka GroupCoordinator validateGroupStatus]."""
     answer = leave(kafka_raw_client(), "", (MADE_UP_MEMBER, None))
-    assert err(answer) == "INVALID_GROUP_ID"
+    assert err(answer) == ErrorCode.invalid_group_id

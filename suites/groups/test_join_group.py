@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.cluster.targets import Target
+from harness.wire.errors import ErrorCode
 from harness.wire.group_records import encode_subscription
 
 from ..support import unique_name
@@ -38,10 +39,10 @@ def test_join_without_member_id_gets_member_id_required(
     group = unique_name(request, "g-")
     client = coordinator_client(kafka_raw_client, group, JOIN_GROUP)
     first = client.request(JOIN_GROUP, 5, join_body(group))
-    assert err(first) == "MEMBER_ID_REQUIRED"
+    assert err(first) == ErrorCode.member_id_required
     assert first.member_id and first.generation_id == -1
     joined = client.request(JOIN_GROUP, 5, join_body(group, first.member_id))
-    assert err(joined) == "NONE"
+    assert err(joined) == ErrorCode.none
     assert (joined.member_id, joined.leader) == (first.member_id, first.member_id)
     assert joined.generation_id >= 0 and joined.protocol_name == "range"
     assert [(m.member_id, m.metadata) for m in joined.members] == [(first.member_id, SUBSCRIPTION)]
@@ -70,7 +71,7 @@ def test_the_common_protocol_is_chosen_and_the_leader_gets_every_members_metadat
     rejoined = rejoin_when_rebalancing(first, group, leader, joining, protocols=offers)
     follower = joining.answer()
     second_id = follower.member_id
-    assert err(rejoined) == err(follower) == "NONE"
+    assert err(rejoined) == err(follower) == ErrorCode.none
     assert rejoined.generation_id == follower.generation_id == leader.generation_id + 1
     assert rejoined.protocol_name == follower.protocol_name == "shared"
     assert rejoined.leader == follower.leader == leader.member_id
@@ -87,6 +88,6 @@ def test_a_member_sharing_no_protocol_gets_inconsistent_group_protocol(
     client = coordinator_client(kafka_raw_client, group, JOIN_GROUP)
     stable_member(client, group, protocols=[("range", SUBSCRIPTION)])
     other = join(client, group, protocols=[("roundrobin", SUBSCRIPTION)])
-    assert err(other) == "INCONSISTENT_GROUP_PROTOCOL"
+    assert err(other) == ErrorCode.inconsistent_group_protocol
     wrong_type = join(client, group, protocol_type="connect")
-    assert err(wrong_type) == "INCONSISTENT_GROUP_PROTOCOL"
+    assert err(wrong_type) == ErrorCode.inconsistent_group_protocol

@@ -7,6 +7,8 @@ import time
 import pytest
 
 from harness.cluster.targets import Target
+from harness.waiting import wait_for
+from harness.wire.errors import ErrorCode
 
 from ..support import unique_name
 from ._helpers import (
@@ -23,7 +25,6 @@ from ._helpers import (
     rejoin_when_rebalancing,
     stable_member,
     sync,
-    wait_until,
 )
 
 GROUP_APIS = (JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP)
@@ -40,20 +41,20 @@ def test_a_joining_member_makes_heartbeats_answer_rebalance_in_progress(
     first = coordinator_client(kafka_raw_client, group, *GROUP_APIS)
     second = coordinator_client(kafka_raw_client, group, *GROUP_APIS)
     leader = stable_member(first, group)
-    assert heartbeat(first, group, leader.member_id, leader.generation_id) == "NONE"
+    assert heartbeat(first, group, leader.member_id, leader.generation_id) == ErrorCode.none
 
     joining = BackgroundJoin(second, group)
     rejoined = rejoin_when_rebalancing(first, group, leader, joining)
     follower = joining.answer()
     second_id = follower.member_id
-    assert err(rejoined) == err(follower) == "NONE"
+    assert err(rejoined) == err(follower) == ErrorCode.none
     assert rejoined.generation_id == follower.generation_id == leader.generation_id + 1
 
     shares = {leader.member_id: b"share-1", second_id: b"share-2"}
-    assert err(sync(first, group, rejoined, shares)) == "NONE"
+    assert err(sync(first, group, rejoined, shares)) == ErrorCode.none
     synced = sync(second, group, follower)
-    assert (err(synced), synced.assignment) == ("NONE", b"share-2")
-    assert heartbeat(second, group, second_id, follower.generation_id) == "NONE"
+    assert (err(synced), synced.assignment) == (ErrorCode.none, b"share-2")
+    assert heartbeat(second, group, second_id, follower.generation_id) == ErrorCode.none
 
 
 def test_leave_group_rebalances_the_others_and_increments_the_generation(
@@ -73,14 +74,14 @@ def test_leave_group_rebalances_the_others_and_increments_the_generation(
         == b"1"
 
     left = leave(second, group, (second_id, None))
-    assert err(left) == "NONE"
-    assert [(m.member_id, err(m)) for m in left.members] == [(second_id, "NONE")]
+    assert err(left) == ErrorCode.none
+    assert [(m.member_id, err(m)) for m in left.members] == [(second_id, ErrorCode.none)]
     alone = rejoin_when_rebalancing(first, group, rejoined)
-    assert err(alone) == "NONE" and alone.generation_id == rejoined.generation_id + 1
+    assert err(alone) == ErrorCode.none and alone.generation_id == rejoined.generation_id + 1
     assert [m.member_id for m in alone.members] == [leader.member_id]
-    assert heartbeat(second, group, second_id, alone.generation_id) == "UNKNOWN_MEMBER_ID"
+    assert heartbeat(second, group, second_id, alone.generation_id) == ErrorCode.unknown_member_id
     unknown = leave(second, group, (second_id, None))
-    assert [err(m) for m in unknown.members] == ["UNKNOWN_MEMBER_ID"]
+    assert [err(m) for m in unknown.members] == [ErrorCode.unknown_member_id]
 
 
 def test_a_silent_member_is_evicted_after_its_session_timeout(
@@ -95,24 +96,24 @@ def test_a_silent_member_is_evicted_after_its_session_timeout(
     group = unique_name(request, "g-")
     silent = coordinator_client(kafka_raw_client, group, *GROUP_APIS)
     alive = coordinator_client(kafka_raw_client, group, *GROUP_APIS)
-    slow = {"rebalance_ms": 30_000}
-    leader = stable_member(alive, group, **slow)
-    joining = BackgroundJoin(silent, group, session_ms=MIN_SESSION_MS, **slow)
-    rejoined = rejoin_when_rebalancing(alive, group, leader, joining, **slow)
+    slow_ms = 30_000
+    leader = stable_member(alive, group, rebalance_ms=slow_ms)
+    joining = BackgroundJoin(silent, group, session_ms=MIN_SESSION_MS, rebalance_ms=slow_ms)
+    rejoined = rejoin_when_rebalancing(alive, group, leader, joining, rebalance_ms=slow_ms)
     joined = joining.answer()
     went_silent = time.monotonic()
     silent_id = joined.member_id
     assert err(sync(alive, group, rejoined, {leader.member_id: b"1", silent_id: b"2"})) \
-        == "NONE"
+        == ErrorCode.none
 
     def rebalancing() -> bool:
         answer = heartbeat(alive, group, leader.member_id, rejoined.generation_id)
-        assert answer in ("NONE", "REBALANCE_IN_PROGRESS"), answer
-        return answer == "REBALANCE_IN_PROGRESS"
+        assert answer in (ErrorCode.none, ErrorCode.rebalance_in_progress), answer
+        return answer == ErrorCode.rebalance_in_progress
 
-    wait_until(rebalancing, "the silent member's session to expire", 25, interval=0.5)
+    wait_for(rebalancing, 25, "the silent member's session to expire", interval=0.5, retry_on=())
     assert time.monotonic() - went_silent >= MIN_SESSION_MS / 1000 * 0.9
-    alone = rejoin_when_rebalancing(alive, group, rejoined, **slow)
-    assert err(alone) == "NONE" and alone.generation_id == rejoined.generation_id + 1
+    alone = rejoin_when_rebalancing(alive, group, rejoined, rebalance_ms=slow_ms)
+    assert err(alone) == ErrorCode.none and alone.generation_id == rejoined.generation_id + 1
     assert [m.member_id for m in alone.members] == [leader.member_id]
-    assert heartbeat(silent, group, silent_id, joined.generation_id) == "UNKNOWN_MEMBER_ID"
+    assert heartbeat(silent, group, silent_id, joined.generation_id) == ErrorCode.unknown_member_id

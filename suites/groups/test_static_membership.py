@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.cluster.targets import Target
+from harness.wire.errors import ErrorCode
 
 from ..support import unique_name
 from ._helpers import (
@@ -37,20 +38,20 @@ def test_a_static_member_rejoins_without_a_rebalance_and_its_old_id_is_fenced(
     first = stable_member(client, group, assignment=b"mine", instance="instance-1")
 
     restarted = join(client, group, instance="instance-1")
-    assert err(restarted) == "NONE"
+    assert err(restarted) == ErrorCode.none
     assert restarted.member_id != first.member_id
     assert restarted.generation_id == first.generation_id
     synced = sync(client, group, restarted, instance="instance-1")
-    assert (err(synced), synced.assignment) == ("NONE", b"mine")
+    assert (err(synced), synced.assignment) == (ErrorCode.none, b"mine")
     assert heartbeat(client, group, restarted.member_id, restarted.generation_id,
-                     "instance-1") == "NONE"
+                     "instance-1") == ErrorCode.none
 
     assert heartbeat(client, group, first.member_id, first.generation_id, "instance-1") \
-        == "FENCED_INSTANCE_ID"
+        == ErrorCode.fenced_instance_id
     stale = leave(client, group, (first.member_id, "instance-1"))
-    assert [err(m) for m in stale.members] == ["FENCED_INSTANCE_ID"]
+    assert [err(m) for m in stale.members] == [ErrorCode.fenced_instance_id]
 
     left = leave(client, group, ("", "instance-1"))
-    assert err(left) == "NONE" and [err(m) for m in left.members] == ["NONE"]
+    assert err(left) == ErrorCode.none and [err(m) for m in left.members] == [ErrorCode.none]
     assert heartbeat(client, group, restarted.member_id, restarted.generation_id,
-                     "instance-1") == "UNKNOWN_MEMBER_ID"
+                     "instance-1") == ErrorCode.unknown_member_id

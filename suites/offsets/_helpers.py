@@ -5,16 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from harness.raw_client import RawClient
+from harness.waiting import wait_for
+from harness.wire.errors import ErrorCode
 
 from ..groups._helpers import (
     METADATA,
     OFFSET_COMMIT,
+    WAIT_S,
     RawFactory,
     V,
     coordinator_client,
     err,
     fetch_offsets,
-    wait_until,
 )
 
 
@@ -24,10 +26,10 @@ def wait_topic_known(client: RawClient, topic: str) -> None:
     then an OffsetCommit there answers UNKNOWN_TOPIC_OR_PARTITION, as on Kafka."""
     def known() -> bool:
         answer: Any = client.request(METADATA, V[METADATA], {"topics": [{"name": topic}]})
-        return any(t.name == topic and err(t) == "NONE" and t.partitions
+        return any(t.name == topic and err(t) == ErrorCode.none and t.partitions
                    and all(p.leader_id >= 0 for p in t.partitions) for t in answer.topics)
 
-    wait_until(known, f"the broker to know topic {topic}")
+    wait_for(known, WAIT_S, f"the broker to know topic {topic}", retry_on=())
 
 
 def offsets_client(raw_client: RawFactory, group: str, topics: list[str], *apis: int
@@ -41,8 +43,8 @@ def offsets_client(raw_client: RawFactory, group: str, topics: list[str], *apis:
 
 def commit(client: RawClient, group: str, topic: str, offsets: dict[int, int], *,
            generation: int = -1, member_id: str = "", metadata: str | None = None,
-           instance: str | None = None) -> list[str]:
-    """OffsetCommit v7 of {partition: offset}; each partition's error name, in order.
+           instance: str | None = None) -> list[ErrorCode]:
+    """OffsetCommit v7 of {partition: offset}; each partition's error code, in order.
 
     generation -1 and an empty member id is a simple consumer's commit (no group membership)."""
     answer = client.request(OFFSET_COMMIT, V[OFFSET_COMMIT], {
@@ -55,10 +57,10 @@ def commit(client: RawClient, group: str, topic: str, offsets: dict[int, int], *
 
 
 def committed(client: RawClient, group: str, topic: str, partitions: list[int]
-              ) -> dict[int, tuple[int, str | None, str]]:
-    """OffsetFetch: {partition: (offset, metadata, error name)}; asserts no group-level error."""
+              ) -> dict[int, tuple[int, str | None, ErrorCode]]:
+    """OffsetFetch: {partition: (offset, metadata, error code)}; asserts no group-level error."""
     answer = fetch_offsets(client, group, topic, partitions)
-    assert err(answer) == "NONE", f"OffsetFetch({group}) answered {err(answer)}"
+    assert err(answer) == ErrorCode.none, f"OffsetFetch({group}) answered {err(answer)!r}"
     return {p.partition_index: (p.committed_offset, p.metadata, err(p))
             for t in answer.topics if t.name == topic for p in t.partitions}
 

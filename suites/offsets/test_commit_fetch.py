@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from harness.cluster.targets import Target
+from harness.wire.errors import ErrorCode
 
 from ..groups._helpers import (
     JOIN_GROUP,
@@ -34,14 +35,14 @@ def test_committed_offsets_and_metadata_are_fetched_back(
     group = unique_name(request, "g-")
     client = offsets_client(kafka_raw_client, group, [topic], OFFSET_COMMIT)
     assert commit(client, group, topic, {0: 5, 1: 7}, metadata="checkpoint-1") \
-        == ["NONE", "NONE"]
+        == [ErrorCode.none, ErrorCode.none]
     assert committed(client, group, topic, [0, 1]) \
-        == {0: (5, "checkpoint-1", "NONE"), 1: (7, "checkpoint-1", "NONE")}
-    assert commit(client, group, topic, {1: 11}, metadata="checkpoint-2") == ["NONE"]
+        == {0: (5, "checkpoint-1", ErrorCode.none), 1: (7, "checkpoint-1", ErrorCode.none)}
+    assert commit(client, group, topic, {1: 11}, metadata="checkpoint-2") == [ErrorCode.none]
     assert committed(client, group, topic, [0, 1]) \
-        == {0: (5, "checkpoint-1", "NONE"), 1: (11, "checkpoint-2", "NONE")}
+        == {0: (5, "checkpoint-1", ErrorCode.none), 1: (11, "checkpoint-2", ErrorCode.none)}
     everything = fetch_offsets(client, group)
-    assert err(everything) == "NONE"
+    assert err(everything) == ErrorCode.none
     assert sorted((t.name, p.partition_index, p.committed_offset)
                   for t in everything.topics for p in t.partitions) \
         == [(topic, 0, 5), (topic, 1, 11)]
@@ -59,13 +60,13 @@ def test_fetching_offsets_of_an_unknown_group_answers_minus_one_without_error(
     topic = make_topic(partitions=1, exact=False)
     group = unique_name(request, "g-")
     client = offsets_client(kafka_raw_client, group, [topic])
-    assert _without_metadata(committed(client, group, topic, [0])) == {0: (-1, "NONE")}
+    assert _without_metadata(committed(client, group, topic, [0])) == {0: (-1, ErrorCode.none)}
     legacy = client.request(OFFSET_FETCH, 1, {"group_id": group, "topics": [
         {"name": topic, "partition_indexes": [0]}]})
     assert {p.partition_index: (p.committed_offset, p.metadata or "", err(p))
-            for t in legacy.topics for p in t.partitions} == {0: (-1, "", "NONE")}
+            for t in legacy.topics for p in t.partitions} == {0: (-1, "", ErrorCode.none)}
     everything = fetch_offsets(client, group)
-    assert err(everything) == "NONE" and not everything.topics
+    assert err(everything) == ErrorCode.none and not everything.topics
 
 
 def test_member_commits_are_checked_against_the_generation_and_member_id(
@@ -82,17 +83,17 @@ def test_member_commits_are_checked_against_the_generation_and_member_id(
                             SYNC_GROUP)
     member = stable_member(client, group)
     generation, member_id = member.generation_id, member.member_id
-    assert commit(client, group, topic, {0: 1}) == ["UNKNOWN_MEMBER_ID"]
+    assert commit(client, group, topic, {0: 1}) == [ErrorCode.unknown_member_id]
     assert commit(client, group, topic, {0: 1}, generation=generation, member_id="ghost") \
-        == ["UNKNOWN_MEMBER_ID"]
+        == [ErrorCode.unknown_member_id]
     assert commit(client, group, topic, {0: 1}, generation=generation + 1,
-                  member_id=member_id) == ["ILLEGAL_GENERATION"]
+                  member_id=member_id) == [ErrorCode.illegal_generation]
     assert commit(client, group, topic, {0: 3}, generation=generation, member_id=member_id) \
-        == ["NONE"]
+        == [ErrorCode.none]
     assert committed(client, group, topic, [0])[0][0] == 3
     absent = unique_name(request, "absent-")
     assert commit(offsets_client(kafka_raw_client, absent, [topic]), absent, topic, {0: 1},
-                  generation=4, member_id="m") == ["ILLEGAL_GENERATION"]
+                  generation=4, member_id="m") == [ErrorCode.illegal_generation]
 
 
 def test_commits_are_refused_with_rebalance_in_progress_while_completing_rebalance(
@@ -107,17 +108,17 @@ def test_commits_are_refused_with_rebalance_in_progress_while_completing_rebalan
     client = offsets_client(kafka_raw_client, group, [topic], OFFSET_COMMIT, JOIN_GROUP,
                             SYNC_GROUP)
     joined = join(client, group)
-    assert err(joined) == "NONE"
+    assert err(joined) == ErrorCode.none
     as_member = {"generation": joined.generation_id, "member_id": joined.member_id}
-    assert commit(client, group, topic, {0: 2}, **as_member) == ["REBALANCE_IN_PROGRESS"]
-    assert _without_metadata(committed(client, group, topic, [0])) == {0: (-1, "NONE")}
-    assert err(sync(client, group, joined, {joined.member_id: b"A"})) == "NONE"
-    assert commit(client, group, topic, {0: 2}, **as_member) == ["NONE"]
+    assert commit(client, group, topic, {0: 2}, **as_member) == [ErrorCode.rebalance_in_progress]
+    assert _without_metadata(committed(client, group, topic, [0])) == {0: (-1, ErrorCode.none)}
+    assert err(sync(client, group, joined, {joined.member_id: b"A"})) == ErrorCode.none
+    assert commit(client, group, topic, {0: 2}, **as_member) == [ErrorCode.none]
     assert committed(client, group, topic, [0])[0][0] == 2
 
 
-def _without_metadata(fetched: dict[int, tuple[int, str | None, str]]
-                      ) -> dict[int, tuple[int, str]]:
+def _without_metadata(fetched: dict[int, tuple[int, str | None, ErrorCode]]
+                      ) -> dict[int, tuple[int, ErrorCode]]:
     """{partition: (offset, error)} of a fetch of partitions nothing was committed for, after
     checking their metadata is absent (empty or null)."""
     assert all(not metadata for _, metadata, _ in fetched.values()), fetched

@@ -20,12 +20,15 @@ from confluent_kafka import TopicPartition
 
 from harness.cluster.targets import Target
 from harness.raw_client import RawClient
+from harness.waiting import wait_for
+from harness.wire.errors import ErrorCode, error_name
 
 from ..groups._helpers import (
     API_VERSIONS,
     HEARTBEAT,
     JOIN_GROUP,
     OFFSET_COMMIT,
+    WAIT_S,
     Coordinator,
     RawFactory,
     V,
@@ -35,7 +38,6 @@ from ..groups._helpers import (
     heartbeat,
     join_body,
     wait_coordinator_ready,
-    wait_until,
 )
 from ..support import unique_name
 from ._helpers import (
@@ -68,12 +70,12 @@ def test_a_broker_that_is_not_the_coordinator_answers_not_coordinator(
     for address in others:
         elsewhere = kafka_raw_client(address)
         wait_topic_known(elsewhere, topic)
-        assert commit(elsewhere, group, topic, {0: 1}) == ["NOT_COORDINATOR"]
-        assert err(fetch_offsets(elsewhere, group, topic, [0])) == "NOT_COORDINATOR"
+        assert commit(elsewhere, group, topic, {0: 1}) == [ErrorCode.not_coordinator]
+        assert err(fetch_offsets(elsewhere, group, topic, [0])) == ErrorCode.not_coordinator
         joined = elsewhere.request(JOIN_GROUP, V[JOIN_GROUP], join_body(group))
-        assert err(joined) == "NOT_COORDINATOR"
-        assert heartbeat(elsewhere, group, "member", 1) == "NOT_COORDINATOR"
-    assert commit(client, group, topic, {0: 1}) == ["NONE"]
+        assert err(joined) == ErrorCode.not_coordinator
+        assert heartbeat(elsewhere, group, "member", 1) == ErrorCode.not_coordinator
+    assert commit(client, group, topic, {0: 1}) == [ErrorCode.none]
     assert committed(client, group, topic, [0])[0][0] == 1
 
 
@@ -91,7 +93,8 @@ def test_commits_survive_a_coordinator_crash_and_clients_recover(
     group = unique_name(request, "g-")
     client = offsets_client(kafka_raw_client, group, [topic], OFFSET_COMMIT)
     for partition, (offset, metadata) in COMMITTED.items():
-        assert commit(client, group, topic, {partition: offset}, metadata=metadata) == ["NONE"]
+        assert commit(client, group, topic, {partition: offset}, metadata=metadata) \
+            == [ErrorCode.none]
     member = kafka_consumer(**{"group.id": group, "enable.auto.commit": False})
     before = member.committed([TopicPartition(topic, p) for p in COMMITTED], timeout=30)
     assert [(tp.partition, tp.offset) for tp in before] \
@@ -100,7 +103,7 @@ def test_commits_survive_a_coordinator_crash_and_clients_recover(
     old = find_coordinator(client, group)
     survivor = next(address for node, address in broker_addresses(client).items()
                     if node != old.node_id)
-    kafka_target.nodes.kill(old.node_id)
+    kafka_target.require_nodes().kill(old.node_id)
     probe = kafka_raw_client(survivor)
     new = _wait_for_new_coordinator(probe, group, old.node_id)
     moved = kafka_raw_client(new.address)
@@ -130,7 +133,8 @@ def test_commits_survive_a_restart_of_the_coordinator(
     group = unique_name(request, "g-")
     client = offsets_client(kafka_raw_client, group, [topic], OFFSET_COMMIT)
     for partition, (offset, metadata) in COMMITTED.items():
-        assert commit(client, group, topic, {partition: offset}, metadata=metadata) == ["NONE"]
+        assert commit(client, group, topic, {partition: offset}, metadata=metadata) \
+            == [ErrorCode.none]
     coordinator = find_coordinator(client, group)
     address = broker_addresses(client)[coordinator.node_id]
     client.close()
@@ -162,33 +166,34 @@ def test_a_restarted_coordinator_answers_load_in_progress_until_it_has_replayed(
     client = offsets_client(kafka_raw_client, group, [topic], OFFSET_COMMIT)
     for offset in range(LOAD_COMMITS):
         offsets = {p: offset for p in range(LOAD_PARTITIONS)}
-        assert set(commit(client, group, topic, offsets, metadata=LOAD_METADATA)) == {"NONE"}
+        assert set(commit(client, group, topic, offsets, metadata=LOAD_METADATA)) \
+            == {ErrorCode.none}
     coordinator = find_coordinator(client, group)
     address = broker_addresses(client)[coordinator.node_id]
     client.close()
     _stop_all(kafka_target, coordinator.node_id)
     with ThreadPoolExecutor(1) as pool:
-        restarting = pool.submit(kafka_target.nodes.start_broker, coordinator.node_id)
+        restarting = pool.submit(kafka_target.require_nodes().start_broker, coordinator.node_id)
         restarted = _first_connection(kafka_raw_client, address, restarting)
         seen = wait_coordinator_ready(restarted, group, interval=0)
         restarting.result()
-    assert "COORDINATOR_LOAD_IN_PROGRESS" in seen, \
+    assert ErrorCode.coordinator_load_in_progress in seen, \
         f"the restarted coordinator never said it was loading; it answered {_runs(seen)}"
     fetched = committed(restarted, group, topic, list(range(LOAD_PARTITIONS)))
     last = LOAD_COMMITS - 1
-    assert fetched == {p: (last, LOAD_METADATA, "NONE") for p in range(LOAD_PARTITIONS)}
+    assert fetched == {p: (last, LOAD_METADATA, ErrorCode.none) for p in range(LOAD_PARTITIONS)}
 
 
 def _restart_alone(cluster: Target, broker_id: int) -> None:
     """Stop every broker, then start `broker_id` alone: the last of every ISR it was in, it
     leads its partitions again and must replay their logs (no follower can serve them)."""
     _stop_all(cluster, broker_id)
-    cluster.nodes.start_broker(broker_id)
+    cluster.require_nodes().start_broker(broker_id)
 
 
 def _stop_all(cluster: Target, last: int) -> None:
     """Stop every broker, `last` last (so it is the last of every ISR it is in)."""
-    nodes = cluster.nodes
+    nodes = cluster.require_nodes()
     for other in nodes.running_broker_ids():
         if other != last:
             nodes.stop_broker(other)
@@ -215,21 +220,24 @@ def _first_connection(raw_client: RawFactory, address: str, restarting: Future[N
             return None
         return client
 
-    return wait_until(connect, f"the broker at {address} to answer", interval=0.005)
+    return wait_for(connect, WAIT_S, f"the broker at {address} to answer", interval=0.005,
+                    retry_on=())
 
 
-def _runs(answers: list[str]) -> str:
-    """``["A", "A", "B"]`` → ``"A ×2, B"``: a long list of answers, readable in a message."""
+def _runs(answers: list[ErrorCode]) -> str:
+    """``[A, A, B]`` → ``"A ×2, B"`` in Kafka's spelling: a long list of answers, readable in a
+    message."""
     out: list[str] = []
-    for name, group in itertools.groupby(answers):
+    for code, group in itertools.groupby(answers):
         count = len(list(group))
+        name = error_name(code)
         out.append(name if count == 1 else f"{name} ×{count}")
     return ", ".join(out) or "nothing but NONE"
 
 
 def _committed(client: RawClient, group: str, topic: str) -> dict[int, tuple[int, str | None]]:
     fetched = committed(client, group, topic, sorted(COMMITTED))
-    assert {error for _, _, error in fetched.values()} == {"NONE"}, fetched
+    assert {error for _, _, error in fetched.values()} == {ErrorCode.none}, fetched
     return {p: (offset, metadata) for p, (offset, metadata, _) in fetched.items()}
 
 
@@ -238,4 +246,5 @@ def _wait_for_new_coordinator(client: RawClient, group: str, dead: int) -> Coord
         found = find_coordinator(client, group)
         return found if found.node_id != dead else None
 
-    return wait_until(moved, f"a coordinator for {group} other than broker {dead}")
+    return wait_for(moved, WAIT_S, f"a coordinator for {group} other than broker {dead}",
+                    retry_on=())

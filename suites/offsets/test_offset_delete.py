@@ -9,6 +9,7 @@ import pytest
 
 from harness.cluster.targets import Target
 from harness.raw_client import RawClient
+from harness.wire.errors import ErrorCode
 from harness.wire.group_records import encode_subscription
 
 from ..groups._helpers import (
@@ -42,23 +43,24 @@ def test_offset_delete_refuses_subscribed_topics_and_deletes_the_rest(
     member = stable_member(client, group,
                            protocols=[("range", encode_subscription([subscribed]))])
     as_member = {"generation": member.generation_id, "member_id": member.member_id}
-    assert commit(client, group, subscribed, {0: 1, 1: 2}, **as_member) == ["NONE", "NONE"]
-    assert commit(client, group, other, {0: 3}, **as_member) == ["NONE"]
+    assert commit(client, group, subscribed, {0: 1, 1: 2}, **as_member) \
+        == [ErrorCode.none, ErrorCode.none]
+    assert commit(client, group, other, {0: 3}, **as_member) == [ErrorCode.none]
 
     refused = _delete(client, group, subscribed, [0])
-    assert err(refused) == "NONE"
-    assert _partition_errors(refused) == ["GROUP_SUBSCRIBED_TO_TOPIC"]
+    assert err(refused) == ErrorCode.none
+    assert _partition_errors(refused) == [ErrorCode.group_subscribed_to_topic]
     assert committed(client, group, subscribed, [0])[0][0] == 1
-    assert _partition_errors(_delete(client, group, other, [0])) == ["NONE"]
-    assert committed(client, group, other, [0]) == {0: (-1, "", "NONE")}
+    assert _partition_errors(_delete(client, group, other, [0])) == [ErrorCode.none]
+    assert committed(client, group, other, [0]) == {0: (-1, "", ErrorCode.none)}
 
-    assert err(leave(client, group, (member.member_id, None))) == "NONE"
-    assert _partition_errors(_delete(client, group, subscribed, [0])) == ["NONE"]
+    assert err(leave(client, group, (member.member_id, None))) == ErrorCode.none
+    assert _partition_errors(_delete(client, group, subscribed, [0])) == [ErrorCode.none]
     assert [v[0] for v in committed(client, group, subscribed, [0, 1]).values()] == [-1, 2]
 
     absent = unique_name(request, "absent-")
     assert err(_delete(coordinator_client(kafka_raw_client, absent), absent, subscribed, [0])) \
-        == "GROUP_ID_NOT_FOUND"
+        == ErrorCode.group_id_not_found
 
 
 def _delete(client: RawClient, group: str, topic: str, partitions: list[int]) -> Any:
@@ -67,5 +69,5 @@ def _delete(client: RawClient, group: str, topic: str, partitions: list[int]) ->
         "topics": [{"name": topic, "partitions": [{"partition_index": p} for p in partitions]}]})
 
 
-def _partition_errors(answer: Any) -> list[str]:
+def _partition_errors(answer: Any) -> list[ErrorCode]:
     return [err(p) for t in answer.topics for p in t.partitions]

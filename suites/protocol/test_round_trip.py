@@ -10,6 +10,7 @@ or a stated reason why no client sends it (``test_every_advertised_api_is_covere
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -108,8 +109,9 @@ def test_sync_group_v5_without_protocol_type_or_name_is_inconsistent(
     group = unique_name(request, "group-")
     client = wire.coordinator(group)
     for missing in ("protocol_type", "protocol_name"):
-        body = {"group_id": group, "generation_id": 1, "member_id": "harness-unknown-member",
-                "assignments": [], "protocol_type": "consumer", "protocol_name": "range",
-                missing: None}
+        body: dict[str, Any] = {
+            "group_id": group, "generation_id": 1, "member_id": "harness-unknown-member",
+            "assignments": [], "protocol_type": "consumer", "protocol_name": "range",
+            missing: None}
         answer = client.request(SYNC_GROUP, 5, body)
         assert answer.error_code.value == INCONSISTENT_GROUP_PROTOCOL, (missing, answer)

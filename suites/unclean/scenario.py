@@ -30,6 +30,7 @@ asserted here, so a broker that gets one setting wrong fails that setting's test
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 import uuid
 from collections import defaultdict
@@ -114,6 +115,10 @@ class Outcome:
 def _about(example: dict[str, Any], topic: str) -> bool:
     return example.get("topic") == topic or any(row.get("topic") == topic
                                                 for row in example.get("rows", ()))
+
+
+def _led_by(leader: int, state: State) -> bool:
+    return bool(state["leader"] == leader)
 
 
 def _settle(cluster: Target, topic: str, accept: Callable[[State], bool]) -> State:
@@ -214,7 +219,7 @@ def _run(request: pytest.FixtureRequest, cluster: Target, admin: Any, root: Path
         {UNCLEAN: INITIAL[setting], "min.insync.replicas": "1"}, prefix=f"{setting}-"))
         for setting in INITIAL}
     topics = [story.topic for story in stories.values()]
-    nodes = cluster.nodes
+    nodes = cluster.require_nodes()
     recording = _Recording(cluster, root / "history")
     try:
         for story, events in zip(stories.values(), recording.send_acknowledged(
@@ -227,12 +232,13 @@ def _run(request: pytest.FixtureRequest, cluster: Target, admin: Any, root: Path
                 topics, UNREPLICATED).values(), strict=True):
             story.unreplicated = events
         for broker_id in (leader, in_sync):
-            recording.fault(f"stop broker {broker_id}", lambda b=broker_id: nodes.stop_broker(b))
+            recording.fault(f"stop broker {broker_id}",
+                            functools.partial(nodes.stop_broker, broker_id))
         recording.fault(f"start broker {out_of_sync}", lambda: nodes.start_broker(out_of_sync))
 
         for story in stories.values():
             wanted = out_of_sync if story.setting == ON else -1
-            story.alone = _settle(cluster, story.topic, lambda s, w=wanted: s["leader"] == w)
+            story.alone = _settle(cluster, story.topic, functools.partial(_led_by, wanted))
         offline = [stories[OFF], stories[FLIP]]
         refused = recording.send([s.topic for s in offline], 1, delivery_timeout_ms=3000)
         for story in offline:
