@@ -6,7 +6,7 @@ stops its own broker. The suites are found by :func:`harness.suite_location.suit
 checkout's ``suites/`` or the installed package), so the matrix runs from any directory. The
 sessions write their outcomes with :mod:`harness.suite_results`; this module merges them into
 ``matrix.json``, ``matrix.md`` and ``matrix.html``: pass / fail / skip (with the reason) per
-test per target, and for every failure the Kafka rule the test checks (the first line of its
+test per target, and for every failure the Kafka rule the test checks (the first paragraph of its
 docstring) next to what the target did. While a session runs, its live counts are shown
 (:mod:`harness.suite_progress`).
 

@@ -3,7 +3,8 @@
 Loaded with ``-p harness.suite_results`` and ``--suite-results FILE`` by the conformance matrix
 (:mod:`harness.matrix`), which runs the suites once per target in a subprocess and merges these
 files. JUnit XML would give outcomes too, but not the rule: every suite test states the Kafka
-behaviour it checks in the first line of its docstring, and a failing peer is reported with it.
+behaviour it checks in the first paragraph of its docstring, and a failing peer is reported with
+it.
 
 One record per test: ``nodeid``, ``outcome`` (passed / failed / skipped / error — error is a
 failure outside the test body, e.g. the target would not start), ``reason`` (skip reason or the
@@ -58,8 +59,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     for item in items:
         function = getattr(item, "function", None)
-        item.user_properties.append((RULE_PROPERTY, first_line(getattr(function, "__doc__",
-                                                                       None))))
+        item.user_properties.append((RULE_PROPERTY, rule_of(getattr(function, "__doc__", None))))
+
+
+def rule_of(docstring: str | None) -> str:
+    """A suite test's rule: its docstring's first paragraph as one line. The rule is often
+    wrapped ("... is refused with\n    UNKNOWN_MEMBER_ID [source]"), and its first line alone
+    would quote it cut off before the answer it demands."""
+    paragraph: list[str] = []
+    for line in (docstring or "").strip().splitlines():
+        if not line.strip():
+            break
+        paragraph.append(line.strip())
+    return " ".join(paragraph)
 
 
 def first_line(text: str | None) -> str:

@@ -25,7 +25,10 @@ def test_passes():
 
 
 def test_fails():
-    """A rule that breaks."""
+    """A rule that breaks
+    across two lines [source].
+
+    What the test does, which is not the rule."""
     assert False, "broken"
 
 
@@ -57,7 +60,8 @@ def test_each_outcome_is_written_once(tmp_path: Path, workers: list[str]):
     assert done.returncode == 1, done.stdout + done.stderr
     tests = json.loads(results.read_text())["tests"]
     assert Counter(t["outcome"] for t in tests) == EXPECTED
-    assert next(t for t in tests if t["outcome"] == "failed")["rule"] == "A rule that breaks."
+    assert next(t for t in tests if t["outcome"] == "failed")["rule"] \
+        == "A rule that breaks across two lines [source]."
     lines = [json.loads(line) for line in progress.read_text().splitlines()]
     assert Counter(line["outcome"] for line in lines) == EXPECTED
     assert len({line["nodeid"] for line in lines}) == 4
