@@ -2,7 +2,7 @@
 
 from harness.raw_client import RawClient
 from harness.waiting import wait_for
-from harness.wire.protocol import error_name
+from harness.wire.errors import ErrorCode
 from harness.wire.records import build_batch
 from tests.broker.conftest import create_topic
 
@@ -36,7 +36,8 @@ class Marker:
 
     def answered(self, conn: RawClient) -> None:
         _, response = conn.receive(PRODUCE, 9)
-        assert error_name(int(response.responses[0].partition_responses[0].error_code)) == "NONE"
+        (answer,) = response.responses[0].partition_responses
+        assert answer.error_code == ErrorCode.none, answer
 
     def _end_offset(self) -> int:
         answer = self.observer.request(LIST_OFFSETS, 7, {

@@ -1,12 +1,12 @@
 """OffsetCommit / OffsetFetch / OffsetDelete and group administration through raw requests."""
 
-import time
 import uuid
 
 from harness.cluster.peers import ReferenceBroker
 from harness.raw_client import RawClient
+from harness.waiting import wait_for
+from harness.wire.errors import ErrorCode
 from harness.wire.group_records import encode_subscription
-from harness.wire.protocol import error_name
 from tests.broker.conftest import GROUP_PROPERTIES, create_topic
 from tests.broker.test_group_protocol import (
     HEARTBEAT,
@@ -30,14 +30,14 @@ def commit_body(group, topic, offsets, generation=-1, member_id="", metadata=Non
 
 
 def partition_errors(response):
-    return [error_name(int(p.error_code)) for t in response.topics for p in t.partitions]
+    return [err(p) for t in response.topics for p in t.partitions]
 
 
 def test_simple_consumer_commit_and_fetch(group_broker, client):  # noqa: F811
     topic = create_topic(group_broker.bootstrap, partitions=2)
     group = new_group()
     response = client.request(COMMIT, 8, commit_body(group, topic, {0: 5, 1: 7}, metadata="m"))
-    assert partition_errors(response) == ["NONE", "NONE"]
+    assert partition_errors(response) == [ErrorCode.none, ErrorCode.none]
     fetched = client.request(FETCH, 7, {"group_id": group, "require_stable": True,
                                         "topics": [{"name": topic, "partition_indexes": [0, 1]}]})
     assert [(p.committed_offset, p.metadata) for p in fetched.topics[0].partitions] \
@@ -59,17 +59,18 @@ def test_commit_errors(group_broker, client):  # noqa: F811
     topic = create_topic(group_broker.bootstrap)
     group = new_group()
     too_large = client.request(COMMIT, 8, commit_body(group, topic, {0: 1}, metadata="x" * 65))
-    assert partition_errors(too_large) == ["OFFSET_METADATA_TOO_LARGE"]
+    assert partition_errors(too_large) == [ErrorCode.offset_metadata_too_large]
     unknown = client.request(COMMIT, 8, commit_body(group, "no-such-topic", {0: 1}))
-    assert partition_errors(unknown) == ["UNKNOWN_TOPIC_OR_PARTITION"]
+    assert partition_errors(unknown) == [ErrorCode.unknown_topic_or_partition]
     member = stable_member(client, group)
     gen = member.generation_id
     cases = [
-        (commit_body(group, topic, {0: 1}), "UNKNOWN_MEMBER_ID"),
-        (commit_body(group, topic, {0: 1}, gen + 5, member.member_id), "ILLEGAL_GENERATION"),
-        (commit_body(group, topic, {0: 1}, gen, "ghost"), "UNKNOWN_MEMBER_ID"),
-        (commit_body(group, topic, {0: 3}, gen, member.member_id), "NONE"),
-        (commit_body(new_group(), topic, {0: 1}, 4, "m"), "ILLEGAL_GENERATION"),
+        (commit_body(group, topic, {0: 1}), ErrorCode.unknown_member_id),
+        (commit_body(group, topic, {0: 1}, gen + 5, member.member_id),
+         ErrorCode.illegal_generation),
+        (commit_body(group, topic, {0: 1}, gen, "ghost"), ErrorCode.unknown_member_id),
+        (commit_body(group, topic, {0: 3}, gen, member.member_id), ErrorCode.none),
+        (commit_body(new_group(), topic, {0: 1}, 4, "m"), ErrorCode.illegal_generation),
     ]
     assert [partition_errors(client.request(COMMIT, 8, body))[0] for body, _ in cases] \
         == [expected for _, expected in cases]
@@ -82,7 +83,7 @@ def test_commit_errors(group_broker, client):  # noqa: F811
         client.receive(JOIN, 5)
         completing = leader.request(COMMIT, 8, commit_body(group, topic, {0: 4}, gen + 1,
                                                            member.member_id))
-        assert partition_errors(completing) == ["REBALANCE_IN_PROGRESS"]
+        assert partition_errors(completing) == [ErrorCode.rebalance_in_progress]
 
 
 def test_describe_list_delete_groups(group_broker, client):  # noqa: F811
@@ -98,15 +99,15 @@ def test_describe_list_delete_groups(group_broker, client):  # noqa: F811
     assert [(m.member_id, m.member_assignment) for m in by_id[active].members] \
         == [(member.member_id, b"A")]
     assert by_id[simple].group_state == "Empty" and by_id[simple].members == ()
-    assert by_id["never-seen"].group_state == "Dead" and err(by_id["never-seen"]) == "NONE"
+    assert by_id["never-seen"].group_state == "Dead" and err(by_id["never-seen"]) == ErrorCode.none
     listed = client.request(LIST, 4, {"states_filter": ["Stable"]})
     ids = {g.group_id: g.group_state for g in listed.groups}
     assert ids.get(active) == "Stable" and simple not in ids
     everything = client.request(LIST, 5, {"states_filter": [], "types_filter": []})
     assert {active, simple} <= {g.group_id for g in everything.groups}
     deleted = client.request(DELETE_GROUPS, 2, {"groups_names": [active, simple, new_group()]})
-    assert [error_name(int(r.error_code)) for r in deleted.results] \
-        == ["NON_EMPTY_GROUP", "NONE", "GROUP_ID_NOT_FOUND"]
+    assert [err(r) for r in deleted.results] \
+        == [ErrorCode.non_empty_group, ErrorCode.none, ErrorCode.group_id_not_found]
     fetched = client.request(FETCH, 7, {"group_id": simple, "topics": None})
     assert fetched.topics == ()
 
@@ -120,15 +121,16 @@ def test_offset_delete(group_broker, client):  # noqa: F811
     body = {"group_id": group, "topics": [{"name": topic, "partitions": [
         {"partition_index": 0}]}]}
     refused = client.request(OFFSET_DELETE, 0, body)
-    assert err(refused) == "NONE" and partition_errors(refused) == ["GROUP_SUBSCRIBED_TO_TOPIC"]
+    assert err(refused) == ErrorCode.none
+    assert partition_errors(refused) == [ErrorCode.group_subscribed_to_topic]
     simple = new_group()
     client.request(COMMIT, 8, commit_body(simple, topic, {0: 1, 1: 2}))
     done = client.request(OFFSET_DELETE, 0, {**body, "group_id": simple})
-    assert partition_errors(done) == ["NONE"]
+    assert partition_errors(done) == [ErrorCode.none]
     left = client.request(FETCH, 7, {"group_id": simple, "topics": None})
     assert [p.partition_index for t in left.topics for p in t.partitions] == [1]
     assert err(client.request(OFFSET_DELETE, 0, {**body, "group_id": new_group()})) \
-        == "GROUP_ID_NOT_FOUND"
+        == ErrorCode.group_id_not_found
 
 
 def _subscription(topic):
@@ -141,18 +143,17 @@ def test_coordinator_load_in_progress_is_observable(tmp_path):
              "group.initial.rebalance.delay.ms": 0}
     with ReferenceBroker(tmp_path / "b", properties=props) as running, \
             RawClient(running.host, running.port) as raw:
-        assert err(raw.request(JOIN, 5, join_body(group))) == "NOT_COORDINATOR"
-        assert err(raw.request(10, 3, {"key": group, "key_type": 0})) == "NONE"
+        assert err(raw.request(JOIN, 5, join_body(group))) == ErrorCode.not_coordinator
+        assert err(raw.request(10, 3, {"key": group, "key_type": 0})) == ErrorCode.none
         errors = [err(raw.request(JOIN, 5, join_body(group))),
                   err(raw.request(HEARTBEAT, 4, {"group_id": group, "member_id": "m",
                                                  "generation_id": 1})),
                   err(raw.request(FETCH, 7, {"group_id": group, "topics": None})),
                   err(raw.request(LIST, 4, {}))]
-        assert errors == ["COORDINATOR_LOAD_IN_PROGRESS"] * 4
-        deadline = time.monotonic() + 10
-        while err(raw.request(JOIN, 5, join_body(group))) != "MEMBER_ID_REQUIRED":
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+        assert errors == [ErrorCode.coordinator_load_in_progress] * 4
+        wait_for(lambda: err(raw.request(JOIN, 5, join_body(group)))
+                 == ErrorCode.member_id_required, 10, "the coordinator to finish loading",
+                 retry_on=())
         assert "Finished loading" in running.log_path.read_text()
 
 
@@ -160,7 +161,8 @@ def test_offsets_topic_needs_enough_brokers(tmp_path):
     with ReferenceBroker(tmp_path / "b",
                          properties={"offsets.topic.replication.factor": 3}) as running, \
             RawClient(running.host, running.port) as raw:
-        assert err(raw.request(10, 3, {"key": "g", "key_type": 0})) == "COORDINATOR_NOT_AVAILABLE"
+        assert err(raw.request(10, 3, {"key": "g", "key_type": 0})) \
+            == ErrorCode.coordinator_not_available
 
 
 def test_group_membership_and_offsets_are_replayed_after_a_restart(tmp_path):
@@ -178,13 +180,16 @@ def test_group_membership_and_offsets_are_replayed_after_a_restart(tmp_path):
         broker.start()
         with RawClient(broker.host, broker.port) as raw:
             raw.request(10, 3, {"key": group, "key_type": 0})
-            deadline = time.monotonic() + 10
             beat = {"group_id": group, "member_id": member.member_id,
                     "generation_id": member.generation_id}
-            while err(raw.request(HEARTBEAT, 4, beat)) == "COORDINATOR_LOAD_IN_PROGRESS":
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
-            assert err(raw.request(HEARTBEAT, 4, beat)) == "NONE"
+
+            def loaded() -> tuple[ErrorCode] | None:  # a tuple: NONE is a falsy 0
+                answer = err(raw.request(HEARTBEAT, 4, beat))
+                return None if answer == ErrorCode.coordinator_load_in_progress else (answer,)
+
+            (answered,) = wait_for(loaded, 10, "the restarted coordinator to finish loading",
+                                   interval=0.05, retry_on=())
+            assert answered == ErrorCode.none
             described = raw.request(DESCRIBE, 5, {"groups": [group]}).groups[0]
             assert (described.group_state, described.members[0].member_assignment) \
                 == ("Stable", b"A")

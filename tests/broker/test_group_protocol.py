@@ -7,8 +7,9 @@ import pytest
 
 from harness.raw_client import RawClient
 from harness.waiting import wait_for
+from harness.wire.errors import ErrorCode
 from harness.wire.group_records import encode_subscription
-from harness.wire.protocol import error_name, to_plain
+from harness.wire.protocol import to_plain
 from tests.broker.dispatch_marker import Marker
 
 FIND, JOIN, HEARTBEAT, LEAVE, SYNC, DESCRIBE = 10, 11, 12, 13, 14, 15
@@ -19,8 +20,9 @@ WAIT_S = 10  # generous: each awaited event takes milliseconds on an idle machin
 NAMED = {"protocol_type": "consumer", "protocol_name": "range"}
 
 
-def err(response):
-    return error_name(int(response.error_code))
+def err(response) -> ErrorCode:
+    """A response's (or a response part's) error code, as the enum the broker answers with."""
+    return ErrorCode(int(response.error_code))
 
 
 def described(observer, group):
@@ -49,7 +51,7 @@ def wait_for_state(observer, group, state):
 def client(group_broker):
     with RawClient(group_broker.host, group_broker.port) as raw:
         # As real clients do: asking for a coordinator creates __consumer_offsets.
-        assert err(raw.request(FIND, 3, {"key": "any", "key_type": 0})) == "NONE"
+        assert err(raw.request(FIND, 3, {"key": "any", "key_type": 0})) == ErrorCode.none
         yield raw
 
 
@@ -68,9 +70,9 @@ def join_body(group, member_id="", session=10_000, protocols=(("range", META),),
 def joined_member(client, group, **kwargs):
     """A member through the v5 two-step join (MEMBER_ID_REQUIRED, then the real join)."""
     first = client.request(JOIN, 5, join_body(group, **kwargs))
-    assert err(first) == "MEMBER_ID_REQUIRED" and first.member_id
+    assert err(first) == ErrorCode.member_id_required and first.member_id
     second = client.request(JOIN, 5, join_body(group, first.member_id, **kwargs))
-    assert err(second) == "NONE", err(second)
+    assert err(second) == ErrorCode.none, err(second)
     return second
 
 
@@ -81,20 +83,20 @@ def stable_member(client, group, **kwargs):
                                       "protocol_type": "consumer", "protocol_name": "range",
                                       "assignments": [{"member_id": joined.member_id,
                                                        "assignment": b"A"}]})
-    assert err(synced) == "NONE" and synced.assignment == b"A"
+    assert err(synced) == ErrorCode.none and synced.assignment == b"A"
     return joined
 
 
 def test_find_coordinator_single_and_batched(client, group_broker):
     single = client.request(FIND, 3, {"key": new_group(), "key_type": 0})
-    assert err(single) == "NONE"
+    assert err(single) == ErrorCode.none
     assert (single.node_id, single.host, single.port) == (0, group_broker.host, group_broker.port)
     batched = client.request(FIND, 4, {"key_type": 0, "coordinator_keys": ["a", "b"]})
-    assert [(c.key, c.node_id, error_name(int(c.error_code))) for c in batched.coordinators] \
-        == [("a", 0, "NONE"), ("b", 0, "NONE")]
+    assert [(c.key, c.node_id, err(c)) for c in batched.coordinators] \
+        == [("a", 0, ErrorCode.none), ("b", 0, ErrorCode.none)]
     other = client.request(FIND, 4, {"key_type": 1, "coordinator_keys": ["txn"]})
-    assert error_name(int(other.coordinators[0].error_code)) == "INVALID_REQUEST"
-    assert err(client.request(FIND, 0, {"key": "legacy"})) == "NONE"
+    assert err(other.coordinators[0]) == ErrorCode.invalid_request
+    assert err(client.request(FIND, 0, {"key": "legacy"})) == ErrorCode.none
 
 
 def test_v4_first_join_requires_a_member_id_and_older_versions_do_not(client):
@@ -103,21 +105,21 @@ def test_v4_first_join_requires_a_member_id_and_older_versions_do_not(client):
     assert joined.leader == joined.member_id and joined.generation_id == 1
     assert [m.member_id for m in joined.members] == [joined.member_id]
     old = client.request(JOIN, 3, join_body(new_group()))
-    assert err(old) == "NONE" and old.member_id
+    assert err(old) == ErrorCode.none and old.member_id
 
 
 def test_join_validation_errors(client):
     group = new_group()
     assert err(client.request(JOIN, 5, join_body(group, session=10))) \
-        == "INVALID_SESSION_TIMEOUT"
+        == ErrorCode.invalid_session_timeout
     assert err(client.request(JOIN, 5, join_body(group, session=10**9))) \
-        == "INVALID_SESSION_TIMEOUT"
-    assert err(client.request(JOIN, 5, join_body(group, "ghost"))) == "UNKNOWN_MEMBER_ID"
+        == ErrorCode.invalid_session_timeout
+    assert err(client.request(JOIN, 5, join_body(group, "ghost"))) == ErrorCode.unknown_member_id
     joined_member(client, group)
     other = client.request(JOIN, 5, join_body(group, protocols=(("roundrobin", META),)))
-    assert err(other) == "INCONSISTENT_GROUP_PROTOCOL"
+    assert err(other) == ErrorCode.inconsistent_group_protocol
     wrong_type = client.request(JOIN, 5, join_body(group, protocol_type="connect"))
-    assert err(wrong_type) == "INCONSISTENT_GROUP_PROTOCOL"
+    assert err(wrong_type) == ErrorCode.inconsistent_group_protocol
 
 
 def test_members_only_handed_an_id_do_not_count_towards_group_max_size(client):
@@ -125,7 +127,7 @@ def test_members_only_handed_an_id_do_not_count_towards_group_max_size(client):
     MEMBER_ID_REQUIRED hands out; suites/groups fills a group and sees GROUP_MAX_SIZE_REACHED."""
     group = new_group()
     pending = [client.request(JOIN, 5, join_body(group)) for _ in range(4)]
-    assert [err(p) for p in pending] == ["MEMBER_ID_REQUIRED"] * 4
+    assert [err(p) for p in pending] == [ErrorCode.member_id_required] * 4
 
 
 def test_sync_and_heartbeat_errors(client):
@@ -134,23 +136,24 @@ def test_sync_and_heartbeat_errors(client):
     base = {"group_id": group, "member_id": joined.member_id,
             "generation_id": joined.generation_id}
     assert err(client.request(SYNC, 5, {**base, **NAMED, "generation_id": 99,
-                                        "assignments": []})) == "ILLEGAL_GENERATION"
+                                        "assignments": []})) == ErrorCode.illegal_generation
     assert err(client.request(SYNC, 5, {**base, **NAMED, "member_id": "ghost",
-                                        "assignments": []})) == "UNKNOWN_MEMBER_ID"
+                                        "assignments": []})) == ErrorCode.unknown_member_id
     assert err(client.request(SYNC, 5, {**base, "assignments": []})) \
-        == "INCONSISTENT_GROUP_PROTOCOL"  # v5 without them
+        == ErrorCode.inconsistent_group_protocol  # v5 without them
     assert err(client.request(SYNC, 5, {**base, "protocol_type": "consumer",
                                         "protocol_name": "roundrobin", "assignments": []})) \
-        == "INCONSISTENT_GROUP_PROTOCOL"
+        == ErrorCode.inconsistent_group_protocol
     stable_member_sync = client.request(SYNC, 3, {**base, "assignments": [
         {"member_id": joined.member_id, "assignment": b"mine"}]})
-    assert err(stable_member_sync) == "NONE" and stable_member_sync.assignment == b"mine"
-    assert err(client.request(HEARTBEAT, 4, base)) == "NONE"
-    assert err(client.request(HEARTBEAT, 4, {**base, "generation_id": 0})) == "ILLEGAL_GENERATION"
+    assert err(stable_member_sync) == ErrorCode.none and stable_member_sync.assignment == b"mine"
+    assert err(client.request(HEARTBEAT, 4, base)) == ErrorCode.none
+    assert err(client.request(HEARTBEAT, 4, {**base, "generation_id": 0})) \
+        == ErrorCode.illegal_generation
     assert err(client.request(HEARTBEAT, 4, {**base, "member_id": "ghost"})) \
-        == "UNKNOWN_MEMBER_ID"
+        == ErrorCode.unknown_member_id
     assert err(client.request(HEARTBEAT, 0, {**base, "group_id": new_group()})) \
-        == "UNKNOWN_MEMBER_ID"
+        == ErrorCode.unknown_member_id
 
 
 def test_a_new_member_triggers_rebalance_in_progress(group_broker, client):
@@ -164,12 +167,12 @@ def test_a_new_member_triggers_rebalance_in_progress(group_broker, client):
         wait_for_state(observer, group, "PreparingRebalance")  # the join is parked
         base = {"group_id": group, "member_id": first.member_id,
                 "generation_id": first.generation_id}
-        assert err(client.request(HEARTBEAT, 4, base)) == "REBALANCE_IN_PROGRESS"
+        assert err(client.request(HEARTBEAT, 4, base)) == ErrorCode.rebalance_in_progress
         assert err(client.request(SYNC, 5, {**base, **NAMED, "assignments": []})) \
-            == "REBALANCE_IN_PROGRESS"
+            == ErrorCode.rebalance_in_progress
         rejoined = client.request(JOIN, 5, join_body(group, first.member_id))
         _, second = other.receive(JOIN, 5)
-        assert err(rejoined) == err(second) == "NONE"
+        assert err(rejoined) == err(second) == ErrorCode.none
         assert rejoined.generation_id == second.generation_id == first.generation_id + 1
         assert rejoined.leader == first.member_id and len(rejoined.members) == 2
         assert second.members == ()
@@ -184,9 +187,9 @@ def test_a_new_member_triggers_rebalance_in_progress(group_broker, client):
             "member_id": first.member_id, **NAMED, "assignments": [
                 {"member_id": first.member_id, "assignment": b"1"},
                 {"member_id": second.member_id, "assignment": b"2"}]})
-        assert err(leader) == "NONE" and leader.assignment == b"1"
+        assert err(leader) == ErrorCode.none and leader.assignment == b"1"
         _, follower = other.receive(SYNC, 5)
-        assert err(follower) == "NONE" and follower.assignment == b"2"
+        assert err(follower) == ErrorCode.none and follower.assignment == b"2"
         marker.answered(other)
 
 
@@ -199,45 +202,46 @@ def test_session_expiry_evicts_a_silent_member(group_broker, client):
     assert time.monotonic() - started >= 0.3, "evicted before its session timeout"
     assert err(client.request(HEARTBEAT, 4, {"group_id": group, "member_id": joined.member_id,
                                              "generation_id": joined.generation_id})) \
-        == "UNKNOWN_MEMBER_ID"
+        == ErrorCode.unknown_member_id
 
 
 def test_static_membership(group_broker, client):
     group = new_group()
     first = client.request(JOIN, 5, join_body(group, instance="i-1"))
-    assert err(first) == "NONE"  # static members get their id at once
+    assert err(first) == ErrorCode.none  # static members get their id at once
     client.request(SYNC, 5, {"group_id": group, "generation_id": first.generation_id,
                              "member_id": first.member_id, "group_instance_id": "i-1", **NAMED,
                              "assignments": [{"member_id": first.member_id,
                                               "assignment": b"A"}]})
     again = client.request(JOIN, 5, join_body(group, instance="i-1"))
-    assert err(again) == "NONE" and again.generation_id == first.generation_id  # no rebalance
+    assert err(again) == ErrorCode.none
+    assert again.generation_id == first.generation_id  # no rebalance
     fenced = {"group_id": group, "member_id": first.member_id, "group_instance_id": "i-1",
               "generation_id": first.generation_id}
-    assert err(client.request(HEARTBEAT, 4, fenced)) == "FENCED_INSTANCE_ID"
+    assert err(client.request(HEARTBEAT, 4, fenced)) == ErrorCode.fenced_instance_id
     left = client.request(LEAVE, 4, {"group_id": group, "members": [
         {"member_id": first.member_id, "group_instance_id": "i-1"},
         {"member_id": "", "group_instance_id": "unknown"}]})
-    assert [error_name(int(m.error_code)) for m in left.members] \
-        == ["FENCED_INSTANCE_ID", "UNKNOWN_MEMBER_ID"]
+    assert [err(m) for m in left.members] \
+        == [ErrorCode.fenced_instance_id, ErrorCode.unknown_member_id]
     left = client.request(LEAVE, 4, {"group_id": group, "members": [
         {"member_id": "", "group_instance_id": "i-1"}]})
-    assert err(left) == "NONE" and error_name(int(left.members[0].error_code)) == "NONE"
+    assert err(left) == ErrorCode.none and err(left.members[0]) == ErrorCode.none
 
 
 def test_leave_group_single_and_batched(client):
     group = new_group()
     one = stable_member(client, group)
     assert err(client.request(LEAVE, 0, {"group_id": group, "member_id": "ghost"})) \
-        == "UNKNOWN_MEMBER_ID"
+        == ErrorCode.unknown_member_id
     assert err(client.request(LEAVE, 0, {"group_id": group, "member_id": one.member_id})) \
-        == "NONE"
+        == ErrorCode.none
     group = new_group()
     a = client.request(JOIN, 3, join_body(group))
     b_pending = client.request(JOIN, 5, join_body(group))
     left = client.request(LEAVE, 3, {"group_id": group, "members": [
         {"member_id": a.member_id}, {"member_id": b_pending.member_id}]})
-    assert [error_name(int(m.error_code)) for m in left.members] == ["NONE", "NONE"]
+    assert [err(m) for m in left.members] == [ErrorCode.none, ErrorCode.none]
 
 
 def test_join_waits_for_members_until_the_rebalance_timeout(group_broker, client):
@@ -251,7 +255,7 @@ def test_join_waits_for_members_until_the_rebalance_timeout(group_broker, client
     # Answered only when the rebalance timeout gave up on the member that did not rejoin (the
     # socket's 10 s timeout bounds the wait from above).
     assert time.monotonic() - started >= 0.3, "answered before the rebalance timeout"
-    assert err(joined) == "NONE" and joined.leader == joined.member_id
+    assert err(joined) == ErrorCode.none and joined.leader == joined.member_id
     assert [m.member_id for m in joined.members] == [joined.member_id]
     assert stuck.member_id != joined.member_id
     assert to_plain(joined)["generation_id"] == stuck.generation_id + 1
@@ -277,4 +281,4 @@ def test_a_connections_group_requests_are_handled_one_at_a_time(group_broker, cl
         _, heartbeat = other.receive(HEARTBEAT, 4)
         marker.answered(other)
         assert joined.generation_id == rejoined.generation_id == first.generation_id + 1
-        assert err(heartbeat) == "ILLEGAL_GENERATION"
+        assert err(heartbeat) == ErrorCode.illegal_generation
