@@ -29,7 +29,9 @@ def wait_for(
     retry_on: tuple[type[Exception], ...] = (Exception,),
 ) -> T:
     """Poll ``predicate`` until it returns something truthy, and return that (never None, so
-    the type of what it returns drops the ``None`` a "not yet" answer carries).
+    the type of what it returns drops the ``None`` a "not yet" answer carries). An IntEnum's
+    zero is falsy — ``ErrorCode.none`` among them — so a predicate that returns an error code
+    wraps it (in a tuple) or returns a comparison.
 
     An exception from ``predicate`` counts as "not yet" — a broker that is restarting refuses
     connections, a znode that is being rewritten is briefly missing — but the last one is kept
