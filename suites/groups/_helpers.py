@@ -243,3 +243,21 @@ def rejoin_when_rebalancing(client: RawClient, group: str, member: Any,
 
     wait_for(rebalancing, WAIT_S, "a heartbeat to report the rebalance", retry_on=())
     return join(client, group, member.member_id, **options)
+
+
+def wait_topic_known(client: RawClient, topic: str) -> None:
+    """Wait until the broker behind `client` has `topic`, with a leader per partition, in its
+    own metadata: a new topic reaches each broker's metadata cache on its own time, and until
+    then an OffsetCommit there answers UNKNOWN_TOPIC_OR_PARTITION, as on Kafka."""
+    def known() -> bool:
+        answer: Any = client.request(METADATA, V[METADATA], {"topics": [{"name": topic}]})
+        return any(t.name == topic and err(t) == ErrorCode.none and t.partitions
+                   and all(p.leader_id >= 0 for p in t.partitions) for t in answer.topics)
+
+    wait_for(known, WAIT_S, f"the broker to know topic {topic}", retry_on=())
+
+
+def broker_addresses(client: RawClient) -> dict[int, str]:
+    """{node id: host:port} of every broker the target's Metadata lists."""
+    answer: Any = client.request(METADATA, V[METADATA], {"topics": []})
+    return {b.node_id: f"{b.host}:{b.port}" for b in answer.brokers}

@@ -2,34 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.raw_client import RawClient
-from harness.waiting import wait_for
 from harness.wire.errors import ErrorCode
 
 from ..groups._helpers import (
-    METADATA,
     OFFSET_COMMIT,
-    WAIT_S,
     RawFactory,
     V,
+    broker_addresses,
     coordinator_client,
     err,
     fetch_offsets,
+    wait_topic_known,
 )
 
-
-def wait_topic_known(client: RawClient, topic: str) -> None:
-    """Wait until the broker behind `client` has `topic`, with a leader per partition, in its
-    own metadata: a new topic reaches each broker's metadata cache on its own time, and until
-    then an OffsetCommit there answers UNKNOWN_TOPIC_OR_PARTITION, as on Kafka."""
-    def known() -> bool:
-        answer: Any = client.request(METADATA, V[METADATA], {"topics": [{"name": topic}]})
-        return any(t.name == topic and err(t) == ErrorCode.none and t.partitions
-                   and all(p.leader_id >= 0 for p in t.partitions) for t in answer.topics)
-
-    wait_for(known, WAIT_S, f"the broker to know topic {topic}", retry_on=())
+__all__ = ["broker_addresses", "commit", "committed", "offsets_client", "wait_topic_known"]
 
 
 def offsets_client(raw_client: RawFactory, group: str, topics: list[str], *apis: int
@@ -63,9 +50,3 @@ def committed(client: RawClient, group: str, topic: str, partitions: list[int]
     assert err(answer) == ErrorCode.none, f"OffsetFetch({group}) answered {err(answer)!r}"
     return {p.partition_index: (p.committed_offset, p.metadata, err(p))
             for t in answer.topics if t.name == topic for p in t.partitions}
-
-
-def broker_addresses(client: RawClient) -> dict[int, str]:
-    """{node id: host:port} of every broker the target's Metadata lists."""
-    answer: Any = client.request(METADATA, V[METADATA], {"topics": []})
-    return {b.node_id: f"{b.host}:{b.port}" for b in answer.brokers}
