@@ -25,6 +25,20 @@ sys.exit(engine_client(timeout=5) is None)' 2>/dev/null; then
   fi
 fi
 
+# The saved rules, and for each table dockerd writes (filter, nat) that the machine did not have
+# yet — a fresh machine's dump is empty, and restoring it changed nothing, so dockerd's chains
+# and its FORWARD DROP policy stayed behind — that table as it is when absent: no rules, every
+# chain accepting.
+restore_rules() {
+  {
+    cat "$1"
+    grep -q '^\*filter$' "$1" ||
+      printf '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n'
+    grep -q '^\*nat$' "$1" ||
+      printf '*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\nCOMMIT\n'
+  } | iptables-restore
+}
+
 stop_engine() {
   [ "$started" = 1 ] || return 0
   if [ -f /var/run/docker.pid ]; then
@@ -33,7 +47,7 @@ stop_engine() {
     for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
   fi
   if [ -n "$rules" ]; then
-    iptables-restore <"$rules" && rm -f "$rules"
+    restore_rules "$rules" && rm -f "$rules"
   fi
   ip link delete docker0 2>/dev/null || true
   echo "docker smoke: stopped the engine it started and restored the iptables rules"
