@@ -18,6 +18,7 @@ import time
 
 from harness.raw_client import RawClient
 from harness.wire.records import build_batch, iter_headers
+from suites.protocol._wire import fetch_body, produce_body
 
 from .conftest import create_topic
 
@@ -25,32 +26,17 @@ PRODUCE, FETCH = 0, 1
 PARKED_MS = 30_000
 
 
-def _fetch_body(topic: str, max_wait_ms: int) -> dict:
-    return {"replica_id": -1, "max_wait": max_wait_ms, "min_bytes": 1, "max_bytes": 1 << 20,
-            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": topic, "partitions": [{
-                "partition": 0, "current_leader_epoch": -1, "fetch_offset": 0,
-                "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}],
-            "forgotten_topics_data": [], "rack_id": ""}
-
-
-def _produce_body(topic: str) -> dict:
-    return {"transactional_id": None, "acks": 1, "timeout": 10_000,
-            "topic_data": [{"name": topic, "partition_data": [
-                {"index": 0, "records": build_batch([(None, b"wake")])}]}]}
-
-
 def test_an_append_read_in_the_same_loop_turn_as_the_fetch_wakes_it(broker):
     topic = create_topic(broker.bootstrap)
     with RawClient(broker.host, broker.port) as reader, \
             RawClient(broker.host, broker.port) as writer:
-        empty = reader.request(FETCH, 11, _fetch_body(topic, 0)).responses[0].partitions[0]
+        empty = reader.request(FETCH, 11, fetch_body(topic, 0)).responses[0].partitions[0]
         assert empty.error_code == 0 and empty.high_watermark == 0, empty
         os.kill(broker.pid, signal.SIGSTOP)
         try:
-            parked = reader.send(FETCH, 11, _fetch_body(topic, PARKED_MS))
+            parked = reader.send(FETCH, 11, fetch_body(topic, 0, max_wait=PARKED_MS))
             time.sleep(0.1)  # the Fetch's bytes reach the broker's socket first
-            writer.send(PRODUCE, 9, _produce_body(topic))
+            writer.send(PRODUCE, 9, produce_body(topic, build_batch([(None, b"wake")]), acks=1))
             time.sleep(0.1)
         finally:
             os.kill(broker.pid, signal.SIGCONT)
