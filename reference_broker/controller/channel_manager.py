@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from reference_broker.controller.request_batch import BrokerRequest, inter_broker_endpoint
 from reference_broker.network.broker_client import BrokerClient, BrokerClientError
 from reference_broker.network.tasks import cancel_and_wait
-from reference_broker.zk.zk_data import BrokerInfo
+from reference_broker.zk.broker_znodes import BrokerInfo
 
 log = logging.getLogger("reference_broker.controller.channel")
 

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from reference_broker.log.topic_partition import TopicPartition
-from reference_broker.zk.zk_data import BrokerInfo, LeaderIsrAndControllerEpoch, ReplicaAssignment
+from reference_broker.zk.broker_znodes import BrokerInfo
+from reference_broker.zk.topic_znodes import LeaderIsrAndControllerEpoch, ReplicaAssignment
 
 
 @dataclass

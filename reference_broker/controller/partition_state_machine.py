@@ -32,8 +32,9 @@ from reference_broker.controller.state_changes import (
     unclean_leader_election_enabled,
 )
 from reference_broker.log.topic_partition import TopicPartition
-from reference_broker.zk.kafka_zk_client import KafkaZkClient, PartitionStateConflictError
-from reference_broker.zk.zk_data import LeaderIsrAndControllerEpoch
+from reference_broker.zk.kafka_zk_client import KafkaZkClient
+from reference_broker.zk.topic_zk import PartitionStateConflictError
+from reference_broker.zk.topic_znodes import LeaderIsrAndControllerEpoch
 
 log = logging.getLogger("reference_broker.controller.state_change")
 

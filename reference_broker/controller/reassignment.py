@@ -29,7 +29,7 @@ from reference_broker.controller.request_batch import ControllerBrokerRequestBat
 from reference_broker.controller.state_changes import reassignment_in_flight
 from reference_broker.log.topic_partition import TopicPartition
 from reference_broker.zk.kafka_zk_client import KafkaZkClient
-from reference_broker.zk.zk_data import ReplicaAssignment, TopicAssignment
+from reference_broker.zk.topic_znodes import ReplicaAssignment, TopicAssignment
 
 log = logging.getLogger("reference_broker.controller.reassignment")
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from reference_broker.controller.controller_context import ControllerContext
 from reference_broker.log.topic_partition import TopicPartition
-from reference_broker.zk.zk_data import BrokerInfo, EndPoint
+from reference_broker.zk.broker_znodes import BrokerInfo, EndPoint
 
 LEADER_AND_ISR = 4
 STOP_REPLICA = 5

@@ -18,7 +18,7 @@ from reference_broker.controller.election import (
     remove_replica_from_isr,
 )
 from reference_broker.log.topic_partition import TopicPartition
-from reference_broker.zk.zk_data import LeaderIsrAndControllerEpoch, ReplicaAssignment
+from reference_broker.zk.topic_znodes import LeaderIsrAndControllerEpoch, ReplicaAssignment
 
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 

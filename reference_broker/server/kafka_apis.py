@@ -1,12 +1,11 @@
-"""api_key → handler registry and request dispatch (Kafka's KafkaApis, minus the 4,000 lines).
+"""Request dispatch through the handler registry (Kafka's KafkaApis, minus the 4,000 lines).
 
-Each module in `server/apis/` registers its handlers with `@api(key, versions)`; the versions
-advertised by ApiVersions are read from this registry, so the broker never claims a version it
-does not implement. Each declares Apache Kafka 3.9's range, the line the broker is modelled on,
-cut only where harness.wire has no types: the old versions Kafka 4 removed (KIP-896), which kio
-lacks, and all but one version of each controller -> broker API. The tests hold the advertised
-ranges to what Kafka 3.9.2 answered (`tests/kafka_api_versions.py` lists every difference with
-its reason).
+Each module in `server/apis/` registers its handlers with `@api(key, versions)` in
+`server/api_registry.py`, a leaf module, so that the handlers need not import this one; this
+module imports the `apis` package, which registers them all, and dispatches to them. The
+versions advertised by ApiVersions are read from the same registry, so the broker never claims
+a version it does not implement. The tests hold the advertised ranges to what Kafka 3.9.2
+answered (`tests/kafka_api_versions.py` lists every difference with its reason).
 
 A handler receives the broker's services and the decoded request and returns a plain-dict
 response body (built into the negotiated version's kio type by `harness.wire`), None for "no
@@ -17,67 +16,30 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from harness.wire import protocol
 from harness.wire.produce_response import encode_produce_response
 from harness.wire.protocol import ProtocolError, Request
+from reference_broker.server import apis  # noqa: F401  (importing it registers every handler)
+from reference_broker.server.api_registry import registry, supports
+from reference_broker.server.apis.api_versions import unsupported_version_response
 
 if TYPE_CHECKING:
     from reference_broker.network.socket_server import ConnectionInfo
     from reference_broker.server.broker_services import BrokerServices
 
-log = logging.getLogger("reference_broker.server.kafka_apis")
+# `registry` and `supports` are read from here too (ci/fuzz_target.py, ci/fuzz_broker.py,
+# tests/test_readme.py): imported through this module, the registry is always complete.
+__all__ = ["KafkaApis", "registry", "supports"]
 
-Handler = Callable[["BrokerServices", Request, "ConnectionInfo"], Any]
+log = logging.getLogger("reference_broker.server.kafka_apis")
 
 PRODUCE_KEY = 0
 # What a handler returns when it answers at once; anything else is checked for awaitability
 # (inspect.isawaitable's ABC checks cost more than the rest of a small request's dispatch).
 _PLAIN_RESULTS = (dict, type(None))
-
-
-@dataclass(frozen=True)
-class ApiHandler:
-    api_key: int
-    min_version: int
-    max_version: int
-    handle: Handler
-    zk_only: bool = False  # inter-broker APIs of ZooKeeper mode; hidden from standalone clients
-
-
-_REGISTRY: dict[int, ApiHandler] = {}
-
-
-def api(api_key: int, versions: range, *, zk_only: bool = False
-        ) -> Callable[[Handler], Handler]:
-    """Register a handler for the given versions, limited to the versions kio models.
-
-    A `zk_only` API (controller → broker requests) is advertised only in ZooKeeper mode; a
-    standalone broker treats it as an API it does not offer and closes the connection."""
-    modelled = set(protocol.modelled_versions(api_key))
-    usable = [v for v in versions if v in modelled]
-    if not usable or usable != list(range(usable[0], usable[-1] + 1)):
-        raise ValueError(f"api {api_key}: versions {versions} not contiguous in kio's models")
-
-    def register(fn: Handler) -> Handler:
-        _REGISTRY[api_key] = ApiHandler(api_key, usable[0], usable[-1], fn, zk_only)
-        return fn
-
-    return register
-
-
-def registry() -> dict[int, ApiHandler]:
-    from reference_broker.server import apis  # noqa: F401  (imports register the handlers)
-
-    return _REGISTRY
-
-
-def supports(api_key: int, version: int) -> bool:
-    handler = registry().get(api_key)
-    return handler is not None and handler.min_version <= version <= handler.max_version
 
 
 class KafkaApis:
@@ -93,8 +55,6 @@ class KafkaApis:
         api_key, version, correlation_id = protocol.peek_header(frame)
         if api_key == protocol.API_VERSIONS_KEY and not supports(api_key, version):
             # KIP-511: answer an unknown ApiVersions version with v0 and our supported range.
-            from reference_broker.server.apis.api_versions import unsupported_version_response
-
             return protocol.encode_response(
                 api_key, 0, correlation_id,
                 unsupported_version_response(self._services.config.zookeeper_mode))

@@ -26,8 +26,10 @@ from reference_broker.server.admin_manager import (
 from reference_broker.server.metadata_cache import MetadataCache, PartitionInfo, TopicInfo
 from reference_broker.server.replica_manager import ReplicaManager
 from reference_broker.server.topic_store import TopicStore
-from reference_broker.zk.kafka_zk_client import KafkaZkClient, TopicExistsError
-from reference_broker.zk.zk_data import ProducerIdBlock, TopicAssignment
+from reference_broker.zk.broker_znodes import ProducerIdBlock
+from reference_broker.zk.kafka_zk_client import KafkaZkClient
+from reference_broker.zk.topic_zk import TopicExistsError
+from reference_broker.zk.topic_znodes import TopicAssignment
 from reference_broker.zk.zk_json import uuid_to_base64
 
 log = logging.getLogger("reference_broker.server.zk_admin")

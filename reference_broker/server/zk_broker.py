@@ -35,8 +35,10 @@ from reference_broker.server.metadata_cache import (
 )
 from reference_broker.server.replica_manager import PartitionState, ReplicaManager, current_ms
 from reference_broker.server.request_order import ConnectionOrder
-from reference_broker.zk.kafka_zk_client import KafkaZkClient, PartitionStateConflictError
-from reference_broker.zk.zk_data import BrokerInfo, EndPoint, LeaderIsrAndControllerEpoch
+from reference_broker.zk.broker_znodes import BrokerInfo, EndPoint
+from reference_broker.zk.kafka_zk_client import KafkaZkClient
+from reference_broker.zk.topic_zk import PartitionStateConflictError
+from reference_broker.zk.topic_znodes import LeaderIsrAndControllerEpoch
 
 log = logging.getLogger("reference_broker.server.zk_broker")
 

@@ -9,11 +9,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch
 
-from reference_broker.zk.zk_data import (
-    ConfigEntityChangeNotificationSequenceZNode,
-    ProducerIdBlock,
-    ProducerIdBlockZNode,
-)
+from reference_broker.zk.admin_znodes import ConfigEntityChangeNotificationSequenceZNode
+from reference_broker.zk.broker_znodes import ProducerIdBlock, ProducerIdBlockZNode
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 

@@ -21,14 +21,16 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.recipe.watchers import DataWatch
 
 from reference_broker.log.topic_partition import TopicPartition
-from reference_broker.zk.zk_data import (
+from reference_broker.zk.admin_znodes import (
     ConfigEntityChangeNotificationSequenceZNode,
     ConfigEntityZNode,
     DeleteTopicsTopicZNode,
     DeleteTopicsZNode,
-    LeaderIsrAndControllerEpoch,
     PreferredReplicaElectionZNode,
     ReassignPartitionsZNode,
+)
+from reference_broker.zk.topic_znodes import (
+    LeaderIsrAndControllerEpoch,
     TopicPartitionStateZNode,
     TopicPartitionsZNode,
     TopicZNode,

@@ -1,13 +1,21 @@
 """The broker's and the controller's only way to ZooKeeper: Kafka's znodes over a kazoo session.
 
-Every znode is read and written through :mod:`reference_broker.zk.zk_data`, so this module is
-about ZooKeeper semantics only — ephemeral ownership, version-checked writes, multi-op
+Every znode is read and written through its object in :mod:`reference_broker.zk.broker_znodes`,
+:mod:`~reference_broker.zk.topic_znodes` or :mod:`~reference_broker.zk.admin_znodes`, so this
+module is about ZooKeeper semantics only — ephemeral ownership, version-checked writes, multi-op
 transactions, watches and session expiry — and raises exceptions a caller can act on without
 knowing kazoo:
 
 * :class:`BrokerIdInUseError` — another live session owns ``/brokers/ids/[id]``;
-* :class:`PartitionStateConflictError` — a partition-state write lost a race (re-read, retry);
+* :class:`~reference_broker.zk.topic_zk.PartitionStateConflictError` — a partition-state write
+  lost a race (re-read, retry);
 * :class:`ControllerMovedError` — a controller's fenced write found a newer controller epoch.
+
+This module keeps the session, broker registration, the cluster id, controller election and the
+fenced write every controller write goes through; the rest of the client is in three mixins,
+each small: :class:`~reference_broker.zk.topic_zk.TopicZkOps` (topics, their configs and
+partition states), :class:`~reference_broker.zk.controller_zk.ControllerZkOps` (what only the
+controller does) and :class:`~reference_broker.zk.broker_zk.BrokerZkOps` (what only brokers do).
 
 The API is synchronous. Watch callbacks and session handlers run on kazoo's threads; the broker,
 which lives on an asyncio loop, hands them over with ``loop.call_soon_threadsafe``. Callbacks
@@ -21,7 +29,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Self
@@ -38,48 +46,44 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import ZnodeStat
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from reference_broker.log.topic_partition import TopicPartition
+from reference_broker.zk.admin_znodes import (
+    ConfigEntityChangeNotificationSequenceZNode,
+    ConfigEntityZNode,
+    DeleteTopicsZNode,
+    IsrChangeNotificationZNode,
+)
 from reference_broker.zk.broker_zk import BrokerZkOps
-from reference_broker.zk.controller_zk import ControllerZkOps
-from reference_broker.zk.zk_data import (
-    PERSISTENT_PATHS,
+from reference_broker.zk.broker_znodes import (
     BrokerIdsZNode,
     BrokerIdZNode,
     BrokerInfo,
     ClusterIdZNode,
-    ConfigEntityChangeNotificationSequenceZNode,
-    ConfigEntityZNode,
     ControllerEpochZNode,
     ControllerZNode,
-    IsrChangeNotificationSequenceZNode,
-    IsrChangeNotificationZNode,
-    LeaderIsrAndControllerEpoch,
-    TopicAssignment,
-    TopicPartitionStateZNode,
-    TopicsZNode,
-    TopicZNode,
 )
+from reference_broker.zk.controller_zk import ControllerZkOps
+from reference_broker.zk.topic_zk import TopicZkOps
+from reference_broker.zk.topic_znodes import TopicsZNode
 from reference_broker.zk.zk_json import uuid_to_base64
 
 log = logging.getLogger("reference_broker.zk")
 
 _ROLLED_BACK = (RolledBackError, RuntimeInconsistency)
 
+# The parents every broker makes sure exist at start-up, before it writes anything under them.
+PERSISTENT_PATHS: tuple[str, ...] = (
+    BrokerIdsZNode.path(),
+    TopicsZNode.path(),
+    ConfigEntityChangeNotificationSequenceZNode.parent_path(),
+    f"/config/{ConfigEntityZNode.TOPICS}",
+    f"/config/{ConfigEntityZNode.BROKERS}",
+    DeleteTopicsZNode.path(),
+    IsrChangeNotificationZNode.path(),
+)
+
 
 class BrokerIdInUseError(RuntimeError):
     """``/brokers/ids/[id]`` belongs to another session: two brokers share a ``broker.id``."""
-
-
-class PartitionStateConflictError(RuntimeError):
-    """The partition state changed since it was read: the write was not applied."""
-
-    def __init__(self, tp: TopicPartition, expected_version: int) -> None:
-        super().__init__(
-            f"partition state of {tp.topic}-{tp.partition} is no longer at znode version "
-            f"{expected_version}; re-read it and retry"
-        )
-        self.tp = tp
-        self.expected_version = expected_version
 
 
 class ControllerMovedError(RuntimeError):
@@ -88,10 +92,6 @@ class ControllerMovedError(RuntimeError):
 
 class ZooKeeperUnavailableError(RuntimeError):
     """No ZooKeeper server in ``zookeeper.connect`` answered in time."""
-
-
-class TopicExistsError(RuntimeError):
-    """``/brokers/topics/[topic]`` already exists."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class KafkaZkClient(ControllerZkOps, BrokerZkOps):
+class KafkaZkClient(TopicZkOps, ControllerZkOps, BrokerZkOps):
     """One ZooKeeper session, as Kafka's ``KafkaZkClient``: start it, use it, close it.
 
     ``connect`` is ``zookeeper.connect`` — ``host:port[,host:port]`` with an optional chroot
@@ -345,114 +345,7 @@ class KafkaZkClient(ControllerZkOps, BrokerZkOps):
             return winner
         return candidate
 
-    # --- topics ----------------------------------------------------------------------------
-
-    def get_all_topics(self) -> list[str]:
-        return sorted(self._zk.get_children(TopicsZNode.path()))
-
-    def create_topic_assignment(self, topic: str, assignment: TopicAssignment) -> None:
-        try:
-            self._zk.create(TopicZNode.path(topic), TopicZNode.encode(assignment))
-        except NodeExistsError:
-            raise TopicExistsError(f"topic {topic!r} already exists") from None
-
-    def get_topic_assignment(self, topic: str) -> tuple[TopicAssignment, int] | None:
-        """The assignment and its znode version, or None if the topic does not exist."""
-        try:
-            data, stat = self._zk.get(TopicZNode.path(topic))
-        except NoNodeError:
-            return None
-        return TopicZNode.decode(topic, data), stat.version
-
-    def set_topic_assignment(
-        self,
-        topic: str,
-        assignment: TopicAssignment,
-        expected_version: int,
-        *,
-        controller_epoch_zk_version: int | None = None,
-    ) -> int:
-        """Replace the assignment if unchanged since ``expected_version``; the new version."""
-        def op(tx: TransactionRequest) -> None:
-            tx.set_data(TopicZNode.path(topic), TopicZNode.encode(assignment), expected_version)
-
-        return self._fenced_write(op, controller_epoch_zk_version).version
-
-    def get_topic_config(self, topic: str) -> dict[str, str]:
-        """The topic's overrides of the broker defaults (empty when it has none)."""
-        try:
-            data, _ = self._zk.get(ConfigEntityZNode.path(ConfigEntityZNode.TOPICS, topic))
-        except NoNodeError:
-            return {}
-        return ConfigEntityZNode.decode(data)
-
-    def set_topic_config(self, topic: str, config: dict[str, str]) -> None:
-        """Write the overrides, then announce the change so every broker reloads them."""
-        path = ConfigEntityZNode.path(ConfigEntityZNode.TOPICS, topic)
-        data = ConfigEntityZNode.encode(config)
-        try:
-            self._zk.set(path, data)
-        except NoNodeError:
-            self._zk.create(path, data, makepath=True)
-        self._zk.create(
-            ConfigEntityChangeNotificationSequenceZNode.path(),
-            ConfigEntityChangeNotificationSequenceZNode.encode(ConfigEntityZNode.TOPICS, topic),
-            sequence=True,
-        )
-
-    # --- partition state -------------------------------------------------------------------
-
-    def create_partition_state(
-        self,
-        tp: TopicPartition,
-        state: LeaderIsrAndControllerEpoch,
-        *,
-        controller_epoch_zk_version: int | None = None,
-    ) -> int:
-        """Create the state znode (and its parents) for a new partition; returns its version."""
-        path = TopicPartitionStateZNode.path(tp)
-        self._zk.ensure_path(path.rsplit("/", 1)[0])
-
-        def op(tx: TransactionRequest) -> None:
-            tx.create(path, TopicPartitionStateZNode.encode(state))
-
-        self._fenced_write(op, controller_epoch_zk_version)
-        return 0
-
-    def get_partition_state(
-        self, tp: TopicPartition
-    ) -> tuple[LeaderIsrAndControllerEpoch, int] | None:
-        """The state and its znode version, the version the next update must name."""
-        try:
-            data, stat = self._zk.get(TopicPartitionStateZNode.path(tp))
-        except NoNodeError:
-            return None
-        return TopicPartitionStateZNode.decode(tp, data), stat.version
-
-    def update_partition_state(
-        self,
-        tp: TopicPartition,
-        state: LeaderIsrAndControllerEpoch,
-        expected_version: int,
-        *,
-        controller_epoch_zk_version: int | None = None,
-    ) -> int:
-        """Write ``state`` only if the znode is still at ``expected_version``; the new version.
-
-        Leaders updating their ISR pass no controller version; the controller passes its own so
-        that a deposed controller cannot overwrite its successor's decisions.
-        """
-        def op(tx: TransactionRequest) -> None:
-            tx.set_data(
-                TopicPartitionStateZNode.path(tp),
-                TopicPartitionStateZNode.encode(state),
-                expected_version,
-            )
-
-        try:
-            return self._fenced_write(op, controller_epoch_zk_version).version
-        except BadVersionError:
-            raise PartitionStateConflictError(tp, expected_version) from None
+    # --- controller-fenced writes ----------------------------------------------------------
 
     def _fenced_write(
         self, op: Callable[[TransactionRequest], None], controller_epoch_zk_version: int | None
@@ -547,35 +440,6 @@ class KafkaZkClient(ControllerZkOps, BrokerZkOps):
 
         with contextlib.suppress(NoNodeError):
             self._fenced_write(op, controller_epoch_zk_version)
-
-    # --- ISR change notifications -----------------------------------------------------------
-
-    def create_isr_change_notification(self, partitions: Iterable[TopicPartition]) -> str:
-        """Tell the controller these partitions' ISR changed; returns the sequence number."""
-        path = self._zk.create(
-            IsrChangeNotificationSequenceZNode.path(),
-            IsrChangeNotificationSequenceZNode.encode(partitions),
-            sequence=True,
-        )
-        return IsrChangeNotificationSequenceZNode.sequence_number(path)
-
-    def get_isr_change_notifications(self) -> list[str]:
-        """Pending notifications' sequence numbers, oldest first."""
-        children = self._zk.get_children(IsrChangeNotificationZNode.path())
-        return sorted(IsrChangeNotificationSequenceZNode.sequence_number(c) for c in children)
-
-    def get_isr_change_notification(self, sequence_number: str) -> frozenset[TopicPartition]:
-        """The partitions named by one notification (empty if it was already deleted)."""
-        try:
-            data, _ = self._zk.get(IsrChangeNotificationSequenceZNode.path(sequence_number))
-        except NoNodeError:
-            return frozenset()
-        return IsrChangeNotificationSequenceZNode.decode(data)
-
-    def delete_isr_change_notifications(self, sequence_numbers: Iterable[str]) -> None:
-        for sequence_number in sequence_numbers:
-            with contextlib.suppress(NoNodeError):
-                self._zk.delete(IsrChangeNotificationSequenceZNode.path(sequence_number))
 
     # --- watches ---------------------------------------------------------------------------
 

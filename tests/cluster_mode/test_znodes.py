@@ -17,18 +17,19 @@ from confluent_kafka.admin import (
 )
 
 from reference_broker.log.topic_partition import TopicPartition
-from reference_broker.zk.zk_data import (
-    BrokerIdZNode,
-    ClusterIdZNode,
+from reference_broker.zk.admin_znodes import (
     ConfigEntityChangeNotificationSequenceZNode,
     ConfigEntityZNode,
+    IsrChangeNotificationSequenceZNode,
+)
+from reference_broker.zk.broker_znodes import (
+    BrokerIdZNode,
+    ClusterIdZNode,
     ControllerEpochZNode,
     ControllerZNode,
-    IsrChangeNotificationSequenceZNode,
     ProducerIdBlockZNode,
-    TopicPartitionStateZNode,
-    TopicZNode,
 )
+from reference_broker.zk.topic_znodes import TopicPartitionStateZNode, TopicZNode
 
 
 def _walk(zk, path: str = "/") -> dict[str, bytes]:

@@ -14,8 +14,9 @@ from harness.wire.protocol import decode_request, encode_response, to_plain
 from reference_broker.config import KafkaConfig
 from reference_broker.controller.kafka_controller import KafkaController
 from reference_broker.log.topic_partition import TopicPartition
+from reference_broker.zk.broker_znodes import BrokerInfo, EndPoint
 from reference_broker.zk.kafka_zk_client import KafkaZkClient
-from reference_broker.zk.zk_data import BrokerInfo, EndPoint, LeaderIsrAndControllerEpoch
+from reference_broker.zk.topic_znodes import LeaderIsrAndControllerEpoch
 
 LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
 T = TypeVar("T")

@@ -9,11 +9,8 @@ from kazoo.client import KazooClient
 
 from harness.wire.errors import ErrorCode
 from reference_broker.log.topic_partition import TopicPartition
-from reference_broker.zk.zk_data import (
-    ControllerZNode,
-    LeaderIsrAndControllerEpoch,
-    TopicAssignment,
-)
+from reference_broker.zk.broker_znodes import ControllerZNode
+from reference_broker.zk.topic_znodes import LeaderIsrAndControllerEpoch, TopicAssignment
 from tests.controller.fake_broker import (
     LEADER_AND_ISR,
     STOP_REPLICA,

@@ -20,12 +20,8 @@ from reference_broker.controller.state_changes import (
 )
 from reference_broker.log.topic_partition import TopicPartition
 from reference_broker.network.broker_client import BrokerClientError
-from reference_broker.zk.zk_data import (
-    BrokerInfo,
-    EndPoint,
-    LeaderIsrAndControllerEpoch,
-    ReplicaAssignment,
-)
+from reference_broker.zk.broker_znodes import BrokerInfo, EndPoint
+from reference_broker.zk.topic_znodes import LeaderIsrAndControllerEpoch, ReplicaAssignment
 
 State = LeaderIsrAndControllerEpoch
 TP = TopicPartition("t", 0)

@@ -8,13 +8,9 @@ from collections.abc import Callable
 import pytest
 
 from reference_broker.log.topic_partition import TopicPartition
+from reference_broker.zk.broker_znodes import BrokerInfo, EndPoint
 from reference_broker.zk.kafka_zk_client import ControllerMovedError, KafkaZkClient
-from reference_broker.zk.zk_data import (
-    BrokerInfo,
-    EndPoint,
-    LeaderIsrAndControllerEpoch,
-    TopicAssignment,
-)
+from reference_broker.zk.topic_znodes import LeaderIsrAndControllerEpoch, TopicAssignment
 
 Factory = Callable[[], KafkaZkClient]
 TP = TopicPartition("orders", 0)

@@ -12,20 +12,15 @@ from kazoo.client import KazooClient
 
 from harness.net.ports import free_port
 from reference_broker.log.topic_partition import TopicPartition
+from reference_broker.zk.broker_znodes import BrokerInfo, EndPoint
 from reference_broker.zk.kafka_zk_client import (
     BrokerIdInUseError,
     ControllerMovedError,
     KafkaZkClient,
-    PartitionStateConflictError,
-    TopicExistsError,
     ZooKeeperUnavailableError,
 )
-from reference_broker.zk.zk_data import (
-    BrokerInfo,
-    EndPoint,
-    LeaderIsrAndControllerEpoch,
-    TopicAssignment,
-)
+from reference_broker.zk.topic_zk import PartitionStateConflictError, TopicExistsError
+from reference_broker.zk.topic_znodes import LeaderIsrAndControllerEpoch, TopicAssignment
 from reference_broker.zk.zk_json import is_base64_uuid
 
 Factory = Callable[[], KafkaZkClient]

@@ -9,28 +9,31 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reference_broker.log.topic_partition import TopicPartition
-from reference_broker.zk.zk_data import (
-    PERSISTENT_PATHS,
+from reference_broker.zk.admin_znodes import (
+    ConfigEntityChangeNotificationSequenceZNode,
+    ConfigEntityZNode,
+    DeleteTopicsTopicZNode,
+    IsrChangeNotificationSequenceZNode,
+    PreferredReplicaElectionZNode,
+    ReassignPartitionsZNode,
+)
+from reference_broker.zk.broker_znodes import (
     BrokerIdZNode,
     BrokerInfo,
     ClusterIdZNode,
-    ConfigEntityChangeNotificationSequenceZNode,
-    ConfigEntityZNode,
     ControllerEpochZNode,
     ControllerZNode,
-    DeleteTopicsTopicZNode,
     EndPoint,
-    IsrChangeNotificationSequenceZNode,
+)
+from reference_broker.zk.kafka_zk_client import PERSISTENT_PATHS
+from reference_broker.zk.topic_znodes import (
     LeaderIsrAndControllerEpoch,
-    PreferredReplicaElectionZNode,
-    ReassignPartitionsZNode,
     ReplicaAssignment,
     TopicAssignment,
     TopicPartitionStateZNode,
     TopicZNode,
-    ZkDataError,
 )
-from reference_broker.zk.zk_json import is_base64_uuid, uuid_to_base64
+from reference_broker.zk.zk_json import ZkDataError, is_base64_uuid, uuid_to_base64
 
 TP = TopicPartition("orders", 3)
 

@@ -11,8 +11,8 @@ from typing import Any
 from harness.wire.errors import ErrorCode
 from reference_broker.server import topic_config
 from reference_broker.server.admin_manager import AdminError, NewTopic
+from reference_broker.server.api_registry import api
 from reference_broker.server.broker_services import BrokerServices
-from reference_broker.server.kafka_apis import api
 
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 ZERO_UUID = uuid.UUID(int=0)

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.wire.errors import ErrorCode
-from reference_broker.server import kafka_apis
-from reference_broker.server.kafka_apis import api
+from reference_broker.server.api_registry import api, registry
 
 API_VERSIONS = 18
 
@@ -14,7 +13,7 @@ API_VERSIONS = 18
 def advertised(zookeeper_mode: bool = True) -> list[dict[str, int]]:
     return [
         {"api_key": h.api_key, "min_version": h.min_version, "max_version": h.max_version}
-        for h in sorted(kafka_apis.registry().values(), key=lambda h: h.api_key)
+        for h in sorted(registry().values(), key=lambda h: h.api_key)
         if zookeeper_mode or not h.zk_only
     ]
 

@@ -15,9 +15,9 @@ from typing import Any
 from harness.wire.errors import ErrorCode
 from reference_broker.coordinator.group.group_metadata import CommittedOffset, TopicPartition
 from reference_broker.coordinator.group.offset_commits import OffsetToCommit
+from reference_broker.server.api_registry import api
 from reference_broker.server.apis.group_membership import in_connection_order, millis
 from reference_broker.server.broker_services import BrokerServices
-from reference_broker.server.kafka_apis import api
 
 OFFSET_COMMIT = 8
 OFFSET_FETCH = 9

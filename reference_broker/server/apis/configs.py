@@ -8,8 +8,8 @@ from harness.wire.errors import ErrorCode
 from reference_broker.config import DEFINITIONS
 from reference_broker.server import topic_config
 from reference_broker.server.admin_manager import AdminError
+from reference_broker.server.api_registry import api
 from reference_broker.server.broker_services import BrokerServices
-from reference_broker.server.kafka_apis import api
 from reference_broker.server.topic_config import (
     DEFAULT_CONFIG,
     DYNAMIC_TOPIC_CONFIG,

@@ -17,8 +17,8 @@ from typing import Any
 
 from harness.wire.errors import ErrorCode
 from harness.wire.protocol import Deferred
+from reference_broker.server.api_registry import api
 from reference_broker.server.broker_services import BrokerServices
-from reference_broker.server.kafka_apis import api
 
 FETCH = 1
 ZERO_UUID = uuid.UUID(int=0)

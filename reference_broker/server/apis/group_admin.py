@@ -10,8 +10,8 @@ from typing import Any
 
 from harness.wire.errors import ErrorCode
 from reference_broker.coordinator.group import group_admin
+from reference_broker.server.api_registry import api
 from reference_broker.server.broker_services import BrokerServices
-from reference_broker.server.kafka_apis import api
 
 DESCRIBE_GROUPS = 15
 LIST_GROUPS = 16

@@ -14,8 +14,8 @@ from typing import Any
 
 from harness.wire.errors import ErrorCode
 from reference_broker.coordinator.group.group_coordinator import JoinRequest, JoinResult
+from reference_broker.server.api_registry import api
 from reference_broker.server.broker_services import BrokerServices
-from reference_broker.server.kafka_apis import api
 
 JOIN_GROUP = 11
 HEARTBEAT = 12

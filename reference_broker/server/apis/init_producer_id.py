@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness.wire.errors import ErrorCode
+from reference_broker.server.api_registry import api
 from reference_broker.server.broker_services import BrokerServices
-from reference_broker.server.kafka_apis import api
 
 INIT_PRODUCER_ID = 22
 

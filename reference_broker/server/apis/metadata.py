@@ -7,8 +7,8 @@ from typing import Any
 
 from harness.wire.errors import ErrorCode
 from reference_broker.server.admin_manager import AdminError, NewTopic
+from reference_broker.server.api_registry import api
 from reference_broker.server.broker_services import BrokerServices
-from reference_broker.server.kafka_apis import api
 from reference_broker.server.metadata_cache import TopicInfo
 
 METADATA = 3

@@ -10,8 +10,8 @@ from typing import Any
 from harness.wire.errors import ErrorCode, error_name
 from harness.wire.protocol import ProtocolError
 from reference_broker.server import topic_config
+from reference_broker.server.api_registry import api
 from reference_broker.server.broker_services import BrokerServices
-from reference_broker.server.kafka_apis import api
 
 PRODUCE = 0
 ZERO_UUID = uuid.UUID(int=0)

@@ -8,8 +8,8 @@ from typing import Any
 
 from harness.wire.errors import ErrorCode
 from harness.wire.protocol import ProtocolError
+from reference_broker.server.api_registry import api
 from reference_broker.server.broker_services import BrokerServices
-from reference_broker.server.kafka_apis import api
 
 LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA, CONTROLLED_SHUTDOWN = 4, 5, 6, 7
 OFFSET_FOR_LEADER_EPOCH = 23
