@@ -1,5 +1,5 @@
 """Packages of the distribution: ``harness`` and ``reference_broker`` as they are, and the
-top-level ``suites/`` directory shipped as ``kafka_harness_suites`` (harness/suite_location.py
+top-level ``suites/`` directory shipped as ``kafka_harness_suites`` (harness/conformance/suites.py
 says why); pyproject.toml's static configuration cannot rename a package directory."""
 
 from setuptools import find_packages, setup

@@ -58,12 +58,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from harness.cluster.peers import (
-    LibrdkafkaMockCluster,
-    PeerStartError,
-    ReferenceBroker,
-    TansuBroker,
-)
+from harness.cluster.errors import PeerStartError
+from harness.cluster.peers import LibrdkafkaMockCluster, ReferenceBroker, TansuBroker
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUTPUT = REPO_ROOT / "bench-results" / "broker.json"

@@ -62,11 +62,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.cluster.factory import BROKER_KINDS
+from harness.cluster.errors import PeerStartError
 from harness.cluster.kinds import BrokerKind
-from harness.cluster.local import ClusterSpec, LocalCluster
-from harness.cluster.peers import PeerStartError, ReferenceBroker
+from harness.cluster.local import LocalCluster
+from harness.cluster.peers import ReferenceBroker
 from harness.cluster.proxied import ProxiedCluster
+from harness.cluster.registry import BROKER_KINDS
+from harness.cluster.spec import ClusterSpec
 from harness.net.ports import LOOPBACK
 from harness.net.toxiproxy_process import ToxiproxyStartError
 from harness.raw_client import RawClient

@@ -28,16 +28,16 @@ from bench_cluster import BenchError, create_topic, measure_produce
 from bench_common import machine_info, print_results, write_json_atomically
 from rich.console import Console
 
-from harness.cluster.docker_backend import DockerCluster
-from harness.cluster.docker_images import (
+from harness.cluster.docker.backend import DockerCluster
+from harness.cluster.docker.images import (
     EngineUnavailable,
     build_project_image,
     ensure_base_image,
     ensure_engine,
 )
-from harness.cluster.local import ClusterSpec
-from harness.cluster.process import PeerStartError
+from harness.cluster.errors import PeerStartError
 from harness.cluster.proxied import ProxiedCluster
+from harness.cluster.spec import ClusterSpec
 from harness.waiting import ClusterWaitTimeout
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -56,13 +56,15 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 
+from harness.cluster.errors import PeerStartError
 from harness.cluster.factory import Faults
-from harness.cluster.local import ClusterSpec, LocalCluster
+from harness.cluster.local import LocalCluster
 from harness.cluster.netns_cluster import KernelFaults, NetnsCluster
-from harness.cluster.process import PeerStartError
+from harness.cluster.options import ClusterTarget
 from harness.cluster.proxied import ProxiedCluster
 from harness.cluster.proxy_faults import NetworkFaults
-from harness.cluster.registry import BROKER_KINDS, ClusterTarget
+from harness.cluster.registry import BROKER_KINDS
+from harness.cluster.spec import ClusterSpec
 from harness.net.netns import NetnsError, NetnsUnavailable
 from harness.net.toxiproxy_process import (
     ToxiproxyProcess,

@@ -36,7 +36,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 from rich.table import Table
 
-from harness.cluster.peers import BrokerProcess, PeerStartError, ReferenceBroker, TansuBroker
+from harness.cluster.errors import PeerStartError
+from harness.cluster.peers import BrokerProcess, ReferenceBroker, TansuBroker
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUTPUT = REPO_ROOT / "bench-results" / "groups.json"

@@ -51,9 +51,11 @@ from perf_scenarios import SCENARIOS, Measure, Outcome, Scenario, Target, Work, 
 from rich.console import Console
 
 from harness.cluster.apache_kafka import KafkaDistribution
-from harness.cluster.factory import BROKER_KINDS
-from harness.cluster.local import ClusterSpec, LocalCluster
-from harness.cluster.peers import PeerStartError, TansuBroker, tansu_binary
+from harness.cluster.errors import PeerStartError
+from harness.cluster.local import LocalCluster
+from harness.cluster.peers import TansuBroker, tansu_binary
+from harness.cluster.registry import BROKER_KINDS
+from harness.cluster.spec import ClusterSpec
 from harness.cluster.zookeeper import find_java
 from harness.schema import SCHEMA_VERSION
 from harness.waiting import ClusterWaitTimeout, wait_for

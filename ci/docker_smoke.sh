@@ -16,7 +16,7 @@ python=.venv/bin/python
 started=0
 rules=""
 if ! "$python" -c 'import sys
-from harness.cluster.docker_images import engine_client
+from harness.cluster.docker.engine import engine_client
 sys.exit(engine_client(timeout=5) is None)' 2>/dev/null; then
   started=1
   if command -v iptables-save >/dev/null; then
@@ -54,7 +54,7 @@ stop_engine() {
 }
 trap stop_engine EXIT
 
-"$python" -m harness.cluster.docker_images
+"$python" -m harness.cluster.docker.images
 built=$?
 if [ "$built" -eq 3 ]; then
   echo "docker smoke: SKIPPED — no docker engine could be started here (reason above)" >&2

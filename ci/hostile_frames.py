@@ -6,14 +6,14 @@
 The fuzzer (ci/fuzz) proves the reference broker's request path survives hostile bytes
 in-process; this sends hostile frames to running brokers, where what matters is what a peer
 sees. For each kind it starts ZooKeeper and one broker (harness.cluster.LocalCluster), keeps a
-witness connection open, and then, for each frame of one seeded sequence (harness.hostile
-.frames: random bytes, mutations of real client requests, real requests with a rewritten size
-prefix), opens a connection of its own, sends the frame and judges the broker by Kafka's rule
-(harness.hostile.judge: closed without a word, answered under the frame's correlation id, or
-left waiting for the rest). After every frame the witness must still get an ApiVersions
-answer; at the end the broker process must be the one that started (restarts: 0) and a fresh
-confluent-kafka producer and consumer must round-trip a record. Figures go to
-bench-results/hostile.json and docs/fuzzing.md.
+witness connection open, and then, for each frame of one seeded sequence
+(harness.conformance.hostile.frames: random bytes, mutations of real client requests, real
+requests with a rewritten size prefix), opens a connection of its own, sends the frame and
+judges the broker by Kafka's rule (harness.conformance.hostile.judge: closed without a word,
+answered under the frame's correlation id, or left waiting for the rest). After every frame the
+witness must still get an ApiVersions answer; at the end the broker process must be the one that
+started (restarts: 0) and a fresh confluent-kafka producer and consumer must round-trip a
+record. Figures go to bench-results/hostile.json and docs/fuzzing.md.
 
 The originals are the real client frames in ci/fuzz_seeds (librdkafka and kafka-python),
 limited to requests that answer at once and change nothing that could hurt a broker: a mutated
@@ -42,9 +42,10 @@ sys.path.insert(0, str(REPO / "ci"))
 
 from bench_common import machine_info, print_results, write_json_atomically  # noqa: E402
 
-from harness import hostile  # noqa: E402
-from harness.cluster.factory import BROKER_KINDS  # noqa: E402
-from harness.cluster.local import ClusterSpec, LocalCluster  # noqa: E402
+from harness.cluster.local import LocalCluster  # noqa: E402
+from harness.cluster.registry import BROKER_KINDS  # noqa: E402
+from harness.cluster.spec import ClusterSpec  # noqa: E402
+from harness.conformance import hostile  # noqa: E402
 from harness.raw_client import RawClient  # noqa: E402
 from harness.schema import SCHEMA_VERSION  # noqa: E402
 

@@ -52,9 +52,11 @@ from bench_common import machine_info, write_json_atomically
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.apache_kafka import KafkaDistribution
-from harness.cluster.factory import BROKER_KINDS
-from harness.cluster.local import ClusterSpec, LocalCluster
-from harness.cluster.peers import PeerStartError, ReferenceBroker
+from harness.cluster.errors import PeerStartError
+from harness.cluster.local import LocalCluster
+from harness.cluster.peers import ReferenceBroker
+from harness.cluster.registry import BROKER_KINDS
+from harness.cluster.spec import ClusterSpec
 from harness.cluster.zookeeper import find_java
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

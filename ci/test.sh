@@ -7,6 +7,8 @@ echo "== ruff"
 .venv/bin/ruff check harness reference_broker tests suites ci
 echo "== mypy"
 .venv/bin/mypy harness reference_broker suites
+echo "== import contracts (pyproject.toml, docs/layout.md)"
+.venv/bin/lint-imports --no-logo
 echo "== pytest"
 # -rfE: the short summary names failures and errors only (the skips' reasons are in the
 # report), so a failure stays near the end of a long log; the JUnit file names them again in
@@ -36,7 +38,7 @@ rm -f "$smoke_status"
 if [ "$smoke" -ne 0 ]; then docker_part="failed (exit $smoke)"; else docker_part="${skipped:-ran}"; fi
 if [ "$status" -ne 0 ]; then pytest_part="failed (exit $status: ${failed_tests:-see above})"; else pytest_part="passed"; fi
 if [ "$fuzz" -ne 0 ]; then fuzz_part="failed (exit $fuzz)"; else fuzz_part="passed"; fi
-echo "== summary: ruff passed; mypy passed; pytest (not slow, not docker) $pytest_part; fuzz (30000 executions) $fuzz_part; docker smoke $docker_part; not run here by design: the tests marked slow"
+echo "== summary: ruff passed; mypy passed; import contracts kept; pytest (not slow, not docker) $pytest_part; fuzz (30000 executions) $fuzz_part; docker smoke $docker_part; not run here by design: the tests marked slow"
 if [ "$status" -ne 0 ]; then
   exit "$status"
 fi

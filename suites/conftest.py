@@ -17,7 +17,7 @@ import pytest
 
 from harness.cluster.kinds import Capability
 from harness.cluster.targets import Target
-from harness.plugin_options import kafka_options
+from harness.plugin.options import kafka_options
 
 from .support import unique_name, wait_for_topic
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from harness.plugin_options import kafka_options
-from harness.pytest_plugin import new_name
+from harness.plugin.options import kafka_options
+from harness.plugin.pytest_plugin import new_name
 
 TOPIC_READY_TIMEOUT_S = 30.0
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from harness.cluster.targets import Target, start_target
-from harness.pytest_plugin import SUITE_BROKER_PROPERTIES
+from harness.plugin.pytest_plugin import SUITE_BROKER_PROPERTIES
 
 pytest_plugins = ["pytester"]
 

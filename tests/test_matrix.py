@@ -8,11 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness import matrix
-from harness.cluster.factory import Backend
-from harness.matrix import TargetRun
-from harness.suite_location import suites_dir
-from harness.suite_progress import LineProgress
+from harness.cluster.options import Backend
+from harness.conformance import matrix
+from harness.conformance.matrix import TargetRun
+from harness.conformance.progress import LineProgress
+from harness.conformance.suites import suites_dir
 
 DEMO_SUITE = '''
 import pytest

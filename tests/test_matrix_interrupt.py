@@ -33,7 +33,7 @@ MATRIX = '''
 import sys
 from pathlib import Path
 
-from harness import matrix
+from harness.conformance import matrix
 
 matrix.run_matrix(("reference",), ("protocol",), Path(sys.argv[2]), where=Path(sys.argv[1]))
 '''

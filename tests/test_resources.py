@@ -1,4 +1,4 @@
-"""The soak's judgement of resource growth (harness/resources.py): pure over samples, and the
+"""The soak's judgement of resource growth (harness/run/resources.py): pure over samples, and the
 sampler reading real processes from /proc."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from harness.resources import ResourceSampler, Sample, judge, read_process
+from harness.run.resources import ResourceSampler, Sample, judge, read_process
 from harness.waiting import wait_for
 
 MIB = 2**20

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from harness.suite_progress import LineProgress, LiveProgress, ProgressFile
+from harness.conformance.progress import LineProgress, LiveProgress, ProgressFile
 from harness.waiting import wait_for
 
 PLAIN_TESTS = '''
@@ -54,7 +54,7 @@ def test_each_outcome_is_written_once(tmp_path: Path, workers: list[str]):
     results, progress = tmp_path / "results.json", tmp_path / "progress.jsonl"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "test_plain.py", *workers, "-q", "-p",
-         "no:cacheprovider", "-p", "harness.suite_results", "--suite-results", str(results),
+         "no:cacheprovider", "-p", "harness.conformance.results", "--suite-results", str(results),
          "--suite-progress", str(progress)], cwd=tmp_path, capture_output=True, text=True,
         timeout=120)
     assert done.returncode == 1, done.stdout + done.stderr

@@ -17,11 +17,11 @@ python="${PYTHON:-$root/.venv/bin/python}"
 [ -x "$python" ] || python=python3
 
 if [ "${1:-}" != "--from-registry" ]; then
-    exec "$python" -m harness.cluster.docker_images "$@"
+    exec "$python" -m harness.cluster.docker.images "$@"
 fi
 
 base="${2:-debian:bookworm-slim}"
-tag="$("$python" -m harness.cluster.docker_images --print-tag)"
+tag="$("$python" -m harness.cluster.docker.images --print-tag)"
 context="$(mktemp -d)"
 trap 'rm -rf "$context"' EXIT
 mkdir "$context/wheels"
@@ -30,7 +30,7 @@ cp "$root/ci/docker/Dockerfile" "$context/"
 "$python" - "$context/wheels" <<'PY'
 import subprocess, sys
 from pathlib import Path
-from harness.cluster.docker_images import container_requirements, stage_image_directories
+from harness.cluster.docker.images import container_requirements, stage_image_directories
 wheels = Path(sys.argv[1])
 stage_image_directories(wheels.parent)
 requirements = container_requirements()

@@ -16,6 +16,12 @@ from urllib.parse import urlsplit
 
 import harness
 
+
+class SparkError(RuntimeError):
+    """Spark or Java could not start, the cluster asked for cannot be reached, or a job failed:
+    the infrastructure, not the history, is at fault."""
+
+
 SMALL_HISTORY = 1 << 20  # bytes of history files below which a check is tuned for latency
 _LOG4J = """\
 rootLogger.level = error

@@ -9,33 +9,17 @@ JVM's own output is pointed at stderr before it starts.
 from __future__ import annotations
 
 import json
-import os
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
 
 from rich.console import Console
 
 from harness import history
 from harness.checker import manifest, report
+from harness.checker.engine import Engine, Phase, SparkError, judge, stdout_to_stderr
 from harness.checker.result import SCHEMA_VERSION, CheckResult
 
 VALID, INVALID, USAGE, INFRASTRUCTURE = 0, 1, 2, 3
-
-
-@contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
-    """Point file descriptor 1 at stderr; children started meanwhile (the JVM) keep it so."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 def _refuse(code: int, message: str, as_json: bool, where: history.Location | None = None) -> int:
@@ -65,11 +49,9 @@ def run(
     except history.HistoryError as exc:
         return _refuse(USAGE, str(exc), as_json, exc.location)
     size = sum(p.stat().st_size for p in files)
-    with _stdout_to_stderr() if as_json else nullcontext():
-        if engine == "python":
-            outcome = _check_python(history_dir, guarantee, report_dir)
-        else:
-            outcome = _check(history_dir, len(files), size, guarantee, master, report_dir)
+    with stdout_to_stderr() if as_json else nullcontext():
+        outcome = _check(history_dir, len(files), size, guarantee, master, report_dir,
+                         Engine(engine))
     if isinstance(outcome, tuple):
         code, message, where = outcome
         return _refuse(code, message, as_json, where)
@@ -80,53 +62,25 @@ def run(
     return VALID if outcome.valid else INVALID
 
 
-def _check_python(history_dir: Path, guarantee: str, report_dir: Path | None
-                  ) -> CheckResult | tuple[int, str, history.Location | None]:
-    """The pure-Python engine: no JVM, the history in memory (small histories)."""
-    from harness.checker import python_engine
-
+def _check(history_dir: Path, files: int, size: int, guarantee: str, master: str | None,
+           report_dir: Path | None, engine: Engine
+           ) -> CheckResult | tuple[int, str, history.Location | None]:
+    """The verdict (its reports written), or why there is none (exit code, message, where)."""
+    err = Console(stderr=True)
+    said = {Phase.STARTING: "Starting Spark…",
+            Phase.CHECKING: f"Checking {files} history file(s) in {history_dir}…",
+            Phase.REPORTING: f"Writing the report to {report_dir}…"}
     try:
-        result, data = python_engine.check(history_dir, guarantee)
+        result, data = judge(history_dir, guarantee, engine, master=master, history_bytes=size,
+                             report=report_dir is not None,
+                             progress=lambda phase: err.status(said[phase]))
     except history.HistoryError as exc:
         return USAGE, str(exc), exc.location
+    except SparkError as exc:
+        return INFRASTRUCTURE, str(exc), None
     if report_dir is not None:
+        assert data is not None  # judge gathers it when asked for a report
         written = report.write_reports(report_dir, result, data, str(history_dir),
                                        manifest.read(history_dir))
-        Console(stderr=True).print("report: " + ", ".join(str(p) for p in written),
-                                   highlight=False)
+        err.print("report: " + ", ".join(str(p) for p in written), highlight=False)
     return result
-
-
-def _check(
-    history_dir: Path,
-    files: int,
-    size: int,
-    guarantee: str,
-    master: str | None,
-    report_dir: Path | None,
-) -> CheckResult | tuple[int, str, history.Location | None]:
-    """The Spark part: the result, or why there is none (exit code, message, where)."""
-    # pyspark takes a second to import; not for --help
-    from harness.checker import spark, spark_session
-
-    err = Console(stderr=True)
-    try:
-        with err.status("Starting Spark…"):
-            session = spark_session.shared_session(master, size)
-    except spark_session.SparkError as exc:
-        return INFRASTRUCTURE, str(exc), None
-    try:
-        with err.status(f"Checking {files} history file(s) in {history_dir}…"):
-            result = spark.check(session, history_dir, guarantee)
-        if report_dir is not None:
-            with err.status(f"Writing the report to {report_dir}…"):
-                data = spark.report_data(session, history_dir, result)
-                written = report.write_reports(
-                    report_dir, result, data, str(history_dir), manifest.read(history_dir)
-                )
-            err.print("report: " + ", ".join(str(p) for p in written), highlight=False)
-        return result
-    except history.HistoryError as exc:
-        return USAGE, str(exc), exc.location
-    except spark_session.SparkError as exc:
-        return INFRASTRUCTURE, str(exc), None

@@ -2,7 +2,8 @@
 
 Written for clarity over speed and kept free of I/O, so a test can hand it a few events and read
 the definition straight off the code. Every choice the contract leaves open (example order, which
-rows are an example's context, tie-breaks) is made here and mirrored by harness.checker.spark.
+rows are an example's context, tie-breaks) is made here and mirrored by the Spark engine
+(harness.checker.spark_rules).
 """
 
 from __future__ import annotations
@@ -261,7 +262,7 @@ def _group_exclusivity(h: _History) -> list[Instance]:
 
 def _interleave(spans: list[tuple[int, int, int]]) -> bool:
     """Whether any of the (first, last, process) spans starts before an earlier one ends
-    (sorted by first, the longer span first on a tie, then by process: as spark.py does)."""
+    (sorted by first, the longer span first on a tie, then by process: as spark_rules.py does)."""
     latest_end: int | None = None
     for first, last, _ in sorted(spans, key=lambda s: (s[0], -s[1], s[2])):
         if latest_end is not None and first < latest_end:

@@ -1,6 +1,6 @@
 """The Spark session the checker runs on: started once per process and shared.
 
-Kept apart from the rules (harness.checker.spark) because starting, sharing and stopping a JVM
+Kept apart from the engine (harness.checker.spark) because starting, sharing and stopping a JVM
 is a concern of its own, and every caller that judges a history needs it before any rule runs.
 """
 
@@ -18,11 +18,7 @@ from pyspark.find_spark_home import _find_spark_home
 from pyspark.sql import SparkSession
 
 from harness.checker import cluster
-
-
-class SparkError(RuntimeError):
-    """Spark or Java could not start, the cluster asked for cannot be reached, or a job failed:
-    the infrastructure, not the history, is at fault."""
+from harness.checker.cluster import SparkError
 
 
 def start_session(master: str | None = None, history_bytes: int | None = None) -> SparkSession:

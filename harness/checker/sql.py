@@ -271,7 +271,7 @@ def neighborhoods(anchors: list[tuple[str, int, int]], around: int, points: int)
 
 
 # ---------------------------------------------------------------------------------------------
-# The rules' projections, aggregates and windows, applied by harness.checker.spark
+# The rules' projections, aggregates and windows, applied by harness.checker.spark_rules
 
 _TPO = ("topic", "partition", "offset")
 _TP = "topic, `partition`"

@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.cluster.errors import PeerStartError
 from harness.cluster.kinds import (
     BrokerWiring,
     Capability,
@@ -42,7 +43,6 @@ from harness.cluster.kinds import (
     properties_text,
 )
 from harness.cluster.peers import ConfiguredBroker, write_atomically
-from harness.cluster.process import PeerStartError
 from harness.cluster.zookeeper import find_java
 from harness.net.ports import free_port
 from harness.vendor import FETCH_HINT, vendor_dir

@@ -24,7 +24,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
-from harness.cluster.nodes import BrokerNode
+from harness.cluster.node import BrokerNode
 from harness.net.ports import LOOPBACK, free_port
 
 Wrap = Callable[[type], type]

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.cluster.kinds import BrokerKind, BrokerNodeProcess
-from harness.cluster.local import ClusterSpec, LocalCluster
+from harness.cluster.local import LocalCluster
 from harness.cluster.reference_kind import REFERENCE
+from harness.cluster.spec import ClusterSpec
 from harness.cluster.zookeeper import ZooKeeperServer
 from harness.net import grudge as shapes
 from harness.net.netns import NetnsNetwork

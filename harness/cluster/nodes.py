@@ -1,7 +1,7 @@
 """The node-control surface process faults, runs and tests use, whatever runs the nodes.
 
 A :class:`~harness.cluster.local.LocalCluster` (behind the proxies or in namespaces) and a
-:class:`~harness.cluster.docker_backend.DockerCluster` both offer it, with processes or containers
+:class:`~harness.cluster.docker.backend.DockerCluster` both offer it, with processes or containers
 as nodes; code that only kills, pauses, restarts or inspects nodes takes a :class:`ClusterNodes`
 instead of either class.
 """
@@ -13,45 +13,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from harness.cluster.kinds import BrokerKind
+from harness.cluster.node import BrokerNode, ProcessNode
+from harness.cluster.spec import ClusterSpec
+
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
-
-    from harness.cluster.kinds import BrokerKind
-    from harness.cluster.local import ClusterSpec
-
-
-class ProcessNode(Protocol):
-    """One node: a process on this machine or a container."""
-
-    @property
-    def pid(self) -> int | None: ...
-
-    def is_running(self) -> bool: ...
-
-    def start(self) -> object: ...
-
-    def stop(self) -> int | None: ...
-
-    def kill(self) -> int | None: ...
-
-    def pause(self) -> None: ...
-
-    def resume(self) -> None: ...
-
-
-class BrokerNode(ProcessNode, Protocol):
-    @property
-    def data_dir(self) -> Path: ...
-
-    @property
-    def host(self) -> str:
-        """The broker's own listener (not a proxy in front of it)."""
-        ...
-
-    @property
-    def port(self) -> int | None:
-        """The own listener's port; None only before a local broker's first start."""
-        ...
 
 
 class ClusterNodes(Protocol):

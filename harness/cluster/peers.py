@@ -24,13 +24,15 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
-from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient
-
-from harness.cluster.process import ManagedProcess, PeerStartError
+from harness.cluster.errors import PeerStartError
+from harness.cluster.process import ManagedProcess
 from harness.net.ports import is_accepting
+
+if TYPE_CHECKING:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient
 
 
 def wait_until_serving(
@@ -42,6 +44,11 @@ def wait_until_serving(
     would otherwise retry and log every refused connection. ``still_running`` lets the caller
     stop waiting as soon as the process it launched has exited.
     """
+    # confluent-kafka only once a broker process waits to be ready: the kinds (and so the
+    # pytest plugin, which names their versions) load this module without starting any.
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
     deadline = time.monotonic() + timeout
     admin: AdminClient | None = None
     last_error = "nothing listening"
@@ -221,6 +228,8 @@ class LibrdkafkaMockCluster:
     def start(self) -> Self:
         if self._handle is not None:
             raise RuntimeError("mock cluster is already running")
+        from confluent_kafka import KafkaException, Producer
+
         # log_level 4 drops the notice that the mock replaced bootstrap.servers.
         handle = Producer({"test.mock.num.brokers": self.num_brokers, "log_level": 4})
         try:

@@ -16,14 +16,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-from harness import reaper
+from harness.cluster.errors import PeerStartError
+from harness.lifecycle import reaper
 from harness.net.ports import LOOPBACK, free_port
 
 _LOG_TAIL_CHARS = 2000
-
-
-class PeerStartError(RuntimeError):
-    """A process did not come up; the message carries the reason and the tail of its log."""
 
 
 class ManagedProcess:

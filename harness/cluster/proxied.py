@@ -46,9 +46,10 @@ from harness.cluster.kinds import (
     allocate_ports,
     distinct_free_ports,
 )
-from harness.cluster.local import ClusterSpec, LocalCluster
+from harness.cluster.local import LocalCluster
 from harness.cluster.nodes import ClusterNodes
 from harness.cluster.reference_kind import REFERENCE
+from harness.cluster.spec import ClusterSpec
 from harness.net.ports import LOOPBACK
 from harness.net.toxiproxy_process import (
     TOXIPROXY_URL_ENV,

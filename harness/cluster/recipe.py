@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from harness.cluster.kinds import Capability
+from harness.vendor import vendor_dir
 
 _E = TypeVar("_E", bound=StrEnum)
 
@@ -526,8 +527,6 @@ class _Reader:
 def static_values(recipe: Recipe) -> dict[str, str]:
     """The placeholders that do not depend on the node: the harness's Python, the recipe's
     directory, the vendor directory."""
-    from harness.vendor import vendor_dir
-
     return {Placeholder.PYTHON.value: sys.executable,
             Placeholder.RECIPE_DIR.value: str(recipe.directory or Path.cwd()),
             Placeholder.VENDOR_DIR.value: str(vendor_dir())}

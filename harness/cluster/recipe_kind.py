@@ -22,9 +22,9 @@ from enum import Enum
 from functools import partial
 from pathlib import Path
 
+from harness.cluster.errors import PeerStartError
 from harness.cluster.kinds import BrokerWiring, Capability, ContainerLaunch, Wrap
 from harness.cluster.peers import BrokerProcess, wait_until_serving, write_atomically
-from harness.cluster.process import PeerStartError
 from harness.cluster.recipe import (
     PeerPlaceholder,
     Placeholder,

@@ -10,9 +10,9 @@ with a precise reason instead of failing falsely. Which cluster runs is decided 
   With ``network="kernel"`` (root only) each node has a network namespace instead and
   partitions are iptables drops (:class:`~harness.cluster.netns_cluster.NetnsCluster`); toxics
   are then refused with the reason. With ``backend="docker"`` the same nodes run in containers
-  (:class:`~harness.cluster.docker_backend.DockerCluster`): links through a Toxiproxy
+  (:class:`~harness.cluster.docker.backend.DockerCluster`): links through a Toxiproxy
   container, partitions as iptables drops inside the containers
-  (:class:`~harness.cluster.docker_faults.IptablesPartitions`), toxics in the Toxiproxy
+  (:class:`~harness.cluster.docker.faults.IptablesPartitions`), toxics in the Toxiproxy
   container.
 * ``apache-kafka`` — the same cluster made of Apache Kafka 3.9 brokers in ZooKeeper mode, with
   every fault the reference target has (local backend, proxy or kernel network).
@@ -35,27 +35,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.cluster.factory import (
-    Backend,
-    ClusterOptions,
-    Faults,
-    Network,
-    RunnableCluster,
-    TargetName,
-    build,
-    check_options,
-)
+from harness.cluster.apache_kafka import KafkaDistribution, KraftBroker
+from harness.cluster.errors import TargetError
+from harness.cluster.factory import Faults, RunnableCluster, build
 from harness.cluster.kinds import Capability
 from harness.cluster.nodes import ClusterNodes
+from harness.cluster.options import Backend, ClusterOptions, Network, TargetName, check_options
+from harness.cluster.peers import LibrdkafkaMockCluster, TansuBroker
+from harness.cluster.recipe import load_recipe
 
 log = logging.getLogger(__name__)
-
-__all__ = ["Backend", "Network", "Target", "TargetError", "TargetName", "check_options",
-           "start_target"]
-
-
-class TargetError(RuntimeError):
-    """The target could not be started or reached (exit code 3 territory)."""
 
 
 @dataclass
@@ -75,7 +64,7 @@ class Target:
 
         For a cluster the harness runs (``reference``, ``apache-kafka``) this is the
         :class:`~harness.cluster.local.LocalCluster` behind the network mechanism (or the
-        :class:`~harness.cluster.docker_backend.DockerCluster`): ``kill``/``stop_broker``/
+        :class:`~harness.cluster.docker.backend.DockerCluster`): ``kill``/``stop_broker``/
         ``start_broker``/``pause``/``resume`` a broker id, ``controller_id()``,
         ``controller_epoch()``, ``partition_state(topic, partition)``, ``zk()``, ``broker(id)``.
         """
@@ -155,9 +144,10 @@ def start_target(kind: str, *, brokers: int = 3, bootstrap: str | None = None,
     """Start (or, for ``external``, describe) a target; ValueError for options that do not
     go together (or a bad ``recipe`` file, for the ``recipe`` target), TargetError when it
     cannot start."""
-    check_options(kind, bootstrap, brokers, network, backend, recipe=recipe)
+    loaded = load_recipe(recipe) if recipe is not None else None
+    check_options(kind, bootstrap, brokers, network, backend, recipe=loaded)
     return start(ClusterOptions(TargetName(kind), brokers, Network(network), Backend(backend),
-                                bootstrap, dict(properties or {}), recipe=recipe), run_dir)
+                                bootstrap, dict(properties or {}), recipe=loaded), run_dir)
 
 
 def start(options: ClusterOptions, run_dir: Path | None) -> Target:
@@ -185,21 +175,15 @@ def start(options: ClusterOptions, run_dir: Path | None) -> Target:
 def _start_peer(name: TargetName, options: ClusterOptions, run_dir: Path | None) -> Target:
     """A target the harness starts but cannot fault: one process, or the mock in-process."""
     if name == TargetName.TANSU:
-        from harness.cluster.peers import TansuBroker
-
         tansu = TansuBroker(run_dir).start()
         return Target(name.value, tansu.bootstrap, frozenset({Capability.CREATE_TOPICS}), 1,
                       _close=tansu.stop)
     if name == TargetName.APACHE_KAFKA_KRAFT:
-        from harness.cluster.apache_kafka import KafkaDistribution, KraftBroker
-
         distribution = KafkaDistribution.find("4")
         kraft = KraftBroker(run_dir, distribution=distribution,
                             properties=dict(options.properties)).start()
         return Target(name.value, kraft.bootstrap, frozenset({Capability.CREATE_TOPICS}), 1,
                       version=distribution.version, _close=kraft.stop)
-    from harness.cluster.peers import LibrdkafkaMockCluster
-
     mock = LibrdkafkaMockCluster(options.brokers).start()
     mock_caps = frozenset({Capability.MULTI_BROKER} if options.brokers > 1 else set())
     return Target(name.value, mock.bootstrap, mock_caps, options.brokers, _close=mock.stop)

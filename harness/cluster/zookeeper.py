@@ -20,7 +20,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from harness.cluster.process import ManagedProcess, PeerStartError
+from harness.cluster.errors import PeerStartError
+from harness.cluster.process import ManagedProcess
 
 DEBIAN_ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 DEBIAN_SLF4J_SIMPLE_JAR = Path("/usr/share/java/slf4j-simple.jar")

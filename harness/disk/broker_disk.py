@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from harness import reaper
 from harness.disk import mounts
-from harness.disk.faultfs import applied_path
+from harness.lifecycle import reaper
 from harness.waiting import wait_for
 
 DEFAULT_SIZE_MB = 64
@@ -65,6 +64,12 @@ class DiskState:
     free_bytes: int
     ballast_bytes: int
     error_rate: float
+
+
+def applied_path(control: Path) -> Path:
+    """Where the FUSE process (:mod:`harness.disk.faultfs`) says which error rate it applies,
+    next to the control file it reads the rate from."""
+    return control.with_name(control.name + ".applied")
 
 
 def fuse_unavailable() -> str | None:
@@ -128,7 +133,7 @@ class BrokerDisk:
                 [sys.executable, "-m", "harness.disk.faultfs", str(self.backing),
                  str(self.log_dir), str(self.control)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-        self._entries.append((self.log_dir, reaper.register(reaper.Kind.MOUNT,
+        self._entries.append((self.log_dir, reaper.register(mounts.undo_mount,
                                                             str(self.log_dir))))
         fuse = self._fuse
         wait_for(lambda: mounts.is_mounted(self.log_dir) or fuse.poll() is not None,

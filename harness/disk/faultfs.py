@@ -25,15 +25,13 @@ from typing import Any
 
 from fuse import FUSE, FuseOSError, Operations  # type: ignore[import-untyped]
 
+from harness.disk.broker_disk import applied_path
+
 CONTROL_POLL_S = 0.05
 _STAT_KEYS = ("st_atime", "st_ctime", "st_gid", "st_mode", "st_mtime", "st_nlink", "st_size",
               "st_uid", "st_blocks")
 _STATVFS_KEYS = ("f_bavail", "f_bfree", "f_blocks", "f_bsize", "f_favail", "f_ffree", "f_files",
                  "f_flag", "f_frsize", "f_namemax")
-
-
-def applied_path(control: Path) -> Path:
-    return control.with_name(control.name + ".applied")
 
 
 class FaultFS(Operations):

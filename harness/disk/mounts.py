@@ -2,8 +2,8 @@
 
 A mount is a kernel object like a network namespace: it outlives a SIGKILLed harness, and a
 broker's log dir left mounted on a full tmpfs would break the next run in the same directory.
-So every mount is registered (:class:`harness.reaper.Kind.MOUNT`) before anything is written
-to it and released only once it is gone; the watchdog lazily unmounts what was not.
+So every mount is registered with the reaper (undone by :func:`undo_mount`) before anything is
+written to it and released only once it is gone; the watchdog lazily unmounts what was not.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from harness import reaper
+from harness.lifecycle import reaper
 
 _MOUNT_TIMEOUT_S = 30
 
@@ -54,7 +54,7 @@ def is_mounted(path: Path) -> bool:
 def mount_tmpfs(path: Path, size_mb: int) -> int:
     """A tmpfs of ``size_mb`` MiB on ``path``; returns the ledger entry to :func:`unmount` with."""
     path.mkdir(parents=True, exist_ok=True)
-    entry = reaper.register(reaper.Kind.MOUNT, str(path.resolve()))
+    entry = reaper.register(undo_mount, str(path.resolve()))
     try:
         _run(["mount", "-t", "tmpfs", "-o", f"size={size_mb}m,mode=0755", "tmpfs", str(path)])
     except BaseException:
@@ -66,7 +66,7 @@ def mount_tmpfs(path: Path, size_mb: int) -> int:
 def bind(source: Path, path: Path) -> int:
     """``source`` seen at ``path`` too; returns the ledger entry."""
     path.mkdir(parents=True, exist_ok=True)
-    entry = reaper.register(reaper.Kind.MOUNT, str(path.resolve()))
+    entry = reaper.register(undo_mount, str(path.resolve()))
     try:
         _run(["mount", "--bind", str(source), str(path)])
     except BaseException:
@@ -86,8 +86,9 @@ def unmount(path: Path, entry: int | None) -> None:
     reaper.release(entry)
 
 
+@reaper.undo_action
 def undo_mount(value: str) -> None:
-    """The watchdog's undo of a :class:`~harness.reaper.Kind.MOUNT` entry."""
+    """The watchdog's undo of a mount whose owner died: lazily unmounted, if still mounted."""
     path = Path(value)
     if is_mounted(path):
         _run(["umount", "-l", str(path)])

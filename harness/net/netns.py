@@ -44,7 +44,6 @@ import contextlib
 import ipaddress
 import os
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -52,8 +51,9 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 
-from harness import reaper
+from harness.lifecycle import reaper
 from harness.net.grudge import links_to_cut
+from harness.net.netns_support import unavailable
 
 CHAIN = "HARNESS-GRUDGE"
 """The chain, inside each node's namespace, holding the partition's DROP rules (from INPUT)."""
@@ -76,23 +76,6 @@ class NetnsError(RuntimeError):
 
 class NetnsUnavailable(NetnsError):
     """This host cannot do kernel partitions (see :func:`unavailable`)."""
-
-
-REQUIRED_TOOLS = {"ip": "iproute2", "iptables": "iptables", "iptables-restore": "iptables"}
-
-
-def unavailable() -> str | None:
-    """Why kernel partitions cannot work here (not root, a tool missing), or None if they can.
-
-    Cheap and side-effect free, so a command can refuse before it starts anything."""
-    if os.geteuid() != 0:
-        return ("the kernel network mechanism needs root (CAP_NET_ADMIN, for ip netns and "
-                f"iptables); this process runs as uid {os.geteuid()}: use --network proxy")
-    missing = [f"{tool} (package {package})" for tool, package in REQUIRED_TOOLS.items()
-               if shutil.which(tool) is None]
-    if missing:
-        return f"the kernel network mechanism needs {', '.join(missing)}: not on PATH"
-    return None
 
 
 def _run(argv: Sequence[str], *, stdin: str | None = None) -> str:
@@ -158,13 +141,13 @@ class NetnsNetwork:
 
     def _create_hub(self, gateway: str) -> None:
         in_hub = ["ip", "-n", self.hub]
-        self._ledger.append(reaper.register(reaper.Kind.NAMESPACE, self.hub))
+        self._ledger.append(reaper.register(delete_namespace, self.hub))
         _run(["ip", "netns", "add", self.hub])
         self._namespaces.append(self.hub)
         _run([*in_hub, "link", "add", self.bridge, "type", "bridge"])
         _run([*in_hub, "link", "set", self.bridge, "up"])
         hub_side = f"hx{self.token}"
-        self._ledger.append(reaper.register(reaper.Kind.HOST_LINK, self.host_link))
+        self._ledger.append(reaper.register(delete_host_link, self.host_link))
         _run(["ip", "link", "add", self.host_link, "type", "veth", "peer", "name", hub_side,
               "netns", self.hub])
         self._host_link_created = True
@@ -187,7 +170,7 @@ class NetnsNetwork:
         hub_side, node_side = f"hv{self.token}{index}", f"hn{self.token}{index}"
         ip = str(self.subnet.network_address + 2 + index)
 
-        self._ledger.append(reaper.register(reaper.Kind.NAMESPACE, namespace))
+        self._ledger.append(reaper.register(delete_namespace, namespace))
         _run(["ip", "netns", "add", namespace])
         self._namespaces.append(namespace)
         in_hub = ["ip", "-n", self.hub]
@@ -370,10 +353,18 @@ def _routed_networks() -> list[ipaddress.IPv4Network]:
     return networks
 
 
+@reaper.undo_action
 def delete_namespace(namespace: str) -> None:
-    """Kill what runs in a namespace and delete it; a namespace already gone is no error."""
+    """Kill what runs in a namespace and delete it; a namespace already gone is no error (also
+    the watchdog's undo of a namespace whose owner died)."""
     _kill_processes(namespace)
     _delete(["ip", "netns", "del", namespace])
+
+
+@reaper.undo_action
+def delete_host_link(link: str) -> None:
+    """The watchdog's undo of a link in the root namespace whose owner died."""
+    subprocess.run(["ip", "link", "del", link], capture_output=True, check=False, timeout=30)
 
 
 def _kill_processes(namespace: str) -> None:

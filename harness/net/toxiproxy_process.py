@@ -27,7 +27,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import IO
 
-from harness import reaper, vendor
+from harness import vendor
+from harness.lifecycle import reaper
 from harness.net.ports import LOOPBACK, free_port, is_accepting
 
 TOXIPROXY_URL_ENV = "TOXIPROXY_URL"

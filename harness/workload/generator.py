@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness import reaper
+from harness.lifecycle import reaper
 from harness.workload import client
 from harness.workload.consumer import ConsumerSpec
 from harness.workload.context import RunContext

@@ -22,8 +22,8 @@ from rich.console import Console
 
 from harness.checker.result import GUARANTEES
 from harness.cluster.targets import Target
-from harness.plugin_options import kafka_options
-from harness.runner import INFRASTRUCTURE, Run, RunOptions, RunResult
+from harness.plugin.options import kafka_options
+from harness.run.runner import INFRASTRUCTURE, Run, RunOptions, RunResult
 
 from ..support import own_cluster_options
 

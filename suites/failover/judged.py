@@ -24,7 +24,7 @@ from harness.checker.result import GUARANTEES
 from harness.cluster.targets import Target
 from harness.history import Event, read_history
 from harness.nemesis.schedule import Step
-from harness.runner import INFRASTRUCTURE, Run, RunOptions, RunResult
+from harness.run.runner import INFRASTRUCTURE, Run, RunOptions, RunResult
 
 from ..support import own_cluster_options
 

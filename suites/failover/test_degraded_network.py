@@ -22,11 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster.targets import Network, Target
+from harness.cluster.options import Network
+from harness.cluster.targets import Target
 from harness.history import Event
 from harness.nemesis.executor import TOXICS
 from harness.nemesis.schedule import leader_of, repeated
-from harness.plugin_options import kafka_options
+from harness.plugin.options import kafka_options
 
 from .judged import FaultWindow, fault_windows, history, judged_run
 

@@ -27,7 +27,7 @@ import pytest
 from harness.cluster.targets import Target
 from harness.history import Event
 from harness.nemesis.schedule import repeated, rolling
-from harness.runner import RunResult
+from harness.run.runner import RunResult
 
 from .judged import duration_s, fault_windows, history, judged_run
 

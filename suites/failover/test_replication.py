@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster.local import ClusterSpec
+from harness.cluster.spec import ClusterSpec
 from harness.cluster.targets import Target
 from harness.nemesis.schedule import CONTROLLER, leader_of, repeated
-from harness.runner import RunResult
+from harness.run.runner import RunResult
 
 from .judged import judged_run
 

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from harness.net.netns import unavailable
-from harness.supervisor import socket_path
+from harness.net.netns_support import unavailable
+from harness.supervisor.control import socket_path
 from tests.cli.test_cli_end_to_end import (
     COMMAND_TIMEOUT_S,
     KAFKA_HARNESS,

@@ -18,9 +18,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.apache_kafka import ApacheKafkaKind
-from harness.cluster.local import ClusterSpec, LocalCluster
+from harness.cluster.local import LocalCluster
 from harness.cluster.proxied import ProxiedCluster, broker_node
 from harness.cluster.proxy_faults import NetworkFaults
+from harness.cluster.spec import ClusterSpec
 from harness.nemesis import process as process_faults
 
 LAG_MS = 3000  # replica.lag.time.max.ms: how long a follower may lag before the ISR drops it

@@ -9,7 +9,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.apache_kafka import KAFKA_HOME_ENV, KafkaDistribution
-from harness.cluster.process import PeerStartError
+from harness.cluster.errors import PeerStartError
 from harness.cluster.state import AdminState
 from harness.cluster.targets import start_target
 from harness.vendor import VENDOR_ENV, vendor_dir

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import hostile
+from harness.conformance import hostile
 from harness.raw_client import RawClient
 from harness.waiting import wait_for
 from harness.wire import protocol
@@ -147,8 +147,8 @@ def hostile_frames(draw):
 
 
 def check_one_hostile_frame(broker, witness: RawClient, data: bytes) -> hostile.Outcome:
-    """``data`` on a connection of its own, judged by harness.hostile's rules, and the witness
-    connection served meanwhile."""
+    """``data`` on a connection of its own, judged by harness.conformance.hostile's rules, and
+    the witness connection served meanwhile."""
     with _connect(broker) as sock:
         outcome = hostile.judge(sock, data)
         assert_serving(witness, broker)

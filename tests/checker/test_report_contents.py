@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness import replay, runner
 from harness.checker import manifest, report
 from harness.checker.nemesis_ops import FaultKind
 from harness.checker.report_sections import FAULT_COLORS
 from harness.checker.result import SCHEMA_VERSION
 from harness.nemesis.schedule import FAULTS, Step
+from harness.run import replay, runner
 
 from .histories import Builder
 from .html_page import Page, parse

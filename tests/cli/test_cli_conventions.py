@@ -20,11 +20,10 @@ from rich.console import Console
 from typer.main import get_command
 from typer.testing import CliRunner
 
-from harness import cli_errors, cluster_cli, runner
+from harness import errors
 from harness.checker.result import GUARANTEES
-from harness.cli import app
-from harness.cli_errors import ExitCode, HarnessError, InfrastructureError, UsageError
-from harness.cli_types import (
+from harness.cli import app, control, exits
+from harness.cli.options import (
     CommitStrategy,
     ConsumerMode,
     Engine,
@@ -32,10 +31,12 @@ from harness.cli_types import (
     ToxicType,
     bootstrap_server,
 )
-from harness.cluster.control import NoCluster
-from harness.matrix import SUITES, MatrixError
+from harness.conformance.matrix import SUITES, MatrixError
+from harness.errors import ExitCode, HarnessError, InfrastructureError, UsageError
 from harness.nemesis.schedule import FAULTS
 from harness.net.toxics import ATTRIBUTES
+from harness.run import runner
+from harness.supervisor.control import NoCluster
 from harness.workload.consumer import COMMITS, MODES
 
 KAFKA_HARNESS = str(Path(sys.executable).parent / "kafka-harness")
@@ -139,7 +140,7 @@ def test_the_help_names_the_exit_codes():
 
 def test_each_error_kind_carries_its_exit_code():
     assert [int(code) for code in ExitCode] == [0, 1, 2, 3, 130]
-    assert cli_errors.CommandFailed("x").exit_code is ExitCode.FAILED
+    assert errors.CommandFailed("x").exit_code is ExitCode.FAILED
     assert UsageError("x").exit_code is ExitCode.USAGE
     assert InfrastructureError("x").exit_code is ExitCode.INFRASTRUCTURE
     assert MatrixError("x").exit_code is ExitCode.USAGE
@@ -147,16 +148,16 @@ def test_each_error_kind_carries_its_exit_code():
 
 def test_report_prints_one_line_and_returns_the_code_and_reraises_bugs():
     console = Console(record=True, width=40, soft_wrap=True)
-    code = cli_errors.report(UsageError("a long message that does not fit in forty columns",
+    code = exits.report(UsageError("a long message that does not fit in forty columns",
                                         hint="do this"), console)
     assert code is ExitCode.USAGE
     assert console.export_text() == ("error: a long message that does not fit in forty "
                                      "columns (do this)\n")
-    assert cli_errors.report(NoCluster("no cluster running in /x"), console) \
+    assert exits.report(NoCluster("no cluster running in /x"), console) \
         is ExitCode.INFRASTRUCTURE
     assert "(start one with `kafka-harness up`)" in console.export_text()
     with pytest.raises(KeyError):
-        cli_errors.report(KeyError("a bug keeps its traceback"), console)
+        exits.report(KeyError("a bug keeps its traceback"), console)
 
 
 def test_main_turns_a_harness_error_into_its_exit_code(capsys):
@@ -164,7 +165,7 @@ def test_main_turns_a_harness_error_into_its_exit_code(capsys):
         raise InfrastructureError("the broker would not start")
 
     with pytest.raises(SystemExit) as exited:
-        cli_errors.run_main(failing)
+        exits.run_main(failing)
     assert exited.value.code == ExitCode.INFRASTRUCTURE
     assert "error: the broker would not start" in capsys.readouterr().err
     assert issubclass(InfrastructureError, HarnessError)
@@ -178,9 +179,9 @@ def test_down_with_nothing_running_exits_0_and_says_so(tmp_path):
 
 
 def test_link_names_are_shown_as_a_shell_reads_them_back():
-    assert cluster_cli.shown("client->broker-1") == "'client->broker-1'"
-    assert cluster_cli.shown("broker-1") == "broker-1"
-    shown = cluster_cli.shown_pairs([["broker-1", "broker-2"], ["broker-2", "zk"]])
+    assert control.shown("client->broker-1") == "'client->broker-1'"
+    assert control.shown("broker-1") == "broker-1"
+    shown = control.shown_pairs([["broker-1", "broker-2"], ["broker-2", "zk"]])
     assert shown == "'broker-1->broker-2', 'broker-2->zk'"
     assert shlex.split(shown.replace(",", "")) == ["broker-1->broker-2", "broker-2->zk"]
 

@@ -16,9 +16,11 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.net.netns import unavailable
+from harness.lifecycle.procfs import process_state
+from harness.net.netns_support import unavailable
 from harness.net.ports import LOOPBACK, free_port, is_accepting
-from harness.supervisor import process_state, read_state, socket_path
+from harness.supervisor.control import socket_path
+from harness.supervisor.files import read_state
 
 KAFKA_HARNESS = str(Path(sys.executable).parent / "kafka-harness")
 COMMAND_TIMEOUT_S = 180

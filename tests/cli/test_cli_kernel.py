@@ -16,7 +16,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
-from harness.net.netns import unavailable
+from harness.net.netns_support import unavailable
 
 from .test_cli_end_to_end import KAFKA_HARNESS, Footprint, cli, ok, status
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from harness.supervisor import process_state
+from harness.lifecycle.procfs import process_state
 
 from .test_cli_end_to_end import cli, ok, status
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.supervisor import read_state
+from harness.supervisor.files import read_state
 from tests.cli.test_cli_end_to_end import COMMAND_TIMEOUT_S, KAFKA_HARNESS, Footprint
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.cluster.peers import LibrdkafkaMockCluster
-from harness.supervisor import process_state
+from harness.lifecycle.procfs import process_state
 from harness.waiting import wait_for
 
 KAFKA_HARNESS = str(Path(sys.executable).parent / "kafka-harness")

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.latest import point_latest
+from harness.run.latest import point_latest
 
 KAFKA_HARNESS = str(Path(sys.executable).parent / "kafka-harness")
 

@@ -6,8 +6,8 @@ import os
 import subprocess
 import sys
 
-from harness.cluster.docker_reaping import owner_alive, owner_label
-from harness.procfs import process_start_time
+from harness.cluster.docker.reaping import owner_alive, owner_label
+from harness.lifecycle.procfs import process_start_time
 
 
 def test_this_process_owns_what_it_labels() -> None:

@@ -12,13 +12,8 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.cluster.peers import (
-    BrokerProcess,
-    LibrdkafkaMockCluster,
-    PeerStartError,
-    ReferenceBroker,
-    TansuBroker,
-)
+from harness.cluster.errors import PeerStartError
+from harness.cluster.peers import BrokerProcess, LibrdkafkaMockCluster, ReferenceBroker, TansuBroker
 from harness.net.ports import is_accepting
 
 VALUES = [f"record-{i}".encode() for i in range(20)]

@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness.cluster.apache_kafka import ApacheKafkaKind, KafkaDistribution
-from harness.cluster.factory import check_options
 from harness.cluster.kinds import BrokerPorts, BrokerWiring, Capability
-from harness.cluster.local import ClusterSpec
+from harness.cluster.options import check_options
 from harness.cluster.recipe import (
     PeerAddressing,
     PeerList,
@@ -34,6 +33,8 @@ from harness.cluster.recipe_kind import (
     wiring_values,
 )
 from harness.cluster.reference_kind import REFERENCE
+from harness.cluster.spec import ClusterSpec
+from harness.cluster.targets import start_target
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -175,20 +176,21 @@ def test_a_recipe_target_refuses_docker_and_kernel_without_zookeeper(tmp_path):
     path = tmp_path / "mine.toml"
     path.write_text(MINIMAL)
     with pytest.raises(ValueError, match="local backend only"):
-        check_options("recipe", None, 3, "proxy", "docker", recipe=path)
-    check_options("recipe", None, 3, "kernel", "local", recipe=path)  # with ZooKeeper
+        check_options("recipe", None, 3, "proxy", "docker", recipe=load_recipe(path))
+    check_options("recipe", None, 3, "kernel", "local", recipe=load_recipe(path))  # ZooKeeper
     without = tmp_path / "without.toml"
     without.write_text(MINIMAL.replace("zookeeper = true", "zookeeper = false"))
     with pytest.raises(ValueError, match="proxy network mechanism only"):
-        check_options("recipe", None, 3, "kernel", "local", recipe=without)
+        check_options("recipe", None, 3, "kernel", "local", recipe=load_recipe(without))
     broken = tmp_path / "broken.toml"
     broken.write_text(MINIMAL.replace('"mine"', '"Mine"'))
     with pytest.raises(RecipeError, match="broken.toml: broker.name"):
-        check_options("recipe", None, 3, "proxy", "local", recipe=broken)
+        start_target("recipe", brokers=1, recipe=broken, run_dir=tmp_path / "never")
+    assert not (tmp_path / "never").exists()
     with pytest.raises(ValueError, match="needs a recipe file"):
         check_options("recipe", None, 3)
     with pytest.raises(ValueError, match="only for the recipe target"):
-        check_options("reference", None, 3, recipe=path)
+        check_options("reference", None, 3, recipe=load_recipe(path))
     with pytest.raises(DockerRefused, match="local backend only"):
         RecipeKind(load_recipe(path)).container_launch({}, "/config")
 

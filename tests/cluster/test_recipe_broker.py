@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.cluster.errors import PeerStartError
 from harness.cluster.kinds import allocate_ports, direct_wiring
-from harness.cluster.process import PeerStartError
 from harness.cluster.recipe import load_recipe
 from harness.cluster.recipe_kind import RecipeBroker, RecipeKind
 from harness.net.ports import LOOPBACK, is_accepting

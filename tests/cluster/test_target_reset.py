@@ -8,8 +8,9 @@ from enum import StrEnum
 
 import pytest
 
-from harness.cluster.targets import Network, start_target
-from harness.net.netns import unavailable
+from harness.cluster.options import Network
+from harness.cluster.targets import start_target
+from harness.net.netns_support import unavailable
 from harness.waiting import wait_for
 
 KERNEL_SKIP = pytest.mark.skipif(unavailable() is not None,
@@ -52,6 +53,6 @@ def test_reset_brings_back_zookeeper_and_a_stopped_broker_and_waits_for_registra
 
 
 def _process_state(pid: int | None) -> str:
-    from harness.supervisor import process_state
+    from harness.lifecycle.procfs import process_state
 
     return process_state(pid)

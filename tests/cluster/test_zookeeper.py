@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from harness.cluster.peers import PeerStartError
+from harness.cluster.errors import PeerStartError
 from harness.cluster.zookeeper import (
     DEBIAN_SLF4J_SIMPLE_JAR,
     ZooKeeperServer,

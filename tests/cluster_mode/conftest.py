@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from harness.cluster.local import ClusterSpec, LocalCluster
+from harness.cluster.local import LocalCluster
+from harness.cluster.spec import ClusterSpec
 
 _REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
 

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster.local import ClusterSpec, LocalCluster
-from harness.cluster.peers import PeerStartError
+from harness.cluster.errors import PeerStartError
+from harness.cluster.local import LocalCluster
+from harness.cluster.spec import ClusterSpec
 from harness.net.ports import is_accepting
 from harness.waiting import ClusterWaitTimeout, wait_for
 

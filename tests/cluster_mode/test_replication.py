@@ -178,7 +178,8 @@ def test_a_duplicate_broker_id_is_a_start_up_error_and_harms_nobody(cluster, tmp
     """A second broker with a live broker's id finds /brokers/ids/[id] owned by another
     session and refuses to start (exit 1, the reason logged); the live broker keeps its
     registration and its leaderships."""
-    from harness.cluster.peers import PeerStartError, ReferenceBroker
+    from harness.cluster.errors import PeerStartError
+    from harness.cluster.peers import ReferenceBroker
     from harness.net.ports import free_port
 
     c = cluster(brokers=3)

@@ -114,7 +114,7 @@ OWNER = textwrap.dedent('''
     import json, sys, time
     from pathlib import Path
     from harness.disk.broker_disk import BrokerDisk, DiskLayer
-    from harness import reaper
+    from harness.lifecycle import reaper
     root = Path(sys.argv[1])
     limited = BrokerDisk(root / "broker-1" / "data", DiskLayer.LIMITED, size_mb=2)
     limited.mount()

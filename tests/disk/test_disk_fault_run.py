@@ -13,7 +13,7 @@ from rich.console import Console
 from harness.disk.mounts import mounts_under
 from harness.history import read_history
 from harness.nemesis.schedule import leader_of, repeated
-from harness.runner import Run, RunOptions
+from harness.run.runner import Run, RunOptions
 
 pytestmark = pytest.mark.slow  # a three-broker cluster, two halts, the checker: ~60 s idle
 

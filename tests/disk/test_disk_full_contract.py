@@ -25,8 +25,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.apache_kafka import ApacheKafkaKind
 from harness.cluster.kinds import BrokerKind
-from harness.cluster.local import ClusterSpec, LocalCluster
+from harness.cluster.local import LocalCluster
 from harness.cluster.reference_kind import REFERENCE
+from harness.cluster.spec import ClusterSpec
 from harness.disk.broker_disk import DiskFault, DiskLayer
 from harness.disk.mounts import mounts_under
 from harness.waiting import wait_for

@@ -13,14 +13,14 @@ from pathlib import Path
 import docker
 import pytest
 
-from harness.cluster.docker_backend import DockerCluster
-from harness.cluster.docker_images import (
+from harness.cluster.docker.backend import DockerCluster
+from harness.cluster.docker.images import (
     EngineUnavailable,
     build_project_image,
     ensure_base_image,
     ensure_engine,
 )
-from harness.cluster.local import ClusterSpec
+from harness.cluster.spec import ClusterSpec
 
 
 @pytest.fixture(scope="session")

@@ -20,12 +20,13 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.apache_kafka import CONTAINER_LIBS, ApacheKafkaKind, broker_listener
-from harness.cluster.docker_backend import RUN_LABEL, DockerCluster
-from harness.cluster.docker_faults import IptablesPartitions
-from harness.cluster.local import ClusterSpec, metadata_broker_ids
-from harness.cluster.process import PeerStartError
+from harness.cluster.docker.backend import RUN_LABEL, DockerCluster
+from harness.cluster.docker.faults import IptablesPartitions
+from harness.cluster.errors import PeerStartError
+from harness.cluster.local import metadata_broker_ids
 from harness.cluster.proxied import CLIENT, broker_node, link_name
 from harness.cluster.proxy_faults import NetworkFaults
+from harness.cluster.spec import ClusterSpec
 from harness.nemesis import process as process_faults
 from harness.net.ports import LOOPBACK
 

@@ -16,10 +16,11 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.cluster.docker_backend import RUN_LABEL, DockerCluster
-from harness.cluster.docker_faults import IptablesPartitions
-from harness.cluster.local import ClusterSpec, metadata_broker_ids
+from harness.cluster.docker.backend import RUN_LABEL, DockerCluster
+from harness.cluster.docker.faults import IptablesPartitions
+from harness.cluster.local import metadata_broker_ids
 from harness.cluster.proxy_faults import NetworkFaults
+from harness.cluster.spec import ClusterSpec
 from harness.net.ports import LOOPBACK
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
@@ -168,8 +169,8 @@ def test_stop_removes_every_container_network_and_volume_of_the_run(engine, proj
 
 def test_ctrl_c_leaves_nothing_behind(engine, project_image):
     script = textwrap.dedent(f"""
-        from harness.cluster.docker_backend import DockerCluster
-        from harness.cluster.local import ClusterSpec
+        from harness.cluster.docker.backend import DockerCluster
+        from harness.cluster.spec import ClusterSpec
         import time
         with DockerCluster(ClusterSpec(brokers=1), image={project_image!r}) as cluster:
             print(cluster.run_id, flush=True)

@@ -16,8 +16,8 @@ import docker
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.cluster.docker_backend import remove_run
-from harness.supervisor import process_state
+from harness.cluster.docker.backend import remove_run
+from harness.lifecycle.procfs import process_state
 from harness.waiting import wait_for
 
 from ..processes import watchdog_of

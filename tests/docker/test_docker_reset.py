@@ -7,7 +7,8 @@ from __future__ import annotations
 import docker
 import pytest
 
-from harness.cluster.targets import Backend, start_target
+from harness.cluster.options import Backend
+from harness.cluster.targets import start_target
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 

@@ -1,5 +1,5 @@
 """ci/hostile_frames.py: the same seeded hostile frames over sockets to the reference broker and
-Apache Kafka, judged by harness.hostile's rules."""
+Apache Kafka, judged by harness.conformance.hostile's rules."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import struct
 import hostile_frames
 import pytest
 
-from harness import hostile
+from harness.conformance import hostile
 
 
 def test_the_frames_are_a_function_of_the_seed_and_cover_every_fate():

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from harness.cluster.local import ClusterSpec
 from harness.cluster.proxied import ProxiedCluster
+from harness.cluster.spec import ClusterSpec
 from harness.net.ports import LOOPBACK
 from harness.raw_client import RawClient
 

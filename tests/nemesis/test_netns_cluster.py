@@ -10,8 +10,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.cluster.local import ClusterSpec
 from harness.cluster.netns_cluster import KernelFaults, NetnsCluster
+from harness.cluster.spec import ClusterSpec
 from harness.raw_client import RawClient
 from tests.nemesis.conftest import api_versions_round_trip
 from tests.nemesis.test_kernel_partitions import _REASON

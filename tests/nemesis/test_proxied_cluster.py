@@ -11,8 +11,8 @@ import requests
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.cluster.local import ClusterSpec
 from harness.cluster.proxied import ProxiedCluster
+from harness.cluster.spec import ClusterSpec
 from harness.net.ports import LOOPBACK, is_accepting
 from harness.net.toxiproxy_api import VERSION
 from harness.net.toxiproxy_process import ToxiproxyServerKind, find_toxiproxy_server

@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from harness.cluster.targets import Target
-from harness.suite_location import suites_dir
+from harness.conformance.suites import suites_dir
 
 ONE_TEST = '''
 def test_target(kafka_target):

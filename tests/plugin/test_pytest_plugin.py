@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from harness.net.netns import unavailable
+from harness.net.netns_support import unavailable
 
 NEEDS = '''
 import pytest

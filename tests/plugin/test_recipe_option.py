@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.net.netns import unavailable
+from harness.net.netns_support import unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE_RECIPE = ROOT / "harness" / "recipes" / "reference.toml"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import reaper
-from harness.net.netns import unavailable
+from harness.lifecycle import reaper
+from harness.net.netns_support import unavailable
 from harness.waiting import wait_for
 
 from ..processes import watchdog_of
@@ -94,7 +94,7 @@ def _sleeper() -> subprocess.Popen[bytes]:
 
 OWNER = textwrap.dedent('''
     import json, subprocess, sys, time
-    from harness import reaper
+    from harness.lifecycle import reaper
     kept, _ = reaper.spawn(["sleep", "600"])
     done, entry = reaper.spawn(["sleep", "600"])
     reaper.release(entry)
@@ -159,7 +159,7 @@ def test_spawn_writes_a_pending_entry_then_its_pid_under_the_same_id():
 
 CHAIN = textwrap.dedent('''
     import json, sys, time
-    from harness import reaper
+    from harness.lifecycle import reaper
     if sys.argv[1] == "top":
         middle, _ = reaper.spawn([sys.executable, "-c", sys.argv[2], "middle", sys.argv[3]])
     else:
@@ -226,10 +226,10 @@ def test_a_reused_pid_is_left_alone(tmp_path: Path):
     """The watchdog kills a pid only while it names the process that was registered."""
     other = _sleeper()
     try:
-        stale = reaper.Entry(1, reaper.Kind.PROCESS, str(other.pid), start_time="1")
+        stale = reaper.Entry(1, reaper.PROCESS, str(other.pid), start_time="1")
         assert reaper.undo([stale]) == []
         assert _running(other.pid)
-        current = reaper.Entry(2, reaper.Kind.PROCESS, str(other.pid),
+        current = reaper.Entry(2, reaper.PROCESS, str(other.pid),
                                start_time=reaper.process_start_time(other.pid))
         assert reaper.undo([current]) == []
         other.wait(timeout=10)
@@ -242,10 +242,11 @@ def test_a_reused_pid_is_left_alone(tmp_path: Path):
 def test_a_ledger_torn_by_a_death_mid_write_still_reads(tmp_path: Path):
     ledger = tmp_path / "ledger.jsonl"
     ledger.write_text('{"id": 1, "kind": "process", "value": "10", "start_time": "5"}\n'
-                      '{"id": 2, "kind": "namespace", "value": "kh-x"}\n'
+                      '{"id": 2, "kind": "harness.net.netns:delete_namespace", "value": "kh-x"}\n'
                       '{"released": 1}\n'
                       '{"id": 3, "kind": "proc')
-    assert reaper.read_unreleased(ledger) == [reaper.Entry(2, reaper.Kind.NAMESPACE, "kh-x")]
+    assert reaper.read_unreleased(ledger) == [
+        reaper.Entry(2, "harness.net.netns:delete_namespace", "kh-x")]
 
 
 SLOW_TEST = '''
@@ -340,13 +341,48 @@ def test_a_sigkilled_run_leaves_no_cluster_client_or_suite_session(tmp_path: Pat
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")
 def test_an_unreleased_mount_is_unmounted_and_a_gone_one_is_no_error(tmp_path: Path):
-    from harness.disk.mounts import is_mounted, mount_tmpfs
+    from harness.disk.mounts import is_mounted, mount_tmpfs, undo_mount
 
     point = tmp_path / "disk"
     entry = mount_tmpfs(point, 1)
     assert is_mounted(point)
-    mounted = reaper.Entry(entry, reaper.Kind.MOUNT, str(point.resolve()))
+    mounted = reaper.Entry(entry, reaper.action_name(undo_mount), str(point.resolve()))
     assert reaper.undo([mounted]) == []
     assert not is_mounted(point)
     assert reaper.undo([mounted]) == []  # already gone: nothing to do, nothing failed
     reaper.release(entry)
+
+
+def test_the_watchdog_undoes_only_declared_undo_actions(tmp_path: Path):
+    """A ledger line names the code that undoes it; the watchdog runs it only if a harness
+    module declares it with @undo_action — a line naming anything else fails, runs nothing,
+    and the other entries are still undone."""
+    from harness.net import netns
+
+    assert reaper.resolve_action("harness.net.netns:delete_namespace") is netns.delete_namespace
+    made = tmp_path / "made"
+    entries = [reaper.Entry(1, "os:system", f"touch {made}"),
+               reaper.Entry(2, "harness.net.netns_support:unavailable", ""),
+               reaper.Entry(3, "harness.no_such_module:undo", "x")]
+    sleeper = _sleeper()
+    entries.append(reaper.Entry(4, reaper.PROCESS, str(sleeper.pid),
+                                start_time=reaper.process_start_time(sleeper.pid)))
+    try:
+        failed = reaper.undo(entries)
+        sleeper.wait(timeout=10)
+    finally:
+        if sleeper.poll() is None:
+            sleeper.kill()
+    assert [line.split()[0] for line in failed] == [
+        "harness.no_such_module:undo", "harness.net.netns_support:unavailable", "os:system"]
+    assert not made.exists()
+    assert sleeper.returncode == -signal.SIGKILL
+
+
+def test_only_a_declared_undo_action_can_register_a_resource():
+    from harness.net.netns_support import unavailable
+
+    with pytest.raises(ValueError, match="not declared with @undo_action"):
+        reaper.register(unavailable, "x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="module-level function of a harness module"):
+        reaper.undo_action(lambda value: None)

@@ -1,7 +1,7 @@
 """The soak: ``kafka-harness run --soak --duration 1800`` with every nemesis fault, on the
 reference broker and on Apache Kafka 3.9. Each must stay VALID, and no broker, ZooKeeper or
 harness process may grow its RSS or open files by more than 10 % after warm-up
-(harness/resources.py says how lives are judged across restarts).
+(harness/run/resources.py says how lives are judged across restarts).
 
 Half an hour per kind, so marked ``soak`` (and ``slow``: never in ``.ci/run``); run it with
 ``pytest tests/soak -m soak``. ``KAFKA_HARNESS_SOAK_DURATION`` (seconds) shortens it for a trial

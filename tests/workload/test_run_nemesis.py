@@ -16,7 +16,7 @@ import pytest
 
 from harness import history
 from harness.nemesis.schedule import plan
-from harness.net.netns import unavailable
+from harness.net.netns_support import unavailable
 
 from .test_run import kafka_harness
 

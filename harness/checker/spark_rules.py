@@ -1,0 +1,288 @@
+"""The anomaly rules of docs/history.md as Spark DataFrames: the part of the engine that judges.
+
+Mirrors harness.checker.rules, the pure-Python reference the property test holds this engine
+to, rule for rule and mostly name for name, so the two read side by side. The history is
+shuffled three ways, each once (groupings): by process (operations, send order), by
+topic-partition (offsets, read runs, groups) and by value (what became of each send); every
+rule is computed inside one of them, save seq reuse (a count per (process, seq)). Each rule
+yields one row per anomaly with its example fields and selectors (sel_*) naming the rows that
+give the example context.
+
+Kept apart from reading the history (spark_load) and from running the check and collecting
+its results (harness.checker.spark): what is here describes jobs without running them, save
+the small one that lists the topic names to intern, and never sees a file. One of the Spark
+engine's modules, so it may import pyspark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from harness import history
+from harness.checker import result as R
+from harness.checker import sql
+
+TP = ["topic", "partition"]
+TPO = [*TP, "offset"]
+COMMIT = ["group", *TP, "time_ns", "process", "seq"]
+
+
+def _is_read() -> Column:
+    return F.expr(sql.IS_READ)
+
+
+def _is_known() -> Column:
+    return F.expr(sql.IS_KNOWN)
+
+
+# ---------------------------------------------------------------------------------------------
+# The groupings: the three shuffles every rule runs inside
+
+
+def intern_topics(h: DataFrame) -> tuple[DataFrame, list[str]]:
+    """The history with each topic replaced by its rank among the topic names: numbers shuffle,
+    hash and aggregate far cheaper than strings, and rank order is name order."""
+    topics = [
+        r[0] for r in h.where(F.col("topic").isNotNull()).select("topic").distinct().collect()
+    ]
+    topics.sort()
+    ids = F.create_map(*[F.lit(x) for i, t in enumerate(topics) for x in (t, i)])
+    interned = F.try_element_at(ids, F.col("topic")) if topics else F.lit(None)
+    return h.withColumn("topic", interned.cast("long")), topics
+
+
+BY_PROCESS, BY_TP, BY_VALUE = ("process",), ("topic", "partition"), ("value",)
+
+
+def groupings(interned: DataFrame) -> dict[tuple[str, ...], DataFrame]:
+    """The three ways the rules group the history, by their keys, with what each ships: every
+    row by process (operations, send order, commits, seq reuse), the observed rows and consumer
+    runs by topic-partition, and the sends and reads by value. Each needs an exchange of its
+    own, so the benchmark ships these three and computes nothing as its bound: what the check
+    moves before any rule runs (ci/bench_checker.py)."""
+    send_or_read = (F.col("f") == "send") | _is_read()
+    return {
+        BY_PROCESS: interned.selectExpr(*sql.by_process()),
+        BY_TP: interned.where(
+            _is_read() | _is_known() | F.col("f").isin("assign", "revoke")
+        ).select(
+            "process",
+            "seq",
+            "op",
+            *TPO,
+            *map(F.expr, sql.VALUE_KEY),
+            "group",
+            "generation",
+            "time_ns",
+            _is_read().alias("read"),
+            _is_known().alias("known"),
+        ),
+        BY_VALUE: interned.where(send_or_read & F.col("value").isNotNull()).select(
+            "value", "f", "type", *TPO, "op"
+        ),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The rules and the validation they share the shuffles with (their namesakes in rules.py)
+
+
+def _ops(by_process: DataFrame) -> DataFrame:
+    """Per (process, op): what validation needs, and each known ok send with its invoke's seq.
+    Every aggregate is numeric: strings and structs would force Spark to sort instead of hash."""
+    ops = by_process.groupBy("process", "op").agg(*map(F.expr, sql.op_aggregates()))
+    problem, at_completion = sql.op_problem()
+    return ops.select(
+        "process",
+        "op",
+        "seq",
+        *TPO,
+        (F.col("sent") & F.expr(f"{sql.f_name('bits', lowest=True)} = 'send'")).alias("sent"),
+        F.expr(problem).alias("problem"),
+        F.expr(at_completion).alias("at_completion"),
+    )
+
+
+def _nonmonotonic_sends(ops: DataFrame) -> DataFrame:
+    sends = ops.where(F.col("sent") & F.col("seq").isNotNull()).select("process", *TPO, "op", "seq")
+    return (
+        sends.selectExpr(*sql.lags(sql.SEND_ORDER, "offset", "op"))
+        .where(F.col("offset") < F.col("previous_offset"))
+        .withColumn("sel_ops", F.array("previous_op", "op"))
+    )
+
+
+def _values(value_rows: DataFrame) -> DataFrame:
+    """Per value of note (sql.VALUE_OF_NOTE): was it sent, did its send fail, was it read, at
+    how many places was it observed (two or more iff some position component varies), where
+    was it acked."""
+    return (
+        value_rows.groupBy("value")
+        .agg(*map(F.expr, sql.value_aggregates()))
+        .selectExpr("*", sql.PLACES)
+        .where(sql.VALUE_OF_NOTE)
+    )
+
+
+def _by_value(values: DataFrame, condition: Column) -> DataFrame:
+    return values.where(condition).select("value", F.col("value").alias("sel_value"))
+
+
+def _unread(values: DataFrame, highest: DataFrame, lost: bool) -> DataFrame:
+    sent = values.where(F.col("op").isNotNull() & ~F.col("read")).select("value", *TPO, "op")
+    joined = sent.join(highest, TP, "left")
+    past = F.coalesce(F.col("max_read_offset") > F.col("offset"), F.lit(False))
+    return joined.where(past if lost else ~past).withColumn("sel_ops", F.array("op"))
+
+
+def _read_pairs(observed: DataFrame, keep: Callable[[DataFrame], DataFrame]) -> DataFrame:
+    """Consecutive reads of a t/p by a process inside one run (ended by assign or revoke). Each
+    read carries the dense rank of its offset among the t/p's observed offsets, so the observed
+    offsets strictly between a pair are a difference of ranks, not a join. The ranked reads are
+    kept between the two windows: a t/p is one window partition of each, and the first one's
+    buffer and the second one's sort in one task are more than a task's memory at 100M rows."""
+    reads = keep(
+        observed.selectExpr("*", sql.OFFSET_RANK)
+        .where(~F.col("known"))
+        .select("process", *TP, "seq", "offset", "read", "rank")
+    )
+    return (
+        reads.selectExpr(*sql.lags(sql.READ_ORDER, "read", "offset", "seq", "rank"))
+        .where(F.col("read") & F.col("previous_read"))
+        .selectExpr(
+            "*",
+            sql.row_refs(("process", "previous_seq"), ("process", "seq")),
+            "rank - previous_rank - 1 AS observed_between",
+        )
+    )
+
+
+def _commit_regressions(by_process: DataFrame) -> DataFrame:
+    commits = by_process.where(F.col("group").isNotNull()).select(*COMMIT, "offset")
+    return (
+        commits.selectExpr(*sql.lags(sql.COMMIT_ORDER, "process", "seq", "offset"))
+        .where(F.col("offset") < F.col("previous_offset"))
+        .selectExpr("*", sql.row_refs(("previous_process", "previous_seq"), ("process", "seq")))
+    )
+
+
+def _group_exclusivity(reads: DataFrame) -> DataFrame:
+    """Processes of one group whose reads of a t/p in one generation interleave in time: each
+    process's reads span [first, last]; sorted by first (the longer span first on a tie, as in
+    rules.py), a process that starts before an earlier one's last read overlaps it. A clean
+    hand-over (KIP-345) does not."""
+    keys = ["group", "generation", *TP]
+    firsts = F.array_sort(F.collect_list(F.struct("process", "seq")))
+    by_first = Window.partitionBy(*keys).orderBy("first_ns", F.desc("last_ns"), "process")
+    earlier = by_first.rowsBetween(Window.unboundedPreceding, -1)
+    return (
+        reads.where(F.col("group").isNotNull() & (F.col("generation") >= 0))
+        .groupBy(*keys, "process")
+        .agg(F.min("seq").alias("seq"), F.min("time_ns").alias("first_ns"),
+             F.max("time_ns").alias("last_ns"))
+        .withColumn("overlaps", F.col("first_ns") < F.max("last_ns").over(earlier))
+        .groupBy(*keys)
+        .agg(
+            F.count(F.lit(1)).alias("process_count"),
+            F.max(F.coalesce("overlaps", F.lit(False))).alias("overlap"),
+            F.slice(firsts, 1, R.ROWS_PER_EXAMPLE).alias("sel_rows"),
+        )
+        .where(F.col("overlap"))
+        .drop("overlap")
+        .withColumn("processes", F.transform("sel_rows", lambda r: r["process"]))
+    )
+
+
+def _redeliveries(reads: DataFrame) -> DataFrame:
+    keys = ["group", *TPO]
+    return (
+        reads.where(F.col("group").isNotNull())
+        .groupBy(*keys)
+        .agg(F.min("op").alias("low"), F.max("op").alias("high"), F.count(F.lit(1)).alias("reads"))
+        .where(F.col("low") != F.col("high"))
+        .withColumn("sel_gtpo", F.struct(*keys))
+    )
+
+
+def _stats(h: DataFrame) -> DataFrame:
+    return h.agg(*map(F.expr, sql.stats())).selectExpr(*sql.STATS_DERIVED)
+
+
+# ---------------------------------------------------------------------------------------------
+# Every rule at once, in the shape the check collects
+
+
+def rule_frames(
+    h: DataFrame,
+    by_process: DataFrame,
+    observed: DataFrame,
+    value_rows: DataFrame,
+    keep: Callable[[DataFrame], DataFrame],
+) -> dict[str, DataFrame]:
+    """Every rule's instances, plus the validation problems ("1-op" and so on) and stats, from
+    the history and its groupings (value_rows: the by-value one, as shipped)."""
+    values = _values(value_rows)
+    reads = observed.where("read")
+    ops = keep(_ops(by_process))
+    # Whether an observed offset holds two or more values, from the range of two hashes of
+    # them: one hash aggregation over numbers, no strings shuffled or grouped.
+    tpo = keep(
+        observed.where(F.col("read") | F.col("known"))
+        .groupBy(*TPO)
+        .agg(*map(F.expr, sql.TPO_AGGREGATES))
+    )
+    highest = keep(
+        tpo.groupBy(*TP).agg(F.max(F.when(F.col("read"), F.col("offset"))).alias("max_read_offset"))
+    )
+    # Of the millions of read pairs and values, the rules want a few: each set is picked out
+    # in one pass and kept, so that the rules read only those.
+    back = F.col("offset") <= F.col("previous_offset")
+    skip = (F.col("offset") > F.col("previous_offset")) & (F.col("observed_between") > 0)
+    pairs = keep(_read_pairs(observed, keep).where(back | skip))
+    backwards, skips = pairs.where(back), pairs.where(skip)
+    values = keep(values)
+    reused_seqs = by_process.groupBy("process", "seq").count().where(F.col("count") > 1)
+    value_problem = F.expr(
+        sql.message(history.VALUE_REUSED, value=sql.Sql("value"), sends=sql.Sql("invokes"))
+    )
+    stats = keep(_stats(h))
+    return {
+        "lost_write": _unread(values, highest, lost=True),
+        "unseen": _unread(values, highest, lost=False),
+        "duplicate": _by_value(values, (F.col("invokes") > 0) & (F.col("places") > 1)),
+        "inconsistent_offset": tpo.where("several").withColumn("sel_tpo", F.struct(*TPO)),
+        "aborted_read": _by_value(values, F.col("read") & F.col("failed")),
+        "phantom_read": _by_value(values, F.col("read") & (F.col("invokes") == 0)),
+        "nonmonotonic_send": _nonmonotonic_sends(ops),
+        "nonmonotonic_poll": backwards,
+        "poll_skip": skips,
+        "commit_regression": _commit_regressions(by_process),
+        "group_exclusivity": _group_exclusivity(reads),
+        "redelivery": _redeliveries(reads),
+        "0-row": stats.select("bad_rows").where("bad_rows > 0"),
+        "1-op": ops.where(F.col("problem").isNotNull()).select(
+            "process", "op", "problem", "at_completion"
+        ),
+        "2-seq": reused_seqs.select("process", "seq"),
+        "3-value": values.where(F.col("invokes") > 1).select(
+            "value", value_problem.alias("problem")
+        ),
+        "stats": stats.drop("bad_rows"),
+        "processes": ops.select("process").distinct().agg(F.count(F.lit(1)).alias("processes")),
+        "topic_partitions": highest.agg(F.count(F.lit(1)).alias("topic_partitions")),
+    }
+
+
+def _instances(name: str, frame: DataFrame) -> DataFrame:
+    """One anomaly's instances in the shape shared by all, so one job ranks and counts them.
+    Written as SQL expressions: one call to the JVM instead of hundreds of column objects."""
+    return frame.selectExpr(*sql.instance(name, set(frame.columns)))
+
+
+def all_instances(frames: dict[str, DataFrame]) -> DataFrame:
+    """Every anomaly's instances (rule_frames' rows of R.ANOMALIES) as one frame."""
+    return reduce(DataFrame.union, [_instances(n, frames[n]) for n in R.ANOMALIES])

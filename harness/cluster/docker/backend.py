@@ -1,0 +1,511 @@
+"""The docker backend: ZooKeeper, N brokers of one kind and Toxiproxy, each in its own container.
+
+The same cluster as :class:`~harness.cluster.proxied.ProxiedCluster`, with the same link names
+and the same Toxiproxy API, so :class:`~harness.cluster.proxy_faults.NetworkFaults` drives it
+unchanged; only where the nodes run differs:
+
+* one user-defined bridge network per run, with a subnet of its own and fixed addresses, so
+  every proxy can name its upstream before the node behind it starts;
+* only the Toxiproxy container publishes ports, on 127.0.0.1: its API, ``client->broker-I``
+  (advertised by broker I, so a host client always goes through it) and ``harness->zk``, an
+  observer link no fault touches, for reading ZooKeeper as the local backend does;
+* brokers reach each other and ZooKeeper only through proxies in that container, so a link
+  can be cut one way or both: the broker kind (:mod:`harness.cluster.kinds`) turns the wiring
+  into its own keys (``broker.peer.addresses`` for the reference broker; for Apache Kafka a
+  listener per source broker, on port ``9092 + source``, each advertised at that pair's proxy);
+* what a broker container runs is the kind's too (:meth:`BrokerKind.container_launch`): the
+  reference broker from the image, Apache Kafka's JVM on the image's JRE from the jars the
+  image carries (:meth:`BrokerKind.image_directories`);
+* :class:`~harness.cluster.docker.faults.IptablesPartitions` cuts the same links a second way,
+  in the kernel: DROP rules in the network namespace of the node that owns the link's end;
+* process faults are the engine's: kill, stop (SIGTERM, then SIGKILL), pause and unpause (the
+  cgroup freezer: a SIGSTOP no process can notice), start again with its data (each broker's
+  log dir is a volume of the run, so lose-unflushed can cut it from the host);
+* every node has a :class:`DockerNode` handle (``zookeeper``, ``brokers``, ``broker(id)``)
+  offering what a local process handle offers, so the suites, ``Target.reset``, the supervisor
+  and :mod:`harness.nemesis.process` drive either backend the same way.
+
+Everything the run creates carries the label ``kafka-harness.run=<id>``; :meth:`stop`, an
+``atexit`` hook and SIGTERM remove all of it, so nothing outlives ``down``, Ctrl-C or a failed
+test (:func:`remove_run` cleans up after a process that was SIGKILLed). Each object also names
+its owner process, so the next docker cluster to start removes the runs of dead owners
+(:mod:`harness.cluster.docker.reaping`), should the harness's watchdog have died too.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ipaddress
+import os
+import shlex
+import shutil
+import signal
+import tempfile
+import urllib.request
+import uuid
+from collections.abc import Callable, Mapping
+from functools import partial
+from pathlib import Path
+from typing import Any, Self
+
+import docker
+import docker.errors
+from docker.models.containers import Container
+
+from harness.cluster.docker.engine import ensure_engine
+from harness.cluster.docker.images import build_project_image, ensure_base_image
+from harness.cluster.docker.nodes import DATA_DIR, LOG_DIR, DockerNode
+from harness.cluster.docker.reaping import (
+    OWNER_LABEL,
+    RUN_LABEL,
+    owner_label,
+    reap_dead_runs,
+    remove_run,
+    remove_run_of,
+)
+from harness.cluster.errors import PeerStartError
+from harness.cluster.kinds import (
+    BrokerKind,
+    BrokerPorts,
+    BrokerWiring,
+    ContainerLaunch,
+    distinct_free_ports,
+    fixed_ports,
+    properties_text,
+)
+from harness.cluster.local import metadata_broker_ids
+from harness.cluster.proxied import CLIENT, ZOOKEEPER, ProxiedCluster, broker_node, link_name
+from harness.cluster.reference_kind import REFERENCE
+from harness.cluster.spec import ClusterSpec
+from harness.cluster.state import ZooKeeperState, ZooKeeperStateReads
+from harness.cluster.zookeeper import four_letter_word
+from harness.lifecycle import reaper
+from harness.net.ports import LOOPBACK
+from harness.waiting import wait_for
+
+NODE_LABEL = "kafka-harness.node"
+TOXIPROXY_IMAGE_ENV = "KAFKA_HARNESS_TOXIPROXY_IMAGE"
+TOXIPROXY_NODE = "toxiproxy"
+OBSERVER_LINK = "harness->zk"
+API_PORT = 8474
+BROKER_PORT = 9092  # a broker's client listener; its per-source ones follow (kinds.fixed_ports)
+ZOOKEEPER_PORT = 2181
+CLIENT_PROXY_PORT = 20000  # + broker id, inside the Toxiproxy container
+BROKER_PROXY_PORT = 21000  # + an index over the broker links
+OBSERVER_PORT = 22000
+_ZOOKEEPER_JARS = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
+
+
+class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
+    """A :class:`ProxiedCluster` whose nodes and Toxiproxy server are containers.
+
+    ``image`` defaults to the project image for the current sources (built if missing, see
+    :mod:`harness.cluster.docker.images`); ``toxiproxy_image`` (or
+    ``$KAFKA_HARNESS_TOXIPROXY_IMAGE``) names the real Toxiproxy image on machines that have
+    one, instead of the built-in server. Without ``run_dir`` the logs go to a temporary one,
+    removed by :meth:`stop`; a given one keeps every node's log. ``kind`` is the brokers'
+    kind (the reference broker unless told).
+    """
+
+    def __init__(self, spec: ClusterSpec | None = None, run_dir: Path | str | None = None, *,
+                 image: str | None = None, toxiproxy_image: str | None = None,
+                 client: docker.DockerClient | None = None,
+                 kind: BrokerKind = REFERENCE) -> None:
+        super().__init__(spec, run_dir, kind=kind)
+        # Every container has an address of its own, so every broker has the same ports.
+        self.ports: dict[int, BrokerPorts] = fixed_ports(kind, self.spec.broker_ids,
+                                                         BROKER_PORT)
+        self.image = image
+        self.toxiproxy_image = toxiproxy_image or os.environ.get(TOXIPROXY_IMAGE_ENV)
+        self.client = client
+        self.run_id = uuid.uuid4().hex[:10]
+        self.containers: dict[str, Container] = {}
+        self.addresses: dict[str, str] = {}
+        self.subnet = ""
+        self._network_name = f"kafka-harness-{self.run_id}"
+        self._published: dict[int, int] = {}
+        self._paused: set[int] = set()
+        self.zookeeper: DockerNode | None = None
+        self.brokers: dict[int, DockerNode] = {}
+        self._state: ZooKeeperState | None = None
+        self._started = False
+        self._previous_sigterm: Any = None
+        self._ledger_entry: int | None = None
+        self._owner = owner_label()
+
+    # --- what the cluster looks like -------------------------------------------------------
+
+    @property
+    def cluster(self) -> Self:
+        """The process-fault surface a :class:`LocalCluster` offers lives on this object."""
+        if not self._started:
+            raise RuntimeError("the cluster has not been started")
+        return self
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The run's id, and its owner (this process) for :mod:`harness.cluster.docker.reaping`."""
+        return {RUN_LABEL: self.run_id, OWNER_LABEL: self._owner}
+
+    @property
+    def label_selector(self) -> str:
+        """What ``docker ps --filter label=...`` takes to list everything of this run."""
+        return f"{RUN_LABEL}={self.run_id}"
+
+    @property
+    def network_name(self) -> str:
+        return self._network_name
+
+    @property
+    def zookeeper_connect(self) -> str:
+        """ZooKeeper for the harness and its user, through the observer link no fault cuts."""
+        return f"{LOOPBACK}:{self._published[OBSERVER_PORT]}"
+
+    @property
+    def direct_bootstrap(self) -> str:
+        """The brokers' own listeners on the run's network (reachable from a Linux host)."""
+        return ",".join(f"{self.addresses[broker_node(b)]}:{BROKER_PORT}"
+                        for b in self.spec.broker_ids)
+
+    @property
+    def paused(self) -> frozenset[int]:
+        return frozenset(self._paused)
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        """Network, Toxiproxy and its proxies, ZooKeeper, then every broker at once; returns
+        when each broker's Metadata (asked through its client proxy) lists every broker."""
+        if self._started:
+            raise RuntimeError("the cluster is already started")
+        self._run_dir = (self._given_run_dir if self._given_run_dir is not None
+                         else Path(tempfile.mkdtemp(prefix="docker-cluster-")))
+        self._run_dir.mkdir(parents=True, exist_ok=True)
+        self._started = True
+        # Removed by the harness's watchdog should the harness die without stopping it.
+        self._ledger_entry = reaper.register(remove_run_of, self.run_id)
+        atexit.register(self.stop)
+        self._install_sigterm_handler()
+        try:
+            self.client = self.client or ensure_engine()
+            reap_dead_runs(self.client)  # containers of runs whose owner died unreaped
+            self.image = self.image or build_project_image(self.client,
+                                                           ensure_base_image(self.client))
+            self._create_network()
+            self._url = self._start_toxiproxy()
+            self._create_proxies_in_container()
+            self._start_zookeeper()
+            for broker_id in self.spec.broker_ids:
+                node = broker_node(broker_id)
+                self.brokers[broker_id] = DockerNode(
+                    self, node, BROKER_PORT, partial(self.lists_brokers, broker_id, {broker_id}),
+                    stop_timeout=self.spec.broker_stop_timeout)
+                launch = self.kind.container_launch(self._broker_properties(broker_id),
+                                                    DATA_DIR)
+                self._run_configured(node, launch, volume=self._create_volume(node))
+            everyone = set(self.spec.broker_ids)
+            for broker_id in self.spec.broker_ids:
+                self.wait_for(partial(self.lists_brokers, broker_id, everyone),
+                              self.spec.startup_timeout,
+                              f"broker {broker_id}'s Metadata to list brokers {sorted(everyone)}")
+        except docker.errors.DockerException as exc:
+            self.stop()
+            raise PeerStartError(f"the docker engine refused: {exc}") from exc
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _create_network(self) -> None:
+        """A bridge network with a subnet the engine picked free, pinned so addresses can be
+        fixed: the engine only lets containers choose addresses on a subnet given explicitly."""
+        assert self.client is not None
+        probe = self.client.networks.create(self._network_name, driver="bridge",
+                                            labels=self.labels)
+        probe.reload()
+        self.subnet = probe.attrs["IPAM"]["Config"][0]["Subnet"]
+        probe.remove()
+        pool = docker.types.IPAMPool(subnet=self.subnet)
+        self.client.networks.create(self._network_name, driver="bridge", labels=self.labels,
+                                    ipam=docker.types.IPAMConfig(pool_configs=[pool]))
+        hosts = ipaddress.ip_network(self.subnet).hosts()
+        for _ in range(9):
+            next(hosts)  # the gateway and a few spare addresses come first
+        for node in (TOXIPROXY_NODE, ZOOKEEPER, *map(broker_node, self.spec.broker_ids)):
+            self.addresses[node] = str(next(hosts))
+
+    def _create_volume(self, node: str) -> str:
+        """A labelled volume for a broker's log dir: removed with the run, and reachable from
+        the host (as root) while the container is stopped, for lose-unflushed."""
+        assert self.client is not None
+        return str(self.client.volumes.create(f"kafka-harness-{self.run_id}-{node}-data",
+                                              labels=self.labels).name)
+
+    def _run_node(self, node: str, command: list[str], *, image: str | None = None,
+                  environment: Mapping[str, str] | None = None,
+                  ports: Mapping[int, int] | None = None,
+                  volume: str | None = None) -> Container:
+        assert self.client is not None
+        api = self.client.api
+        host_config = api.create_host_config(
+            cap_add=["NET_ADMIN"],
+            binds={volume: {"bind": LOG_DIR, "mode": "rw"}} if volume else None,
+            port_bindings={port: (LOOPBACK, host_port)
+                           for port, host_port in (ports or {}).items()})
+        networking = api.create_networking_config({
+            self._network_name: api.create_endpoint_config(ipv4_address=self.addresses[node])})
+        created = api.create_container(
+            image or self.image, command=command, name=f"kafka-harness-{self.run_id}-{node}",
+            hostname=node, labels={**self.labels, NODE_LABEL: node},
+            environment=dict(environment or {}), ports=list(ports or {}),
+            volumes=[LOG_DIR] if volume else None,
+            host_config=host_config, networking_config=networking)
+        container = self.client.containers.get(created["Id"])
+        self.containers[node] = container
+        container.start()
+        return container
+
+    def _start_toxiproxy(self) -> str:
+        ports = [API_PORT, OBSERVER_PORT,
+                 *(CLIENT_PROXY_PORT + b for b in self.spec.broker_ids)]
+        self._published = dict(zip(ports, distinct_free_ports(len(ports)), strict=True))
+        if self.toxiproxy_image:
+            self._run_node(TOXIPROXY_NODE, ["-host=0.0.0.0", f"-port={API_PORT}"],
+                           image=self.toxiproxy_image, ports=self._published)
+        else:
+            self._run_node(TOXIPROXY_NODE, [
+                "python", "-m", "harness.net.toxiproxy_server",
+                "--allow-network", self.subnet, "--host", self.addresses[TOXIPROXY_NODE],
+                "--port", str(API_PORT)], ports=self._published)
+        url = f"http://{LOOPBACK}:{self._published[API_PORT]}"
+        self.wait_for(lambda: _http_ok(f"{url}/version"), self.spec.startup_timeout,
+                      "the Toxiproxy container's API")
+        return url
+
+    def _create_proxies_in_container(self) -> None:
+        """The links of :class:`ProxiedCluster`, listening in the Toxiproxy container; a
+        client link's address is the host side of its published port."""
+        here = self.addresses[TOXIPROXY_NODE]
+        wanted: dict[str, tuple[int, str]] = {}
+        for broker_id in self.spec.broker_ids:
+            upstream = f"{self.addresses[broker_node(broker_id)]}:{self.ports[broker_id].client}"
+            wanted[link_name(CLIENT, broker_node(broker_id))] = (
+                CLIENT_PROXY_PORT + broker_id, upstream)
+        index = 0
+        for source in self.spec.broker_ids:
+            for destination in self.spec.broker_ids:
+                if source != destination:
+                    # The destination's listener for this source: one per source for a kind
+                    # that has them, so the pair's proxy is the only way in.
+                    inbound = self.ports[destination].inbound[source]
+                    wanted[link_name(broker_node(source), broker_node(destination))] = (
+                        BROKER_PROXY_PORT + index,
+                        f"{self.addresses[broker_node(destination)]}:{inbound}")
+                    index += 1
+        zookeeper = f"{self.addresses[ZOOKEEPER]}:{ZOOKEEPER_PORT}"
+        for broker_id in self.spec.broker_ids:
+            wanted[link_name(broker_node(broker_id), ZOOKEEPER)] = (
+                BROKER_PROXY_PORT + index, zookeeper)
+            index += 1
+        client = self.toxiproxy
+        for name, (port, upstream) in wanted.items():
+            proxy = client.create(upstream=upstream, name=name, listen=f"{here}:{port}")
+            self.proxies[name] = proxy
+            published = self._published.get(port)
+            self.links[name] = ((LOOPBACK, published, upstream) if published is not None
+                                else (here, port, upstream))
+        # Not a link: faults never touch it, so reading ZooKeeper never sits behind one.
+        client.create(upstream=zookeeper, name=OBSERVER_LINK, listen=f"{here}:{OBSERVER_PORT}")
+
+    def _start_zookeeper(self) -> None:
+        config: dict[str, str | int] = {
+            "tickTime": 200, "dataDir": f"{DATA_DIR}/zookeeper", "clientPort": ZOOKEEPER_PORT,
+            "clientPortAddress": self.addresses[ZOOKEEPER], "minSessionTimeout": 400,
+            "maxSessionTimeout": 60_000, "maxClientCnxns": 0, "admin.enableServer": "false",
+            "4lw.commands.whitelist": "ruok,srvr,stat,mntr,cons",
+        }
+        java = ("java", "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC",
+                "-Dzookeeper.jmx.log4j.disable=true", "-cp", _ZOOKEEPER_JARS,
+                "org.apache.zookeeper.server.quorum.QuorumPeerMain", f"{DATA_DIR}/zoo.cfg")
+        port = self._published[OBSERVER_PORT]
+        self.zookeeper = DockerNode(
+            self, ZOOKEEPER, ZOOKEEPER_PORT,
+            lambda: "Mode: " in four_letter_word(LOOPBACK, port, "srvr"))
+        self._run_configured(ZOOKEEPER, ContainerLaunch(java, {"zoo.cfg": properties_text(config)}))
+        self.wait_for(self.zookeeper.ready, self.spec.startup_timeout, "ZooKeeper to serve")
+
+    def _broker_properties(self, broker_id: int) -> dict[str, str | int]:
+        """The local backend's properties, pointed at the proxies, listening on the
+        container's own address, the kind's wiring keys made from :class:`BrokerWiring`.
+
+        A controller also sends requests to itself (the reference broker to the address it
+        dials itself at, Kafka to its own advertised listener for its inter-broker listener
+        name): a proxy's address on the host's loopback would not reach it from inside, so it
+        dials itself at its own listener.
+        """
+        me = broker_node(broker_id)
+        ids = self.spec.broker_ids
+        itself = f"{self.addresses[me]}:{self.ports[broker_id].inbound[broker_id]}"
+
+        def via(source: int, destination: int) -> str:
+            if source == destination:
+                return itself
+            return self._listen(link_name(broker_node(source), broker_node(destination)))
+
+        wiring = BrokerWiring(
+            broker_id=broker_id, host=self.addresses[me], ports=self.ports[broker_id],
+            advertised_client=self._listen(link_name(CLIENT, me)),
+            dial={j: via(broker_id, j) for j in ids},
+            dialled_at={i: via(i, broker_id) for i in ids},
+            zookeeper_connect=self._listen(link_name(me, ZOOKEEPER)))
+        return {**self.spec.server_properties(broker_id, wiring.zookeeper_connect,
+                                              self.kind.wiring_properties(wiring)),
+                "log.dirs": LOG_DIR}
+
+    def _run_configured(self, node: str, launch: ContainerLaunch,
+                        volume: str | None = None) -> Container:
+        """Run ``launch.command`` in a node container after writing ``launch.files`` to
+        ``DATA_DIR`` (their text passed in the environment, so nothing needs copying in, and a
+        restarted container writes them again before it execs the node)."""
+        environment = {f"FILE_{n}": text for n, text in enumerate(launch.files.values())}
+        writes = [f'printf "%s" "$FILE_{n}" > {shlex.quote(f"{DATA_DIR}/{name}")}'
+                  for n, name in enumerate(launch.files)]
+        script = " && ".join([*writes, f"exec {shlex.join(launch.command)}"])
+        return self._run_node(node, ["sh", "-c", script], environment=environment,
+                              volume=volume)
+
+    def stop(self) -> None:
+        """Save every node's log, then remove everything labelled with this run. Safe to call
+        twice, and from ``atexit`` or a signal."""
+        if not self._started:
+            return
+        self._started = False
+        atexit.unregister(self.stop)
+        try:
+            self._close_reader()
+            if self._given_run_dir is not None:
+                with contextlib.suppress(Exception):
+                    self._save_logs()
+        finally:
+            if self.client is not None:
+                remove_run(self.client, self.run_id)
+            reaper.release(self._ledger_entry)
+            self._ledger_entry = None
+            self._restore_sigterm_handler()
+            self.containers.clear()
+            self.zookeeper = None
+            self.brokers.clear()
+            self.proxies.clear()
+            self.links.clear()
+            self._paused.clear()
+            self._url = None
+            if self._given_run_dir is None and self._run_dir is not None:
+                shutil.rmtree(self._run_dir, ignore_errors=True)
+            self._run_dir = None
+
+    def _install_sigterm_handler(self) -> None:
+        """SIGTERM becomes SystemExit, so ``with`` blocks and ``finally`` clean up as on Ctrl-C
+        (only from the main thread, and only if nobody else handles SIGTERM)."""
+        with contextlib.suppress(ValueError):
+            if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+                self._previous_sigterm = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
+    def _restore_sigterm_handler(self) -> None:
+        if self._previous_sigterm is not None:
+            with contextlib.suppress(ValueError):
+                signal.signal(signal.SIGTERM, self._previous_sigterm)
+            self._previous_sigterm = None
+
+    def _save_logs(self) -> None:
+        for node, container in self.containers.items():
+            (self.run_dir / f"{node}.log").write_bytes(container.logs())
+
+    def log_paths(self) -> list[Path]:
+        """Every container's log, written to the run directory now (ZooKeeper first)."""
+        if not self._started:
+            return []
+        self._save_logs()
+        return [self.run_dir / f"{node}.log" for node in self.containers]
+
+    # --- process faults --------------------------------------------------------------------
+
+    def broker(self, broker_id: int) -> DockerNode:
+        try:
+            return self.brokers[broker_id]
+        except KeyError:
+            raise KeyError(f"no broker {broker_id}; brokers are {self.spec.broker_ids}") from None
+
+    def kill(self, broker_id: int) -> int | None:
+        """SIGKILL: a crash. Its ZooKeeper session lives on until the session timeout."""
+        self._paused.discard(broker_id)
+        return self.broker(broker_id).kill()
+
+    def stop_broker(self, broker_id: int) -> int | None:
+        """SIGTERM (controlled shutdown), SIGKILL after ``broker_stop_timeout``; exit code."""
+        self._paused.discard(broker_id)
+        return self.broker(broker_id).stop()
+
+    def start_broker(self, broker_id: int, *, wait_for_deregistration: bool = True) -> None:
+        """Start a stopped or killed broker's container again: same address, same data.
+        Waits, as the local backend does, for a killed broker's old registration to expire,
+        then for the broker to register and list itself."""
+        broker = self.broker(broker_id)
+        if broker.is_running():
+            raise RuntimeError(f"broker {broker_id} is already running "
+                               f"(container {broker.container_id})")
+        if wait_for_deregistration:
+            timeout = self.spec.zookeeper_session_timeout_ms / 1000 + 10
+            self.wait_for(lambda: self.broker_registration(broker_id) is None, timeout,
+                          f"the old registration of broker {broker_id} to expire")
+        broker.start()
+        self.wait_for(lambda: self.broker_registration(broker_id) is not None,
+                      self.spec.startup_timeout, f"broker {broker_id} to register in ZooKeeper")
+
+    def pause(self, broker_id: int) -> None:
+        """Freeze every process of the container: it hangs with its connections open."""
+        self.broker(broker_id).pause()
+        self._paused.add(broker_id)
+
+    def resume(self, broker_id: int) -> None:
+        self.broker(broker_id).resume()
+        self._paused.discard(broker_id)
+
+    def running_broker_ids(self) -> list[int]:
+        """Brokers whose container runs (paused ones included)."""
+        return [b for b, broker in self.brokers.items() if broker.is_running()]
+
+    # --- reading the cluster ---------------------------------------------------------------
+
+    @property
+    def state(self) -> ZooKeeperState:
+        """The cluster's state in ZooKeeper, read through the observer link (never faulted)."""
+        if self._state is None:
+            self._state = ZooKeeperState(self.zookeeper_connect)
+        return self._state
+
+    def lists_brokers(self, broker_id: int, expected: set[int]) -> bool:
+        """Whether ``broker_id``'s Metadata, asked through its proxy, lists ``expected``."""
+        return self.broker_metadata(broker_id) >= expected
+
+    def broker_metadata(self, broker_id: int) -> set[int]:
+        """The broker ids ``broker_id`` lists in its own Metadata, asked through its proxy."""
+        host, port, _ = self.links[link_name(CLIENT, broker_node(broker_id))]
+        return metadata_broker_ids(host, port)
+
+    def wait_for(self, predicate: Callable[[], Any], timeout: float, what: str, *,
+                 interval: float = 0.1) -> Any:
+        context = f"logs: docker logs kafka-harness-{self.run_id}-<node>"
+        return wait_for(predicate, timeout, what, interval=interval, context=context)
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1.0) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
