@@ -119,15 +119,16 @@ METADATA_API_KEY = 3
 METADATA_VERSION = 12  # Kafka 3.9 and 4 both serve it; topics by name
 
 
-def raw_metadata(host: str, port: int, topics: list[str], *, timeout: float,
+def raw_metadata(host: str, port: int, topics: list[str] | None, *, timeout: float,
                  client_id: str = "kafka-harness") -> Any:
-    """One broker's own Metadata answer for `topics` (none: only the brokers), never letting
-    it auto-create what is asked about. A raw request rather than a Kafka client: a client asks
-    whichever broker it likes, and librdkafka's admin client let Kafka 4 create a topic it was
-    only asked about."""
+    """One broker's own Metadata answer for `topics` (an empty list: only the brokers; None:
+    every topic), never letting it auto-create what is asked about. A raw request rather than
+    a Kafka client: a client asks whichever broker it likes, and librdkafka's admin client let
+    Kafka 4 create a topic it was only asked about."""
     with RawClient(host, port, timeout=timeout, client_id=client_id) as client:
         return client.request(METADATA_API_KEY, METADATA_VERSION, {
-            "topics": [{"name": topic, "topic_id": uuid.UUID(int=0)} for topic in topics],
+            "topics": None if topics is None else [
+                {"name": topic, "topic_id": uuid.UUID(int=0)} for topic in topics],
             "allow_auto_topic_creation": False,
             "include_topic_authorized_operations": False,
         })

@@ -27,7 +27,7 @@ from harness.cli.options import BOOTSTRAP_SERVER_HELP, DEPRECATED_BOOTSTRAP
 from harness.cli.options import bootstrap_server as bootstrap_server_option
 from harness.cluster.docker.engine import engine_client, ensure_engine
 from harness.cluster.docker.reaping import remove_run
-from harness.cluster.options import CLUSTER_TARGETS, Backend, Network, TargetName, check_options
+from harness.cluster.options import DISK_TARGETS, Backend, Network, TargetName, check_options
 from harness.cluster.spec import ClusterSpec
 from harness.disk.broker_disk import DiskLayer
 from harness.errors import CommandFailed, ExitCode, InfrastructureError, UsageError
@@ -51,7 +51,8 @@ def register(app: typer.Typer) -> None:
 
 
 def up(
-    brokers: Annotated[int, typer.Option(help="Number of reference brokers.")] = 3,
+    brokers: Annotated[int, typer.Option(help="Number of brokers (KRaft: of nodes, each also a "
+                                             "voter of the controller quorum).")] = 3,
     run_dir: RunDir = DEFAULT_RUN_DIR,
     foreground: Annotated[
         bool, typer.Option("--foreground", help="Run in this terminal; Ctrl-C = down.")
@@ -61,8 +62,10 @@ def up(
     ] = 6000,
     target: Annotated[
         TargetName, typer.Option(help="reference or apache-kafka (ZooKeeper + brokers with "
-                                      "every fault), apache-kafka-kraft, tansu, librdkafka-mock "
-                                      "or external (no faults: see `status`).")
+                                      "every fault), apache-kafka-kraft (N KRaft nodes, each a "
+                                      "broker and a controller, every fault on the proxy "
+                                      "network), tansu, librdkafka-mock or external (no faults: "
+                                      "see `status`).")
     ] = TargetName.REFERENCE,
     bootstrap_server: Annotated[
         str | None, typer.Option("--bootstrap-server", metavar="HOST:PORT[,...]",
@@ -126,7 +129,7 @@ def start(run_dir: Path, *, brokers: int, session_timeout_ms: int, target: Targe
         spec = ClusterSpec(brokers=brokers, zookeeper_session_timeout_ms=session_timeout_ms,
                            disk=disk)
         check_options(target, bootstrap, brokers, network, backend)
-        if disk is not DiskLayer.NONE and (target not in CLUSTER_TARGETS
+        if disk is not DiskLayer.NONE and (target not in DISK_TARGETS
                                            or backend is not Backend.LOCAL):
             raise ValueError("--disk needs a cluster the harness runs on the local backend "
                              "(--target reference or apache-kafka)")

@@ -34,6 +34,8 @@ def show_status(run_dir: Path, as_json: bool) -> None:
     controller = (f"; controller broker-{state['controller']} (epoch {epoch})"
                   if state.get("controller") is not None else "")
     console.print(f"brokers: {state.get('target')}{version}{controller}", highlight=False)
+    if state.get("quorum"):
+        console.print(_quorum_line(state["quorum"]), highlight=False)
     console.print(f"bootstrap: [bold]{state['bootstrap']}[/bold]")
     console.print(_network_line(state), highlight=False)
     faults = state["faults"]
@@ -57,7 +59,9 @@ def _node_table(state: dict[str, Any]) -> Table:
         table.add_column(column)
     colours = {"running": "green", "paused": "yellow", "down": "red"}
     for node, facts in state["nodes"].items():
-        role = "controller" if node == f"broker-{state['controller']}" else ""
+        role = ("controller" if node == f"broker-{state['controller']}"
+                else "voter" if node.removeprefix("broker-") in (state.get("quorum") or {})
+                .get("voters", {}) else "")
         registered = facts.get("registered")
         table.add_row(node, role, f"[{colours[facts['status']]}]{facts['status']}[/]",
                       facts["container"] if in_docker else str(facts["pid"] or "-"),
@@ -83,14 +87,29 @@ def _network_line(state: dict[str, Any]) -> str:
 
 
 def _partition_table(state: dict[str, Any]) -> Table:
-    """Leader, ISR and leader epoch of every topic partition, as the controller recorded them."""
-    table = Table(title="partitions (ZooKeeper)")
-    for column in ("partition", "leader", "isr", "leader epoch"):
+    """Leader, ISR and leader epoch of every topic partition, as the controller recorded them
+    (and, on KRaft where Kafka has them, KIP-966's eligible leader replicas)."""
+    kraft = bool(state.get("quorum"))
+    table = Table(title="partitions (KRaft metadata)" if kraft else "partitions (ZooKeeper)")
+    columns = ["partition", "leader", "isr", "leader epoch"] + (["elr"] if kraft else [])
+    for column in columns:
         table.add_column(column)
     for name, facts in state["partitions"].items():
         leader = "[red]none[/red]" if facts["leader"] < 0 else f"broker-{facts['leader']}"
-        table.add_row(name, leader, ",".join(map(str, facts["isr"])), str(facts["leader_epoch"]))
+        row = [name, leader, ",".join(map(str, facts["isr"])), str(facts["leader_epoch"])]
+        if kraft:
+            row.append(",".join(map(str, facts.get("elr", []))))
+        table.add_row(*row)
     return table
+
+
+def _quorum_line(quorum: dict[str, Any]) -> str:
+    """``quorum: leader broker-2 (epoch 3), voters 1 (lag 0), 2 (lag 0), 3 (lag 12)``."""
+    voters = ", ".join(f"{voter} (lag {'?' if facts['lag'] is None else facts['lag']})"
+                       for voter, facts in quorum["voters"].items())
+    leader = f"broker-{quorum['leader']}" if quorum["leader"] is not None else "none"
+    return (f"quorum: leader {leader} (epoch {quorum['epoch']}, high watermark "
+            f"{quorum['high_watermark']}), voters {voters}")
 
 
 def _toxiproxy_server(state: dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ its ``kafka_2.13-<version>.jar`` belongs to). ``$KAFKA_HEAP_OPTS`` and
 ``$KAFKA_JVM_PERFORMANCE_OPTS`` are honoured as the script honours them; the defaults here are
 small heaps (three brokers and ZooKeeper share two cores in CI).
 
-Two kinds:
+The kind:
 
 * ``apache-kafka`` — 3.9 in ZooKeeper mode, the last line that has it, so the harness's
   ZooKeeper-mode cluster (controller and ISR in znodes, every fault) runs on the real thing.
@@ -18,18 +18,15 @@ Two kinds:
   (through the ``broker-i->broker-j`` proxy), and broker ``i`` sets
   ``inter.broker.listener.name=BROKER<i>``. Follower fetches, controller requests and
   AlterPartition all follow that rule, so a cut of one directed pair cuts exactly that pair.
-* ``apache-kafka-kraft`` — 4.x in combined KRaft mode (broker and controller in one process),
-  for the protocol, group and offset suites; its storage is formatted on first start.
+
+KRaft (4.x) is a kind of its own, :mod:`harness.cluster.kraft`, on the same jars and command.
 """
 
 from __future__ import annotations
 
-import base64
 import os
 import re
 import shlex
-import subprocess
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +41,6 @@ from harness.cluster.kinds import (
 )
 from harness.cluster.peers import ConfiguredBroker, write_atomically
 from harness.cluster.zookeeper import find_java
-from harness.net.ports import free_port
 from harness.vendor import FETCH_HINT, vendor_dir
 
 KAFKA_HOME_ENV = "KAFKA_HOME"
@@ -56,10 +52,8 @@ DEFAULT_JVM_OPTS = ("-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 "
                     "-XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent "
                     "-Djava.awt.headless=true")
 CLIENT_LISTENER = "CLIENT"
-CONTROLLER_LISTENER = "CONTROLLER"
 CONTAINER_LIBS = "/opt/kafka/libs"  # where a container finds the jars, in the project image
 _CORE_JAR = re.compile(r"^kafka_2\.1[23]-(\d+)\.(\d+)\.(\d+)\.jar$")
-_FORMAT_TIMEOUT_S = 60.0
 
 
 def broker_listener(source: int) -> str:
@@ -181,62 +175,6 @@ def kafka_jvm_command(java: str, distribution: KafkaDistribution, run_dir: str,
             f"-Dkafka.logs.dir={run_dir}", "-cp", distribution.classpath, main_class, *args]
 
 
-class KraftBroker(ApacheKafkaBroker):
-    """Apache Kafka 4.x in combined KRaft mode: broker and its own single-voter controller.
-
-    The controller listener needs a port of its own, chosen on first start and kept, so a
-    restarted node finds its quorum where it left it. The log dir is formatted (Kafka's
-    ``StorageTool format``) once, with a fresh cluster id.
-    """
-
-    name = "kafka-kraft"
-
-    def __init__(self, run_dir: Path | str | None = None, **kwargs) -> None:
-        super().__init__(run_dir, **kwargs)
-        self.controller_port: int | None = None
-
-    def server_properties(self) -> dict[str, str]:
-        if self.controller_port is None:
-            self.controller_port = free_port(self.host)
-        node_id = self.properties.get("node.id", 1)
-        client = f"{CLIENT_LISTENER}://{self.host}:{self.port}"
-        merged: dict[str, str | int] = {
-            "process.roles": "broker,controller",
-            "node.id": node_id,
-            "controller.quorum.voters": f"{node_id}@{self.host}:{self.controller_port}",
-            "listeners": f"{client},{CONTROLLER_LISTENER}://{self.host}:{self.controller_port}",
-            "advertised.listeners": client,
-            "listener.security.protocol.map":
-                f"{CLIENT_LISTENER}:PLAINTEXT,{CONTROLLER_LISTENER}:PLAINTEXT",
-            "controller.listener.names": CONTROLLER_LISTENER,
-            "inter.broker.listener.name": CLIENT_LISTENER,
-            "log.dirs": str(self.data_dir),
-            "num.partitions": 1,
-            "offsets.topic.replication.factor": 1,
-            "transaction.state.log.replication.factor": 1,
-            "transaction.state.log.min.isr": 1,
-            # KIP-932's share-group state topic defaults to 3 replicas, which one node cannot
-            # host: share-group requests would wait for it until they time out.
-            "share.coordinator.state.topic.replication.factor": 1,
-            "share.coordinator.state.topic.min.isr": 1,
-            **self.properties,
-        }
-        return {key: str(value) for key, value in merged.items()}
-
-    def _prepare(self) -> None:
-        super()._prepare()
-        if (self.data_dir / "meta.properties").exists():
-            return
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        command = self.jvm_command("kafka.tools.StorageTool", "format", "-t", cluster_id,
-                                   "-c", str(self.properties_path))
-        result = subprocess.run(command, cwd=self.run_dir, capture_output=True, text=True,
-                                timeout=_FORMAT_TIMEOUT_S, check=False)
-        if result.returncode != 0:
-            raise PeerStartError(f"formatting the KRaft log dir failed (exit code "
-                                 f"{result.returncode}): {(result.stderr or result.stdout)[-800:]}")
-
-
 class ApacheKafkaKind:
     """``apache-kafka``: Apache Kafka 3.9 brokers in ZooKeeper mode (see the module doc)."""
 
@@ -244,6 +182,7 @@ class ApacheKafkaKind:
     capabilities = frozenset(Capability)
     listener_per_peer = True
     needs_zookeeper = True
+    controller_quorum = False
     log_name = ApacheKafkaBroker.name
     # kafka.Kafka shuts down in a JVM shutdown hook on SIGTERM, after which the JVM exits with
     # 128 + 15, as every JVM killed by a signal does; 0 only when it stops on its own.

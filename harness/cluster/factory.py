@@ -19,9 +19,11 @@ apache-kafka                                        (:class:`DockerCluster`)
 recipe (a file)        proxy / local,               the same, with the nodes a recipe describes
                        kernel / local (root; a      (:mod:`harness.cluster.recipe`)
                        recipe with ZooKeeper)
-apache-kafka-kraft,    (none)                       one node, no faults (peers, see
-tansu,                                              :func:`harness.cluster.targets.start_target`)
-librdkafka-mock,
+apache-kafka-kraft     proxy / local                N KRaft nodes, each a broker and a voter, every
+                                                    link and the quorum's channel through
+                                                    Toxiproxy (:mod:`harness.cluster.kraft`)
+tansu,                 (none)                       one node, no faults (peers, see
+librdkafka-mock,                                    :func:`harness.cluster.targets.start_target`)
 external
 =====================  ===========================  ==========================================
 """

@@ -13,13 +13,17 @@ destination) pair needs a proxy of its own, and the source must be made to dial 
 reference broker is told per destination (``broker.peer.addresses``); Apache Kafka dials the
 address a peer *advertises* for the listener named by its own ``inter.broker.listener.name``,
 so each Kafka broker gets one listener per source broker, each advertised at that pair's proxy
-(see :mod:`harness.cluster.apache_kafka`).
+(see :mod:`harness.cluster.apache_kafka`). A KRaft node is also a voter of the controller quorum,
+and Kafka 4's voters dial the address a leader *advertises* for their own first controller
+listener, as brokers do for replication: so a quorum node gets one controller listener per
+source node too (``controller``, ``voters``, ``voters_dial_me``), and a cut between two nodes cuts
+their Raft traffic with their replication.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
@@ -41,6 +45,7 @@ class Capability(StrEnum):
     CONTROLLER = "controller"          # controller failover can be provoked
     MULTI_BROKER = "multi_broker"      # more than one broker (replication, ISR, failover)
     CREATE_TOPICS = "create_topics"    # CreateTopics is implemented
+    LONE_BROKER = "lone_broker"        # a broker serves while every other one is down
 
     @property
     def reason(self) -> str:
@@ -55,6 +60,9 @@ _CAPABILITY_REASONS = {
     Capability.CONTROLLER: "has a controller the harness can fail over",
     Capability.MULTI_BROKER: "runs more than one broker",
     Capability.CREATE_TOPICS: "implements CreateTopics",
+    Capability.LONE_BROKER: ("lets a broker serve while every other broker is down (its metadata "
+                             "is kept elsewhere: ZooKeeper or controllers of their own, not a "
+                             "quorum of the brokers themselves)"),
 }
 
 
@@ -68,6 +76,9 @@ class BrokerPorts:
 
     client: int
     inbound: Mapping[int, int]
+    controller: Mapping[int, int] = field(default_factory=dict)
+    """For a node of a Raft quorum (KRaft), its controller listeners by source node: where
+    node ``i``'s Raft requests and controller requests arrive; empty for a kind without one."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +97,12 @@ class BrokerWiring:
     dial: Mapping[int, str]
     dialled_at: Mapping[int, str]
     zookeeper_connect: str
+    voters: Mapping[int, str] = field(default_factory=dict)
+    """For a node of a controller quorum: the address at which this node reaches each voter's
+    controller listener for it (itself included); empty for a kind without a quorum."""
+    voters_dial_me: Mapping[int, str] = field(default_factory=dict)
+    """The address at which each voter ``i`` reaches this node's controller listener for ``i``
+    (what this node advertises for it): the same pairs as ``voters``, seen from the other end."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +134,13 @@ class BrokerKind(Protocol):
     @property
     def listener_per_peer(self) -> bool:
         """Whether each peer broker must arrive on a port of its own (see the module doc)."""
+        ...
+
+    @property
+    def controller_quorum(self) -> bool:
+        """Whether its nodes are the voters of a Raft controller quorum (KRaft): each gets a
+        controller listener per source node, and the wiring says where it reaches every
+        voter's and where every voter reaches its own."""
         ...
 
     @property
@@ -181,14 +205,18 @@ def allocate_ports(kind: BrokerKind, broker_ids: list[int],
                    host: str = LOOPBACK) -> dict[int, BrokerPorts]:
     """Distinct free ports for every broker: one each, or ``1 + len(broker_ids)`` each for a
     kind that takes every peer on a listener of its own."""
-    per_broker = 1 + len(broker_ids) if kind.listener_per_peer else 1
+    peers = len(broker_ids) if kind.listener_per_peer else 0
+    voters = len(broker_ids) if kind.controller_quorum else 0
+    per_broker = 1 + peers + voters
     ports = distinct_free_ports(per_broker * len(broker_ids), host)
     allocated: dict[int, BrokerPorts] = {}
     for index, broker_id in enumerate(broker_ids):
         mine = ports[index * per_broker:(index + 1) * per_broker]
         inbound = ({source: mine[1 + n] for n, source in enumerate(broker_ids)}
                    if kind.listener_per_peer else dict.fromkeys(broker_ids, mine[0]))
-        allocated[broker_id] = BrokerPorts(mine[0], inbound)
+        controller = ({source: mine[1 + peers + n] for n, source in enumerate(broker_ids)}
+                      if kind.controller_quorum else {})
+        allocated[broker_id] = BrokerPorts(mine[0], inbound, controller)
     return allocated
 
 
@@ -216,7 +244,10 @@ def direct_wiring(ports: Mapping[int, BrokerPorts], hosts: Mapping[int, str],
             advertised_client=f"{hosts[me]}:{mine.client}",
             dial={j: f"{hosts[j]}:{ports[j].inbound[me]}" for j in ports},
             dialled_at={i: f"{hosts[me]}:{mine.inbound[i]}" for i in ports},
-            zookeeper_connect=zookeeper_connect)
+            zookeeper_connect=zookeeper_connect,
+            voters={j: f"{hosts[j]}:{ports[j].controller[me]}" for j in ports
+                    if ports[j].controller},
+            voters_dial_me={i: f"{hosts[me]}:{mine.controller[i]}" for i in mine.controller})
     return wiring
 
 

@@ -36,6 +36,7 @@ from harness.cluster.kinds import (
     allocate_ports,
     direct_wiring,
 )
+from harness.cluster.kraft_state import KraftState
 from harness.cluster.reference_kind import REFERENCE
 from harness.cluster.spec import ClusterSpec
 from harness.cluster.state import AdminState, ClusterState, ZooKeeperState, ZooKeeperStateReads
@@ -95,6 +96,8 @@ class LocalCluster(ZooKeeperStateReads):
         self.disks: dict[int, BrokerDisk] = {}  # by broker id, when spec.disk is not none
         self._state: ZooKeeperState | None = None
         self._admin_state: AdminState | None = None
+        self._kraft_state: KraftState | None = None
+        self._controller_ports: dict[int, int] = {}  # a KRaft quorum's controller listeners
         self._started = False
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -130,6 +133,9 @@ class LocalCluster(ZooKeeperStateReads):
                                                      self._zookeeper_port)
                 self.zookeeper.start()
             wiring = self._wiring if self._wiring is not None else self._direct_wiring()
+            # A node's own controller listener (it reaches itself there), to ask the quorum.
+            self._controller_ports = {b: w.ports.controller[b] for b, w in wiring.items()
+                                      if w.ports.controller}
             for broker_id in self.spec.broker_ids:
                 mine = wiring[broker_id]
                 self.brokers[broker_id] = self._new_broker(
@@ -197,6 +203,7 @@ class LocalCluster(ZooKeeperStateReads):
             self._paused.clear()
             self._close_reader()
             self._admin_state = None
+            self._kraft_state = None
             if self.zookeeper is not None:
                 self.zookeeper.stop()
                 self.zookeeper = None
@@ -300,16 +307,33 @@ class LocalCluster(ZooKeeperStateReads):
 
     @property
     def reads(self) -> ClusterState:
-        """Where the cluster-state questions are answered: ZooKeeper, or for a kind without
-        one the Admin API on the brokers (which follows the addresses they advertise, so a
-        cut of the clients' links hides the state too)."""
+        """Where the cluster-state questions are answered: ZooKeeper; for a KRaft quorum the
+        nodes' own listeners (:class:`~harness.cluster.kraft_state.KraftState`); for another
+        kind without ZooKeeper the Admin API on the brokers (which follows the addresses they
+        advertise, so a cut of the clients' links hides the state too)."""
         if self.kind.needs_zookeeper:
             return self.state
         if not self._started:
             raise RuntimeError("the cluster has not been started")
+        if self.kind.controller_quorum:
+            if self._kraft_state is None:
+                self._kraft_state = KraftState(self._running_addresses,
+                                               self._running_controllers)
+            return self._kraft_state
         if self._admin_state is None:
             self._admin_state = AdminState(self.bootstrap)
         return self._admin_state
+
+    def _running_addresses(self) -> list[tuple[str, int]]:
+        """The own listeners of the brokers whose process runs and is not paused."""
+        return [(broker.host, broker.port) for broker_id, broker in self.brokers.items()
+                if broker.port is not None and broker.is_running()
+                and broker_id not in self._paused]
+
+    def _running_controllers(self) -> list[tuple[str, int]]:
+        """The own controller listeners of the quorum's nodes that run and are not paused."""
+        return [(self.brokers[b].host, port) for b, port in self._controller_ports.items()
+                if self.brokers[b].is_running() and b not in self._paused]
 
     def lists_brokers(self, broker_id: int, expected: set[int]) -> bool:
         """Whether ``broker_id``'s Metadata lists every broker in ``expected``."""

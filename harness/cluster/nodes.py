@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from harness.cluster.kinds import BrokerKind
 from harness.cluster.node import BrokerNode, ProcessNode
 from harness.cluster.spec import ClusterSpec
+from harness.cluster.state import ClusterState
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -55,6 +56,11 @@ class ClusterNodes(Protocol):
     def resume(self, broker_id: int) -> None: ...
 
     def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None: ...
+
+    @property
+    def reads(self) -> ClusterState:
+        """Where the state questions are answered: ZooKeeper, or a KRaft quorum's nodes."""
+        ...
 
     def registered_broker_ids(self) -> list[int]: ...
 

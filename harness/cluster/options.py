@@ -35,11 +35,12 @@ class TargetName(StrEnum):
 
 
 class ClusterTarget(StrEnum):
-    """The targets the harness runs as a ZooKeeper-mode cluster of its own, with every fault
-    (the choices of ``kafka-harness run --target``)."""
+    """The targets the harness runs as a cluster of its own, with every fault (the choices of
+    ``kafka-harness run --target``): ZooKeeper and its brokers, or a KRaft quorum of nodes."""
 
     REFERENCE = TargetName.REFERENCE.value
     APACHE_KAFKA = TargetName.APACHE_KAFKA.value
+    APACHE_KAFKA_KRAFT = TargetName.APACHE_KAFKA_KRAFT.value
 
 
 CLUSTER_TARGETS = tuple(ClusterTarget)
@@ -47,6 +48,14 @@ CLUSTER_TARGETS = tuple(ClusterTarget)
 
 DOCKER_KINDS = frozenset({TargetName.REFERENCE, TargetName.APACHE_KAFKA})
 """Kinds the docker backend has an image for."""
+
+KERNEL_TARGETS = (TargetName.REFERENCE, TargetName.APACHE_KAFKA)
+DISK_TARGETS = KERNEL_TARGETS
+"""Built-in targets whose brokers' log dirs the harness can put on disks of its own (disk full
+and disk errors, ``--disk``): the ZooKeeper-mode ones; a KRaft node's data dir holds the
+metadata log too, and what a full or failing one does to the quorum is not yet tried."""
+"""Built-in targets the kernel network mechanism (namespaces, iptables) runs: the ZooKeeper-mode
+ones (a recipe with ZooKeeper too)."""
 
 
 class Network(StrEnum):
@@ -113,9 +122,13 @@ def check_options(target: str, bootstrap: str | None, brokers: int,
     if backend == Backend.DOCKER and network == Network.KERNEL:
         raise ValueError("--network kernel is for the local backend: the docker backend cuts "
                          "partitions with iptables inside its containers already")
-    if network == Network.KERNEL and name not in CLUSTER_TARGETS and name != TargetName.RECIPE:
+    if network == Network.KERNEL and name in CLUSTER_TARGETS and name not in KERNEL_TARGETS:
+        raise ValueError(f"--network kernel runs the ZooKeeper-mode clusters "
+                         f"({', '.join(KERNEL_TARGETS)}), not {target!r}: its links, the "
+                         f"quorum's included, are cut through the proxies (--network proxy)")
+    if network == Network.KERNEL and name not in KERNEL_TARGETS and name != TargetName.RECIPE:
         raise ValueError(f"--network kernel is for the targets the harness runs as a cluster "
-                         f"({', '.join(CLUSTER_TARGETS)}), not {target!r}")
+                         f"({', '.join(KERNEL_TARGETS)}), not {target!r}")
     if name == TargetName.EXTERNAL and not bootstrap:
         raise ValueError("the external target needs a bootstrap address (--bootstrap-server)")
     if name != TargetName.EXTERNAL and bootstrap:

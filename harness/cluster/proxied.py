@@ -9,7 +9,11 @@ harness's vocabulary, see :mod:`harness.cluster.proxy_faults`):
   told so is its own: ``broker.peer.addresses`` for the reference broker, a listener per source
   broker for Apache Kafka, see :mod:`harness.cluster.kinds`): controller requests, follower
   fetches, controlled shutdown — so a link can be cut one way or both;
-* ``broker-I->zk`` — broker I's ``zookeeper.connect``.
+* ``broker-I->zk`` — broker I's ``zookeeper.connect``;
+* ``broker-I->broker-J:controller`` — for a kind whose nodes form a controller quorum (KRaft):
+  node I's Raft requests and controller requests to node J's controller listener. It is a
+  second channel of the link ``broker-I->broker-J``: a partition between the two nodes cuts
+  both, a toxic on the link goes on both, and each channel can be named on its own.
 
 The brokers' own listeners stay on their own ports (``direct_bootstrap``), and the harness reads
 ZooKeeper directly, so an observer never sits behind a fault it is observing.
@@ -72,9 +76,23 @@ def broker_node(broker_id: int) -> str:
     return f"broker-{broker_id}"
 
 
+CONTROLLER_CHANNEL = "controller"
+"""The channel of a link that carries a quorum node's Raft and controller traffic."""
+
+
 def link_name(source: str, destination: str) -> str:
     """The proxy carrying connections ``source`` opens to ``destination``."""
     return f"{source}->{destination}"
+
+
+def channel_name(link: str, channel: str) -> str:
+    """The proxy carrying one more channel of ``link`` (``broker-1->broker-2:controller``)."""
+    return f"{link}:{channel}"
+
+
+def link_of(proxy: str) -> str:
+    """The link a proxy belongs to: its own name, or the link whose channel it carries."""
+    return proxy.partition(":")[0]
 
 
 class ProxiedCluster:
@@ -185,8 +203,19 @@ class ProxiedCluster:
         return f"{host}:{port}"
 
     def link_names(self) -> list[str]:
-        """Every link: clients' first, then broker to broker, then broker to ZooKeeper."""
+        """Every proxy: clients' links first, then broker to broker, then broker to ZooKeeper,
+        then the quorum's channels (``broker-I->broker-J:controller``)."""
         return list(self.links)
+
+    def proxies_of(self, name: str) -> list[str]:
+        """The proxies a fault named ``name`` goes on: a link's every channel, or one channel
+        named whole; ValueError naming the links there are."""
+        if name in self.links and name != link_of(name):
+            return [name]  # one channel, named whole
+        found = [proxy for proxy in self.links if link_of(proxy) == name]
+        if not found:
+            raise ValueError(f"unknown link {name!r}; links are {self.link_names()}")
+        return found
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -244,6 +273,12 @@ class ProxiedCluster:
         for broker_id in self.spec.broker_ids:
             if zookeeper_port is not None:
                 upstreams[link_name(broker_node(broker_id), ZOOKEEPER)] = zookeeper_port
+        for source in self.spec.broker_ids:
+            for destination in self.spec.broker_ids:
+                controller = broker_ports[destination].controller
+                if source != destination and controller:
+                    link = link_name(broker_node(source), broker_node(destination))
+                    upstreams[channel_name(link, CONTROLLER_CHANNEL)] = controller[source]
         client = self.toxiproxy
         existing = client.proxies()
         for name, port in upstreams.items():
@@ -263,6 +298,13 @@ class ProxiedCluster:
                 return f"{LOOPBACK}:{ports[destination].inbound[source]}"
             return self._listen(link_name(broker_node(source), broker_node(destination)))
 
+        def voter(source: int, destination: int) -> str:
+            if source == destination:
+                return f"{LOOPBACK}:{ports[destination].controller[source]}"
+            return self._listen(channel_name(link_name(broker_node(source),
+                                                       broker_node(destination)),
+                                             CONTROLLER_CHANNEL))
+
         wiring: dict[int, BrokerWiring] = {}
         ids = self.spec.broker_ids
         for me in ids:
@@ -273,7 +315,10 @@ class ProxiedCluster:
                 dial={j: via(me, j) for j in ids},
                 dialled_at={i: via(i, me) for i in ids},
                 zookeeper_connect=(self._listen(link_name(node, ZOOKEEPER))
-                                   if self.kind.needs_zookeeper else ""))
+                                   if self.kind.needs_zookeeper else ""),
+                voters=({j: voter(me, j) for j in ids} if self.kind.controller_quorum else {}),
+                voters_dial_me=({i: voter(i, me) for i in ids} if self.kind.controller_quorum
+                                else {}))
         return wiring
 
     def lift_all_faults(self) -> None:

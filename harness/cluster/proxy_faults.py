@@ -7,6 +7,10 @@ like to both ends (Jepsen's "drop"): on proxy ``S->R`` (connections S opens) on 
 stream, and on proxy ``R->S`` (connections R opens) on its downstream stream. A pair with no
 link between them (``client`` and ``zk``) carries no traffic, so there is nothing to cut.
 
+A link may have more than one channel, each its own proxy (a KRaft node's Raft traffic, see
+:mod:`harness.cluster.proxied`): a cut of a link cuts every channel of it, and a toxic added to a
+link goes on every channel, unless one channel is named whole.
+
 Partition toxics are named ``partition_upstream`` / ``partition_downstream`` (a proxy cut both
 ways carries one on each stream, and toxic names are unique per proxy); every other toxic is the
 caller's. The server is the source of truth: :meth:`NetworkFaults.active` and
@@ -21,10 +25,10 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
-from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
+from toxiproxy.exceptions import InvalidToxic, ProxyExists
 from toxiproxy.proxy import Proxy
 
-from harness.cluster.proxied import CLIENT, ZOOKEEPER, ProxiedCluster, link_name
+from harness.cluster.proxied import CLIENT, ZOOKEEPER, ProxiedCluster, link_name, link_of
 from harness.net import grudge as shapes
 from harness.net.api_error import ApiError
 from harness.net.partition_shapes import PartitionShapes
@@ -47,19 +51,20 @@ def is_partition_toxic(name: str) -> bool:
 
 
 def cut_streams(pairs: Iterable[tuple[str, str]], links: Iterable[str]) -> list[tuple[str, str]]:
-    """The (link, stream) pairs that drop the directed traffic ``(sender, receiver)`` in ``pairs``.
+    """The (proxy, stream) pairs that drop the directed traffic ``(sender, receiver)`` in
+    ``pairs``: on every channel of the links between the two.
 
-    >>> cut_streams([("a", "b")], ["a->b", "b->a", "a->c"])
-    [('a->b', 'upstream'), ('b->a', 'downstream')]
+    >>> cut_streams([("a", "b")], ["a->b", "b->a", "a->c", "a->b:controller"])
+    [('a->b', 'upstream'), ('a->b:controller', 'upstream'), ('b->a', 'downstream')]
     """
-    existing = set(links)
+    by_link: dict[str, list[str]] = {}
+    for proxy in links:
+        by_link.setdefault(link_of(proxy), []).append(proxy)
     cuts: set[tuple[str, str]] = set()
     for sender, receiver in pairs:
-        forward, backward = link_name(sender, receiver), link_name(receiver, sender)
-        if forward in existing:
-            cuts.add((forward, "upstream"))
-        if backward in existing:
-            cuts.add((backward, "downstream"))
+        cuts.update((proxy, "upstream") for proxy in by_link.get(link_name(sender, receiver), ()))
+        cuts.update((proxy, "downstream")
+                    for proxy in by_link.get(link_name(receiver, sender), ()))
     return sorted(cuts)
 
 
@@ -71,8 +76,8 @@ def pairs_from_toxics(toxics: Mapping[str, Iterable[str]]) -> list[tuple[str, st
     [('a', 'b')]
     """
     pairs: set[tuple[str, str]] = set()
-    for link, names in toxics.items():
-        source, _, destination = link.partition("->")
+    for proxy, names in toxics.items():
+        source, _, destination = link_of(proxy).partition("->")
         for name in names:
             if name == partition_toxic_name("upstream"):
                 pairs.add((source, destination))
@@ -115,15 +120,15 @@ class NetworkFaults(PartitionShapes):
         checked = shapes.from_explicit(grudge, self.nodes)
         pairs = shapes.links_to_cut(checked)
         self.heal()
-        _each([partial(self._proxy(link).add_toxic, name=partition_toxic_name(stream),
+        _each([partial(self._proxy(proxy).add_toxic, name=partition_toxic_name(stream),
                        stream=stream, **CUT_TOXIC)
-               for link, stream in cut_streams(pairs, self.cluster.links)])
+               for proxy, stream in cut_streams(pairs, self.cluster.links)])
         return pairs
 
     def heal(self) -> None:
         """Remove every partition cut; other toxics stay."""
-        _each([partial(self._proxy(link).destroy_toxic, name)
-               for link, names in self._toxic_names().items()
+        _each([partial(self._proxy(proxy).destroy_toxic, name)
+               for proxy, names in self._toxic_names().items()
                for name in names if is_partition_toxic(name)])
 
     # --- toxics ------------------------------------------------------------------------------
@@ -138,7 +143,7 @@ class NetworkFaults(PartitionShapes):
         Toxiproxy accepts what it cannot use: a misspelt attribute (``latncy``) is silently
         ignored, a fault then changes nothing and a chaos test passes for the wrong reason,
         and a slicer with ``average_size`` 0 crashes the whole server on the first byte."""
-        proxy = self._proxy(link)
+        proxies = self._proxies(link)
         if stream not in STREAMS:
             raise ValueError(f"stream must be one of {list(STREAMS)}, got {stream!r}")
         if not 0.0 <= toxicity <= 1.0:
@@ -152,20 +157,23 @@ class NetworkFaults(PartitionShapes):
         except ApiError as exc:
             raise ValueError(f"invalid toxic {toxic_name!r} for {link}: {exc.message}") from None
         try:
-            proxy.add_toxic(type=type, attributes=dict(attributes), stream=stream,
-                            toxicity=toxicity, name=toxic_name)
+            _each([partial(proxy.add_toxic, type=type, attributes=dict(attributes),
+                           stream=stream, toxicity=toxicity, name=toxic_name)
+                   for proxy in proxies])
         except (InvalidToxic, ProxyExists) as exc:
             raise ValueError(f"Toxiproxy refused toxic {toxic_name!r} on {link}: "
                              f"{_server_message(exc)}") from exc
         return toxic_name
 
     def remove_toxic(self, link: str, name: str) -> None:
-        proxy = self._proxy(link)
-        try:
-            proxy.destroy_toxic(name)
-        except NotFound:
+        """Remove toxic ``name`` from every channel of ``link`` that has it."""
+        proxies = self.cluster.proxies_of(link)
+        names = self._toxic_names()
+        holding = [proxy for proxy in proxies if name in names.get(proxy, [])]
+        if not holding:
             raise ValueError(f"no toxic {name!r} on {link}; it has "
-                             f"{self._toxic_names().get(link, [])}") from None
+                             f"{sorted({n for p in proxies for n in names.get(p, [])})}")
+        _each([partial(self._proxy(proxy).destroy_toxic, name) for proxy in holding])
 
     def clear(self) -> None:
         """Heal and remove every toxic on every link, and enable any proxy that was disabled."""
@@ -184,12 +192,16 @@ class NetworkFaults(PartitionShapes):
 
     # --- plumbing ----------------------------------------------------------------------------
 
-    def _proxy(self, link: str) -> Proxy:
-        proxy = self.cluster.proxies.get(link)
-        if proxy is None:
-            raise ValueError(f"unknown link {link!r}; links are {self.cluster.link_names()}")
+    def _proxy(self, proxy: str) -> Proxy:
+        """One proxy by its whole name (a link, or a channel of one)."""
         self.cluster.api()  # the client's server address is class state: point it at ours
-        return proxy
+        return self.cluster.proxies[proxy]
+
+    def _proxies(self, name: str) -> list[Proxy]:
+        """The proxies of a link (every channel), or of one channel named whole."""
+        proxies = [self.cluster.proxies[proxy] for proxy in self.cluster.proxies_of(name)]
+        self.cluster.api()  # the client's server address is class state: point it at ours
+        return proxies
 
     def _toxic_names(self) -> dict[str, list[str]]:
         """Link -> the names of its toxics, for every link of the cluster, in one request."""

@@ -272,6 +272,8 @@ class RecipeKind:
     def needs_zookeeper(self) -> bool:
         return self.recipe.zookeeper
 
+    controller_quorum = False  # a recipe describes no controller listener (docs/recipes.md)
+
     @property
     def log_name(self) -> str:
         return self.recipe.name

@@ -30,6 +30,7 @@ class ReferenceKind:
     capabilities = frozenset(Capability)
     listener_per_peer = False
     needs_zookeeper = True
+    controller_quorum = False
     log_name = ReferenceBroker.name
     clean_exit_codes = frozenset({0})  # it catches SIGTERM, shuts down, and exits 0
 

@@ -12,12 +12,14 @@ from collections.abc import Callable, Mapping
 
 from harness.cluster.apache_kafka import ApacheKafkaKind
 from harness.cluster.kinds import BrokerKind
+from harness.cluster.kraft import ApacheKafkaKraftKind
 from harness.cluster.options import ClusterTarget
 from harness.cluster.reference_kind import REFERENCE
 
 BROKER_KINDS: Mapping[str, Callable[[], BrokerKind]] = {
     ClusterTarget.REFERENCE: lambda: REFERENCE,
     ClusterTarget.APACHE_KAFKA: ApacheKafkaKind,
+    ClusterTarget.APACHE_KAFKA_KRAFT: ApacheKafkaKraftKind,
 }
 """How each :class:`~harness.cluster.options.ClusterTarget` makes its broker kind (a new Apache
 Kafka kind finds its jars when made)."""

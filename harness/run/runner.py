@@ -49,11 +49,19 @@ from harness.checker.result import (
 from harness.cluster.errors import PeerStartError
 from harness.cluster.factory import Faults, RunnableCluster, build
 from harness.cluster.nodes import ClusterNodes
-from harness.cluster.options import Backend, ClusterOptions, Network, TargetName, check_options
+from harness.cluster.options import (
+    DISK_TARGETS,
+    Backend,
+    ClusterOptions,
+    Network,
+    TargetName,
+    check_options,
+)
 from harness.cluster.recipe import load_recipe
 from harness.cluster.registry import BROKER_KINDS
 from harness.cluster.spec import ClusterSpec
 from harness.conformance import matrix
+from harness.disk.broker_disk import DiskLayer
 from harness.lifecycle.interrupts import interrupt_once
 from harness.nemesis.disk import layer_for
 from harness.nemesis.executor import FaultTarget, Nemesis
@@ -138,6 +146,10 @@ class RunOptions:
         unknown = [n for n in self.nemesis if n not in FAULTS]
         if unknown:
             problems.append(f"unknown nemesis fault(s) {unknown}; allowed: {', '.join(FAULTS)}")
+        if layer_for(list(self.nemesis)) is not DiskLayer.NONE and self.target not in (
+                *DISK_TARGETS, TargetName.RECIPE):
+            problems.append(f"disk faults run on {', '.join(DISK_TARGETS)} (or a recipe), "
+                            f"not {self.target!r}")
         unknown = [n for n in self.suites if n not in SUITES]
         if unknown:
             problems.append(f"unknown suite(s) {unknown}; allowed: {', '.join(SUITES)}")

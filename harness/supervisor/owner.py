@@ -216,7 +216,7 @@ class Supervisor:
             return self._peer_state(document)
         local = self.local
         assert isinstance(local, LocalCluster | DockerCluster)  # what the backends' nodes are
-        zk_facts = status.zookeeper_facts(local)
+        zk_facts = status.metadata_facts(local)
         proxied = self.proxied or self.docker
 
         def client_address(node: str, direct: str) -> str:
@@ -234,6 +234,7 @@ class Supervisor:
             "controller": zk_facts.get("controller"),
             "controller_epoch": zk_facts.get("controller_epoch"),
             "partitions": zk_facts.get("partitions", {}),
+            **({"quorum": zk_facts["quorum"]} if "quorum" in zk_facts else {}),
             "faults": faults,
             "logs": [str(self.run_dir / LOG_NAME), *map(str, self.backend.log_paths())],
             **status.network_facts(self.kernel, self.docker, self.proxied),

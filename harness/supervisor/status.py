@@ -15,13 +15,16 @@ from dataclasses import asdict
 from typing import Any
 
 from harness.cluster.docker.backend import DockerCluster
+from harness.cluster.kraft_state import KraftState
 from harness.cluster.local import LocalCluster
 from harness.cluster.netns_cluster import NetnsCluster
 from harness.cluster.proxied import ProxiedCluster
 from harness.lifecycle.procfs import process_state
 from harness.nemesis import disk as cluster_disks
 
-_ZOOKEEPER_QUERY_TIMEOUT_S = 2.0
+_METADATA_QUERY_TIMEOUT_S = 2.0
+PARTITION_FACTS = ("leader", "isr", "leader_epoch", "elr", "last_known_elr")
+"""What status shows of each partition (the ELR only where KRaft has it, KIP-966)."""
 
 
 def process_nodes(local: LocalCluster, zk_facts: dict[str, Any],
@@ -111,25 +114,33 @@ def network_facts(kernel: NetnsCluster | None, docker: DockerCluster | None,
                     for name, (host, port, upstream) in proxied.links.items()},
     }
 
-def zookeeper_facts(local: LocalCluster | DockerCluster) -> dict[str, Any]:
-    """Registered broker ids and the controller, or nothing if ZooKeeper does not answer in
-    time (paused, killed): status must answer while ZooKeeper is the fault."""
+
+def metadata_facts(local: LocalCluster | DockerCluster) -> dict[str, Any]:
+    """Registered broker ids, the controller and its epoch, each partition's leader and ISR —
+    from ZooKeeper, or from a KRaft quorum (with the quorum itself: leader, epoch, each voter's
+    lag) — or nothing if they do not answer in time (paused, killed, cut off): status must
+    answer while the metadata's keeper is the fault."""
     facts: dict[str, Any] = {}
 
     def ask() -> None:
-        facts["registered"] = local.registered_broker_ids()
+        reads = local.reads
+        quorum = reads.quorum() if isinstance(reads, KraftState) else None
+        facts["registered"] = reads.registered_broker_ids()
         facts["partitions"] = {
-            name: {"leader": state["leader"], "isr": state["isr"],
-                   "leader_epoch": state["leader_epoch"]}
-            for name, state in local.state.partition_states().items()}
-        facts["controller_epoch"] = local.controller_epoch()
-        facts["controller"] = local.controller_id()
+            name: {key: state[key] for key in PARTITION_FACTS if key in state}
+            for name, state in reads.partition_states().items()}
+        if quorum is not None:
+            facts["quorum"] = quorum.to_json()
+        facts["controller_epoch"] = (quorum.leader_epoch if quorum is not None
+                                     else reads.controller_epoch())
+        facts["controller"] = (quorum.leader_id if quorum is not None
+                               else reads.controller_id())
 
-    worker = threading.Thread(target=ask, name="status-zk", daemon=True)
+    worker = threading.Thread(target=ask, name="status-metadata", daemon=True)
     worker.start()
-    worker.join(_ZOOKEEPER_QUERY_TIMEOUT_S)
+    worker.join(_METADATA_QUERY_TIMEOUT_S)
     if "controller" not in facts:
-        return {"zookeeper_unreachable": True}
+        return {"metadata_unreachable": True}
     return facts
 
 
@@ -140,9 +151,10 @@ def degradations(document: dict[str, Any], zk_facts: dict[str, Any]) -> list[str
         if facts["status"] != "running":
             found.append(f"{node} is {facts['status']}")
         elif facts.get("registered") is False:
-            found.append(f"{node} is not registered in ZooKeeper")
-    if zk_facts.get("zookeeper_unreachable"):
-        found.append("ZooKeeper did not answer the harness")
+            found.append(f"{node} is not registered")
+    if zk_facts.get("metadata_unreachable"):
+        found.append("the cluster's metadata (ZooKeeper, or the KRaft quorum) did not answer "
+                     "the harness")
     elif document["controller"] is None:
         found.append("no controller")
     faults = document["faults"]

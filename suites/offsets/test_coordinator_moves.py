@@ -28,6 +28,7 @@ from ..groups._helpers import (
     HEARTBEAT,
     JOIN_GROUP,
     OFFSET_COMMIT,
+    RETRIABLE_COORDINATOR_ERRORS,
     WAIT_S,
     Coordinator,
     RawFactory,
@@ -88,7 +89,14 @@ def test_commits_survive_a_coordinator_crash_and_clients_recover(
     serves exactly the acknowledged offsets and metadata; until then a client meets only
     retriable coordinator errors, and a real consumer that had been talking to the dead
     coordinator finds the new one and fetches and commits again [Kafka group coordinator
-    failover: offsets replicated in __consumer_offsets; protocol guide, error codes]."""
+    failover: offsets replicated in __consumer_offsets; protocol guide, error codes].
+
+    Served at once on Apache Kafka 3.9, which loads a partition up to its log end. Kafka 4's
+    group coordinator (KIP-848's runtime) serves reads as of the partition's high watermark,
+    which a new leader learns from its followers a moment after it takes over: measured on
+    4.4 in KRaft mode, its first answers lacked the newest acknowledged commit (the partition
+    read as never committed) for up to 3 s. So the rule held here is the one both keep: no
+    answer names an offset that was not committed, and every acknowledged one is served soon."""
     topic = make_topic(partitions=2)
     group = unique_name(request, "g-")
     client = offsets_client(kafka_raw_client, group, [topic], OFFSET_COMMIT)
@@ -108,7 +116,10 @@ def test_commits_survive_a_coordinator_crash_and_clients_recover(
     new = _wait_for_new_coordinator(probe, group, old.node_id)
     moved = kafka_raw_client(new.address)
     seen = wait_coordinator_ready(moved, group)
-    assert _committed(moved, group, topic) == COMMITTED, f"retriable errors first: {seen}"
+    stale = _until_served(moved, group, topic)
+    assert all(offset in (-1, COMMITTED[p][0]) for answer in stale
+               for p, (offset, _) in answer.items()), \
+        f"the new coordinator named offsets never committed: {stale}; retriable first: {seen}"
 
     recovered = member.committed([TopicPartition(topic, p) for p in COMMITTED], timeout=30)
     assert [(tp.partition, tp.offset) for tp in recovered] \
@@ -119,6 +130,7 @@ def test_commits_survive_a_coordinator_crash_and_clients_recover(
 
 @pytest.mark.requires_process_faults
 @pytest.mark.requires_multi_broker
+@pytest.mark.requires_lone_broker
 def test_commits_survive_a_restart_of_the_coordinator(
         kafka_target: Target, kafka_raw_client: RawFactory, make_topic: Callable[..., str],
         request: pytest.FixtureRequest) -> None:
@@ -148,6 +160,7 @@ def test_commits_survive_a_restart_of_the_coordinator(
 
 @pytest.mark.requires_process_faults
 @pytest.mark.requires_multi_broker
+@pytest.mark.requires_lone_broker
 def test_a_restarted_coordinator_answers_load_in_progress_until_it_has_replayed(
         kafka_target: Target, kafka_raw_client: RawFactory, make_topic: Callable[..., str],
         request: pytest.FixtureRequest) -> None:
@@ -161,13 +174,13 @@ def test_a_restarted_coordinator_answers_load_in_progress_until_it_has_replayed(
     as fast as it can from the moment the broker is back. Apache Kafka 3.9 answers
     NOT_COORDINATOR until it leads the partition again, then COORDINATOR_LOAD_IN_PROGRESS for
     tens of requests (it replays the fifty offsets partitions one after another)."""
+    _wait_settled(kafka_target)
     topic = make_topic(partitions=LOAD_PARTITIONS)
     group = unique_name(request, "g-")
     client = offsets_client(kafka_raw_client, group, [topic], OFFSET_COMMIT)
     for offset in range(LOAD_COMMITS):
-        offsets = {p: offset for p in range(LOAD_PARTITIONS)}
-        assert set(commit(client, group, topic, offsets, metadata=LOAD_METADATA)) \
-            == {ErrorCode.none}
+        client = _commit_at_coordinator(kafka_raw_client, client, group, topic,
+                                        {p: offset for p in range(LOAD_PARTITIONS)})
     coordinator = find_coordinator(client, group)
     address = broker_addresses(client)[coordinator.node_id]
     client.close()
@@ -182,6 +195,59 @@ def test_a_restarted_coordinator_answers_load_in_progress_until_it_has_replayed(
     fetched = committed(restarted, group, topic, list(range(LOAD_PARTITIONS)))
     last = LOAD_COMMITS - 1
     assert fetched == {p: (last, LOAD_METADATA, ErrorCode.none) for p in range(LOAD_PARTITIONS)}
+
+
+def _until_served(client: RawClient, group: str, topic: str
+                  ) -> list[dict[int, tuple[int, str | None]]]:
+    """OffsetFetch until it answers exactly :data:`COMMITTED`; the answers before that."""
+    answers: list[dict[int, tuple[int, str | None]]] = []
+
+    def served() -> bool:
+        answer = _committed(client, group, topic)
+        if answer == COMMITTED:
+            return True
+        answers.append(answer)
+        return False
+
+    wait_for(served, WAIT_S, f"{group}'s acknowledged offsets to be served", retry_on=())
+    return answers
+
+
+def _wait_settled(cluster: Target) -> None:
+    """Until every offsets partition has all its replicas in sync again. A test before may have
+    stopped every broker and started them one by one: until the followers have caught up,
+    controllers move leaderships (measured on Kafka 3.9: three elections within seconds of the
+    restarts), the group's coordinator with them, and this test's commits would meet
+    NOT_COORDINATOR or its coordinator would not be the last of the ISR it must be. (No offsets
+    partition yet, on a new cluster, is settled too: they are made with every replica.)"""
+    nodes = cluster.require_nodes()
+    replicas = min(3, nodes.spec.brokers)  # offsets.topic.replication.factor, as the spec sets
+
+    def settled() -> bool:
+        states = nodes.reads.partition_states(internal=True)
+        offsets = [s for name, s in states.items() if name.startswith("__consumer_offsets/")]
+        return all(len(s["isr"]) == replicas and s["leader"] >= 0 for s in offsets)
+
+    wait_for(settled, WAIT_S, "every __consumer_offsets partition with all replicas in sync")
+
+
+def _commit_at_coordinator(raw_client: RawFactory, client: RawClient, group: str, topic: str,
+                           offsets: dict[int, int]) -> RawClient:
+    """Commit ``offsets`` with the group's coordinator, finding it again when it has moved, as
+    a client does; the client on the coordinator that took them. It may move in a healthy
+    cluster: after brokers restart, a controller moves leaderships back to their preferred
+    replicas (Kafka 3.9 checks 5 s after it is elected), the offsets partitions' with them."""
+    def taken() -> bool:
+        nonlocal client
+        errors = set(commit(client, group, topic, offsets, metadata=LOAD_METADATA))
+        if errors == {ErrorCode.none}:
+            return True
+        assert errors <= RETRIABLE_COORDINATOR_ERRORS, f"OffsetCommit answered {errors}"
+        client = offsets_client(raw_client, group, [topic], OFFSET_COMMIT)
+        return False
+
+    wait_for(taken, WAIT_S, f"the coordinator of {group} to take a commit", retry_on=())
+    return client
 
 
 def _restart_alone(cluster: Target, broker_id: int) -> None:

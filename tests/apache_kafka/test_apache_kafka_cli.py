@@ -12,6 +12,7 @@ import pytest
 
 from harness.net.netns_support import unavailable
 from harness.supervisor.control import socket_path
+from harness.waiting import wait_for
 from tests.cli.test_cli_end_to_end import (
     COMMAND_TIMEOUT_S,
     KAFKA_HARNESS,
@@ -24,13 +25,7 @@ from tests.cli.test_cli_end_to_end import (
 
 
 def _wait_for(predicate, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
+    return wait_for(predicate, timeout, what)
 
 
 def test_the_cli_drives_an_apache_kafka_cluster(tmp_path):
@@ -133,4 +128,57 @@ def test_up_foreground_on_apache_kafka_leaves_nothing(tmp_path, network, signum)
         if process.poll() is None:
             process.kill()
             process.wait()
+        footprint.kill_leftovers()
+
+
+def test_the_cli_drives_a_kraft_cluster(tmp_path):
+    """``up --target apache-kafka-kraft --brokers 3``: three combined KRaft nodes behind the
+    proxies, their Raft traffic on its own channel of each link. ``status`` shows the quorum
+    (leader, epoch, each voter's lag) as ZooKeeper mode shows its controller; isolating the
+    active controller moves the leadership to a higher epoch; a toxic on a link goes on both of
+    its channels; a killed node restarts; ``down`` leaves no JVM, proxy or port behind."""
+    run_dir = tmp_path / "run"
+    footprint = Footprint()
+    try:
+        up = ok(run_dir, "up", "--target", "apache-kafka-kraft", "--brokers", "3")
+        state = status(run_dir)
+        footprint.record(state)
+        assert up.stdout.strip() == state["bootstrap"]
+        assert state["target"] == "apache-kafka-kraft" and state["version"].startswith("4.")
+        assert state["phase"] == "ready" and state["degraded"] == []
+        assert len(state["proxies"]) == 3 + 6 + 6  # clients, replication, the quorum's channel
+        quorum = state["quorum"]
+        assert sorted(quorum["voters"]) == ["1", "2", "3"]
+        assert state["controller"] == quorum["leader"] in (1, 2, 3)
+        assert state["controller_epoch"] == quorum["epoch"] >= 1
+        shown = " ".join(ok(run_dir, "status").stdout.split())
+        assert f"quorum: leader broker-{quorum['leader']} (epoch {quorum['epoch']}" in shown
+
+        old = quorum["leader"]
+        ok(run_dir, "partition", "isolate", f"broker-{old}")
+        moved = _wait_for(lambda: (s := status(run_dir)).get("controller") not in (None, old)
+                          and s, "another voter to lead")
+        assert moved["quorum"]["epoch"] > quorum["epoch"]
+        ok(run_dir, "heal")
+        _wait_for(lambda: status(run_dir)["degraded"] == [], "a healthy cluster after heal")
+
+        added = ok(run_dir, "toxic", "add", "broker-1->broker-2", "latency",
+                   "--attr", "latency=50")
+        name = added.stdout.strip()
+        assert status(run_dir)["faults"]["toxics"] == {
+            "broker-1->broker-2": [name], "broker-1->broker-2:controller": [name]}
+        ok(run_dir, "toxic", "remove", "broker-1->broker-2", name)
+        assert status(run_dir)["faults"]["toxics"] == {}
+
+        ok(run_dir, "kill", "broker-2")
+        assert status(run_dir)["nodes"]["broker-2"]["status"] == "down"
+        ok(run_dir, "restart", "broker-2")
+        state = status(run_dir)
+        footprint.record(state)
+        assert state["nodes"]["broker-2"]["registered"] is True
+
+        ok(run_dir, "down")
+        assert footprint.wait_gone(60) == []
+        assert not socket_path(run_dir).exists()
+    finally:
         footprint.kill_leftovers()

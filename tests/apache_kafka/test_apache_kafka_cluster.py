@@ -10,11 +10,9 @@ the per-source listeners of :mod:`harness.cluster.apache_kafka`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.apache_kafka import ApacheKafkaKind
@@ -23,6 +21,8 @@ from harness.cluster.proxied import ProxiedCluster, broker_node
 from harness.cluster.proxy_faults import NetworkFaults
 from harness.cluster.spec import ClusterSpec
 from harness.nemesis import process as process_faults
+
+from .records import produce, read_all
 
 LAG_MS = 3000  # replica.lag.time.max.ms: how long a follower may lag before the ISR drops it
 
@@ -73,42 +73,14 @@ def _state(kafka: ProxiedCluster, topic: str) -> dict:
     return state
 
 
-def _produce(kafka: ProxiedCluster, topic: str, count: int, *, idempotent: bool = True) -> None:
-    producer = Producer({"bootstrap.servers": kafka.bootstrap,
-                         "acks": "all" if idempotent else "1",
-                         "enable.idempotence": idempotent, "message.timeout.ms": 60000})
-    errors: list[str] = []
-    for i in range(count):
-        producer.produce(topic, f"value-{i}".encode(),
-                         on_delivery=lambda err, _m: errors.append(str(err)) if err else None)
-    assert producer.flush(60) == 0
-    assert errors == []
-
-
-def _read_all(kafka: ProxiedCluster, topic: str, expected: int) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": f"read-{topic}",
-                         "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    values: list[bytes] = []
-    deadline = time.monotonic() + 60
-    try:
-        while len(values) < expected and time.monotonic() < deadline:
-            for message in consumer.consume(1000, timeout=1.0):
-                assert message.error() is None, message.error()
-                values.append(message.value())
-    finally:
-        consumer.close()
-    return values
-
-
 def test_acks_all_round_trip_on_three_kafka_brokers(kafka: ProxiedCluster) -> None:
     """Every broker's Metadata lists all three; acks=all records come back once, in order."""
     assert kafka.cluster.kind.version().startswith("3.9.")
     for broker_id in (1, 2, 3):
         assert kafka.cluster.broker_metadata(broker_id) == {1, 2, 3}
     topic = _topic(kafka, "round-trip")
-    _produce(kafka, topic, 500)
-    assert _read_all(kafka, topic, 500) == [f"value-{i}".encode() for i in range(500)]
+    produce(kafka.bootstrap, topic, [f"value-{i}".encode() for i in range(500)])
+    assert read_all(kafka.bootstrap, topic, 500) == [f"value-{i}".encode() for i in range(500)]
 
 
 def test_isolating_the_leader_shrinks_the_isr_and_elects_another(
@@ -147,7 +119,7 @@ def test_a_cut_between_two_brokers_hits_exactly_that_pair(
     # idempotent producer may ask the cut follower for a producer id, and when the controller
     # is the leader that broker cannot get a block of ids behind the cut (Kafka logged "Timed
     # out when requesting AllocateProducerIds from the controller"; the send never completed).
-    _produce(kafka, topic, 10, idempotent=False)
+    produce(kafka.bootstrap, topic, [f"value-{i}".encode() for i in range(10)], idempotent=False)
     # Waited for as one state, not asserted after the first shrink: on a busy machine the kept
     # follower may also fall LAG_MS behind for a moment and be dropped, then rejoin. Behind a
     # proxy per destination it could never rejoin, so reaching this state is the proof.
@@ -184,7 +156,7 @@ def test_lose_unflushed_cuts_kafkas_logs_back_to_the_recovery_point(
     offsets it cut, the broker starts again on the cut logs, and the acks=all records are
     still there, from the replicas that kept them."""
     topic = _topic(kafka, "lose-unflushed")
-    _produce(kafka, topic, 200)
+    produce(kafka.bootstrap, topic, [f"value-{i}".encode() for i in range(200)])
     follower = next(b for b in (1, 2, 3) if b != _state(kafka, topic)["leader"])
     report = process_faults.lose_unflushed_node(kafka.cluster, broker_node(follower))
     cut = report["partitions"][f"{topic}-0"]
@@ -195,7 +167,7 @@ def test_lose_unflushed_cuts_kafkas_logs_back_to_the_recovery_point(
     assert kafka.cluster.broker(follower).is_running()
     kafka.cluster.wait_for(lambda: len(_state(kafka, topic)["isr"]) == 3, 60,
                            f"broker {follower} back in {topic}'s ISR")
-    assert len(_read_all(kafka, topic, 200)) == 200
+    assert len(read_all(kafka.bootstrap, topic, 200)) == 200
 
 
 def test_a_direct_cluster_without_proxies(tmp_path: pytest.TempPathFactory) -> None:

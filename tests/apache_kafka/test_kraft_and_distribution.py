@@ -10,20 +10,20 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.apache_kafka import KAFKA_HOME_ENV, KafkaDistribution
 from harness.cluster.errors import PeerStartError
-from harness.cluster.state import AdminState
+from harness.cluster.kraft_state import KraftState
 from harness.cluster.targets import start_target
 from harness.vendor import VENDOR_ENV, vendor_dir
 from harness.waiting import wait_for
 
 
-def test_kraft_target_serves_clients_and_shows_its_state_through_the_admin_api(tmp_path):
-    """One combined broker+controller node formatted on first start: CreateTopics, acks=all
-    produce and a read back; the Admin API names it controller and leader."""
-    target = start_target("apache-kafka-kraft", run_dir=tmp_path / "kraft")
+def test_one_kraft_node_serves_clients_and_shows_its_state_through_the_protocol(tmp_path):
+    """One combined broker+controller node (a quorum of one), formatted on first start:
+    CreateTopics, acks=all produce and a read back; DescribeQuorum names it the active
+    controller and Metadata the leader, and asking about a topic does not create it."""
+    target = start_target("apache-kafka-kraft", brokers=1, run_dir=tmp_path / "kraft")
     try:
         assert target.kind == "apache-kafka-kraft" and target.version.startswith("4.")
-        assert target.faults is None and target.nodes is None
-        assert target.missing("faults") is not None
+        assert target.missing("multi_broker") is not None and target.missing("faults") is None
         admin = AdminClient({"bootstrap.servers": target.bootstrap})
         admin.create_topics([NewTopic("kraft", 1, 1)])["kraft"].result(30)
         producer = Producer({"bootstrap.servers": target.bootstrap, "acks": "all"})
@@ -36,11 +36,16 @@ def test_kraft_target_serves_clients_and_shows_its_state_through_the_admin_api(t
         consumer.close()
         assert values == [f"v{i}".encode() for i in range(20)]
 
-        state = AdminState(target.bootstrap)
-        assert state.controller_id() == 1  # node.id of the only node, which is the controller
+        nodes = target.require_nodes()
+        state = nodes.reads
+        assert isinstance(state, KraftState)
+        quorum = state.quorum()
+        assert quorum.leader_id == 1 and [v.node_id for v in quorum.voters] == [1]
+        assert state.controller_id() == 1 and state.controller_epoch() == quorum.leader_epoch
         assert state.registered_broker_ids() == [1]
         assert state.partition_state("kraft", 0) == {
-            "leader": 1, "isr": [1], "replicas": [1], "leader_epoch": None}
+            "leader": 1, "isr": [1], "replicas": [1], "leader_epoch": 0, "elr": [],
+            "last_known_elr": []}
         assert state.leader("kraft", 0) == 1
         assert state.partition_state("no-such-topic", 0) is None
         # Asking must not have created it. The controller handles topic creations in order, so
@@ -55,7 +60,7 @@ def test_kraft_target_serves_clients_and_shows_its_state_through_the_admin_api(t
 
         listed = wait_for(listing_it, 30, "the broker to list the topic created after it")
         assert "no-such-topic" not in listed
-        assert (tmp_path / "kraft" / "data" / "meta.properties").is_file()
+        assert (tmp_path / "kraft" / "broker-1" / "data" / "meta.properties").is_file()
     finally:
         target.close()
 

@@ -43,3 +43,27 @@ def test_the_toxics_applied_give_back_the_pairs_cut(pairs):
     for link, stream in cut_streams(pairs, LINKS):
         toxics.setdefault(link, []).append(partition_toxic_name(stream))
     assert pairs_from_toxics(toxics) == sorted(pairs)
+
+
+QUORUM_LINKS = ([f"client->broker-{i}" for i in (1, 2, 3)]
+                + [f"broker-{i}->broker-{j}{channel}" for i in (1, 2, 3) for j in (1, 2, 3)
+                   if i != j for channel in ("", ":controller")])
+
+
+def test_a_cut_between_kraft_nodes_cuts_the_quorums_channel_with_the_link():
+    """A KRaft link carries replication and Raft on two proxies: a cut of the node pair must
+    drop both, or the quorum would go on electing past the partition."""
+    assert cut_streams([("broker-1", "broker-2")], QUORUM_LINKS) == [
+        ("broker-1->broker-2", "upstream"), ("broker-1->broker-2:controller", "upstream"),
+        ("broker-2->broker-1", "downstream"), ("broker-2->broker-1:controller", "downstream")]
+
+
+@given(st.sets(st.sampled_from(
+    [(f"broker-{a}", f"broker-{b}") for a in (1, 2, 3) for b in (1, 2, 3) if a != b]
+    + [("client", f"broker-{a}") for a in (1, 2, 3)]
+    + [(f"broker-{a}", "client") for a in (1, 2, 3)])))
+def test_the_pairs_read_back_from_channel_toxics_are_the_pairs_cut(pairs):
+    toxics: dict[str, list[str]] = {}
+    for link, stream in cut_streams(pairs, QUORUM_LINKS):
+        toxics.setdefault(link, []).append(partition_toxic_name(stream))
+    assert pairs_from_toxics(toxics) == sorted(pairs)

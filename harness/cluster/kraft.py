@@ -1,0 +1,159 @@
+"""Apache Kafka 4.x in KRaft mode as a broker kind: every node a broker and a voter of the
+controller quorum (Kafka's combined mode), N of them, every link behind the network mechanism.
+
+Kafka 4 has no ZooKeeper: the controllers elect a leader among themselves with Raft over the
+``__cluster_metadata`` log, and the brokers register with the active controller and fetch the
+metadata from it. So a fault on the quorum is a fault on these links, and they are wired as
+pair-exact as the brokers' (:mod:`harness.cluster.kinds`):
+
+* replication: node ``j`` has one listener ``BROKER<i>`` per source node ``i``, advertised at
+  the address ``i`` must use to reach it, and node ``i`` sets
+  ``inter.broker.listener.name=BROKER<i>`` — as the ZooKeeper-mode kind does
+  (:mod:`harness.cluster.apache_kafka`);
+* the quorum: the same rule, one level down. A Kafka 4 voter reaches the leader at the endpoint
+  the leader *advertises* (KIP-853) for the listener its own ``controller.listener.names``
+  names first — not at the static address it was configured with, which serves only until a
+  leader is known. So node ``j`` has one controller listener ``CONTROLLER<i>`` per source node
+  ``i``, advertised at the address ``i`` must use to reach it, and node ``i`` names
+  ``CONTROLLER<i>`` first; its ``controller.quorum.voters`` names every voter at the address *it*
+  reaches that voter at (a static quorum: the voters are known by id, the addresses are each
+  node's own). The Raft requests between voters and the brokers' registrations and heartbeats
+  all go there, so a cut between two nodes cuts their Raft traffic with their replication.
+  (Measured before this rule: with one controller listener, the followers fetched from the
+  leader's own port past the proxies, and isolating the leader elected nobody.)
+
+Storage is formatted as ``kafka-storage format`` does it (Kafka's ``StorageTool``), once per node
+before its first start, all nodes with the cluster id of their kind; a restarted node finds its
+metadata log where it left it.
+"""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from harness.cluster.apache_kafka import (
+    CLIENT_LISTENER,
+    ApacheKafkaBroker,
+    KafkaDistribution,
+    broker_listener,
+)
+from harness.cluster.errors import PeerStartError
+from harness.cluster.kinds import BrokerWiring, Capability, ContainerLaunch, Wrap
+
+FORMAT_TIMEOUT_S = 60.0
+KAFKA_LINE = "4"
+"""The newest Kafka line with KRaft only, from the jars set-up fetched (or ``$KAFKA_HOME``)."""
+
+
+def controller_listener(source: int) -> str:
+    """The controller listener on which node ``source``'s Raft and controller requests arrive."""
+    return f"CONTROLLER{source}"
+
+
+def new_cluster_id() -> str:
+    """A cluster id as ``kafka-storage random-uuid`` prints it: 16 random bytes, base64url."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+class KraftNode(ApacheKafkaBroker):
+    """One combined KRaft node (broker and controller), its storage formatted on first start."""
+
+    name = "kafka"
+
+    def __init__(self, run_dir: Path | str | None = None, *, cluster_id: str, **kwargs) -> None:
+        super().__init__(run_dir, **kwargs)
+        self.cluster_id = cluster_id
+
+    def _prepare(self) -> None:
+        super()._prepare()
+        if (self.data_dir / "meta.properties").exists():
+            return  # formatted before: a restart keeps its metadata log
+        command = self.jvm_command("kafka.tools.StorageTool", "format", "-t", self.cluster_id,
+                                   "-c", str(self.properties_path))
+        result = subprocess.run(command, cwd=self.run_dir, capture_output=True, text=True,
+                                timeout=FORMAT_TIMEOUT_S, check=False)
+        if result.returncode != 0:
+            raise PeerStartError(f"formatting {self.data_dir} for KRaft failed (exit code "
+                                 f"{result.returncode}): {(result.stderr or result.stdout)[-800:]}")
+
+
+class ApacheKafkaKraftKind:
+    """``apache-kafka-kraft``: Apache Kafka 4.x nodes in combined KRaft mode (see the module
+    doc). One instance makes one cluster: its nodes share its cluster id."""
+
+    name = "apache-kafka-kraft"
+    capabilities = frozenset({Capability.FAULTS, Capability.PROCESS_FAULTS,
+                              Capability.MULTI_BROKER, Capability.CREATE_TOPICS})
+    listener_per_peer = True
+    controller_quorum = True
+    needs_zookeeper = False
+    log_name = KraftNode.name
+    clean_exit_codes = frozenset({0, 143})  # a JVM stopped by SIGTERM exits 128 + 15
+
+    def __init__(self, distribution: KafkaDistribution | None = None) -> None:
+        self._distribution = distribution
+        self.cluster_id = new_cluster_id()
+
+    @property
+    def distribution(self) -> KafkaDistribution:
+        if self._distribution is None:
+            self._distribution = KafkaDistribution.find(KAFKA_LINE)
+        return self._distribution
+
+    def version(self) -> str:
+        return self.distribution.version
+
+    def wiring_properties(self, wiring: BrokerWiring) -> dict[str, str | int]:
+        me = wiring.broker_id
+        sources = sorted(wiring.ports.inbound)
+        if sorted(wiring.ports.controller) != sources or sorted(wiring.voters) != sources:
+            raise ValueError(f"node {me} of a KRaft cluster needs a controller listener per "
+                             f"node and the address of every voter, got {dict(wiring.voters)}")
+        listeners = [f"{CLIENT_LISTENER}://{wiring.host}:{wiring.ports.client}"] + [
+            f"{controller_listener(i)}://{wiring.host}:{wiring.ports.controller[i]}"
+            for i in sources] + [
+            f"{broker_listener(i)}://{wiring.host}:{wiring.ports.inbound[i]}" for i in sources]
+        advertised = [f"{CLIENT_LISTENER}://{wiring.advertised_client}"] + [
+            f"{controller_listener(i)}://{wiring.voters_dial_me[i]}" for i in sources] + [
+            f"{broker_listener(i)}://{wiring.dialled_at[i]}" for i in sources]
+        protocols = [f"{name.split('://')[0]}:PLAINTEXT" for name in listeners]
+        # Its own source's listener first: the one it reaches every other voter's on.
+        controllers = [controller_listener(me)] + [
+            controller_listener(i) for i in sources if i != me]
+        replicas = min(3, len(sources))
+        return {
+            "process.roles": "broker,controller",
+            "node.id": me,
+            "controller.quorum.voters": ",".join(f"{j}@{wiring.voters[j]}" for j in sources),
+            "controller.listener.names": ",".join(controllers),
+            "listeners": ",".join(listeners),
+            "advertised.listeners": ",".join(advertised),
+            "listener.security.protocol.map": ",".join(protocols),
+            "inter.broker.listener.name": broker_listener(me),
+            "transaction.state.log.replication.factor": replicas,
+            "transaction.state.log.min.isr": min(2, replicas),
+            # KIP-932's share-group state topic defaults to 3 replicas: fewer nodes cannot host
+            # it, and share-group requests would wait for it until they time out.
+            "share.coordinator.state.topic.replication.factor": replicas,
+            "share.coordinator.state.topic.min.isr": min(2, replicas),
+        }
+
+    def container_launch(self, properties: Mapping[str, str | int],
+                         config_dir: str) -> ContainerLaunch:
+        raise ValueError("the docker backend has no KRaft build: apache-kafka-kraft runs on "
+                         "the local backend")
+
+    def image_directories(self) -> dict[str, Path]:
+        return {}
+
+    def new_broker(self, run_dir: Path, *, port: int, properties: Mapping[str, str | int],
+                   startup_timeout: float, stop_timeout: float,
+                   wrap: Wrap | None = None) -> KraftNode:
+        cls: type[KraftNode] = wrap(KraftNode) if wrap else KraftNode
+        return cls(run_dir, port=port, properties=properties, distribution=self.distribution,
+                   cluster_id=self.cluster_id, startup_timeout=startup_timeout,
+                   stop_timeout=stop_timeout)
