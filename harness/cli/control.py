@@ -28,7 +28,10 @@ RunDir = Annotated[
     typer.Option("--dir", envvar="KAFKA_HARNESS_DIR",
                  help="Run directory of the cluster (state, control socket, logs)."),
 ]
-NodeArg = Annotated[str, typer.Argument(metavar="NODE", help="zk, broker-1 … broker-N.")]
+NodeArg = Annotated[str, typer.Argument(
+    metavar="NODE", help="zk, broker-1 … broker-N, or a role resolved when the fault is "
+                         "applied: controller (ZooKeeper's, or the KRaft quorum's leader), "
+                         "leader:TOPIC/PARTITION, coordinator:GROUP.")]
 LinkArg = Annotated[str, typer.Argument(
     metavar="LINK", help="e.g. 'client->broker-1', 'broker-1->broker-2', 'broker-2->zk' "
                          "(quoted: a shell reads > as a redirection).")]

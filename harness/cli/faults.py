@@ -127,8 +127,8 @@ _PROCESS_FAULTS = {
 
 def _register_process_fault(app: typer.Typer, action: str, help_text: str, done: str) -> None:
     def command(node: NodeArg, run_dir: RunDir = DEFAULT_RUN_DIR) -> None:
-        call(run_dir, {"cmd": action, "node": node})
-        Console().print(f"{done} {escape(shown(node))}", highlight=False)
+        response = call(run_dir, {"cmd": action, "node": node})
+        Console().print(f"{done} {escape(resolved(node, response))}", highlight=False)
 
     app.command(name=action, help=help_text)(command)
 
@@ -166,9 +166,19 @@ def lose_unflushed_command(node: NodeArg, run_dir: RunDir = DEFAULT_RUN_DIR,
 # --- what the commands send and show --------------------------------------------------------
 
 def partition(run_dir: Path, request: dict[str, Any]) -> None:
-    cut = call(run_dir, {"cmd": "partition", **request})["cut"]
-    Console().print(f"partitioned: {len(cut)} directed node pairs cut: "
+    response = call(run_dir, {"cmd": "partition", **request})
+    cut = response["cut"]
+    isolated = (f" (isolated {resolved(request['node'], response)})" if "node" in request
+                else "")
+    Console().print(f"partitioned{escape(isolated)}: {len(cut)} directed node pairs cut: "
                     + escape(shown_pairs(cut)), highlight=False)
+
+
+def resolved(asked: str, response: dict[str, Any]) -> str:
+    """The node a fault went on, and the role it was asked by if one was named:
+    ``broker-2 (controller)``."""
+    node = str(response.get("node", asked))
+    return shown(node) if node == asked else f"{shown(node)} ({asked})"
 
 
 def read_grudge(file: Path) -> dict[str, Any]:
@@ -201,10 +211,13 @@ def lose_unflushed(run_dir: Path, node: str, as_json: bool) -> None:
     if as_json:
         print(json.dumps(response))
         return
+    node = resolved(node, response)
     if not response["partitions"]:
-        Console().print(f"{node} restarted; it had no partition logs to cut")
+        Console().print(f"{escape(node)} restarted; it had no partition logs to cut",
+                        highlight=False)
         return
-    table = Table(title=f"{node}: unflushed data lost ({response['offsets_lost']} offsets)")
+    table = Table(title=f"{escape(node)}: unflushed data lost "
+                        f"({response['offsets_lost']} offsets)")
     for column in ("partition", "recovery point", "log end before", "after", "bytes cut"):
         table.add_column(column)
     for name, cut in response["partitions"].items():

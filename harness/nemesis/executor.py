@@ -20,7 +20,8 @@ from harness.cluster.factory import Faults
 from harness.cluster.nodes import ClusterNodes
 from harness.nemesis import disk as cluster_disks
 from harness.nemesis import process as process_faults
-from harness.nemesis.schedule import CONTROLLER, DISK_FAULTS, NETWORK_FAULTS, Step, parse_role
+from harness.nemesis import roles
+from harness.nemesis.schedule import DISK_FAULTS, NETWORK_FAULTS, Step
 from harness.workload.recorder import Recorder
 
 
@@ -116,17 +117,10 @@ class FaultTarget:
         """The node a process or link fault acts on: the step's own, or the broker holding its
         role (leader, controller) now; the heal of the step acts on the same one."""
         if step not in self._resolved:
-            role = parse_role(step.target)
-            if role is not None:
-                broker = self.cluster.leader(*role)
-            elif step.target == CONTROLLER:
-                broker = self.cluster.controller_id()
-            else:
-                self._resolved[step] = step.target
-                return step.target
-            if broker is None or broker < 0:
-                raise RuntimeError(f"no broker holds the role {step.target!r} now")
-            self._resolved[step] = f"broker-{broker}"
+            try:
+                self._resolved[step] = roles.resolve(self.cluster, step.target)
+            except roles.NoHolder as exc:
+                raise RuntimeError(f"no broker holds the role {step.target!r} now") from exc
         return self._resolved[step]
 
     def heal(self, step: Step) -> str:

@@ -47,16 +47,9 @@ LEADER_OF = "leader of "
 
 
 def leader_of(topic: str, partition: int) -> str:
-    """The role target naming the leader of ``topic``'s ``partition`` at the time of a fault."""
+    """The role target naming the leader of ``topic``'s ``partition`` at the time of a fault
+    (resolved by :mod:`harness.nemesis.roles`)."""
     return f"{LEADER_OF}{topic}-{partition}"
-
-
-def parse_role(target: str) -> tuple[str, int] | None:
-    """(topic, partition) for a :func:`leader_of` target, None for any other target."""
-    if not target.startswith(LEADER_OF):
-        return None
-    topic, _, partition = target.removeprefix(LEADER_OF).rpartition("-")
-    return topic, int(partition)
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from harness.cluster.targets import Target, start
 from harness.disk.broker_disk import DiskFault
 from harness.nemesis import disk as cluster_disks
 from harness.nemesis import process as process_faults
+from harness.nemesis import roles
 from harness.supervisor import registry as supervisor_registry
 from harness.supervisor import status
 from harness.supervisor.control import ControlServer, socket_path
@@ -284,9 +285,20 @@ class Supervisor:
         assert self.faults is not None, "a peer target has no faults"
         return self.faults
 
+    def _node(self, request: dict[str, Any]) -> str:
+        """The node a request names: itself, or the broker holding the role it names now
+        (``controller``, ``leader:TOPIC/PARTITION``, ``coordinator:GROUP``)."""
+        try:
+            return roles.resolve(self.local, _string(request, "node"))
+        except roles.NoHolder as exc:
+            raise UsageError(str(exc)) from None
+
     def _apply(self, command: Any, request: dict[str, Any]) -> dict[str, Any]:
         if command == "partition":
-            return {"cut": [list(pair) for pair in self._partition(request)]}
+            if request.get("shape") == "isolate":
+                request = {**request, "node": self._node(request)}
+            return {"cut": [list(pair) for pair in self._partition(request)],
+                    **({"node": request["node"]} if "node" in request else {})}
         if command == "heal":
             self._faults.heal()
             return {}
@@ -302,10 +314,12 @@ class Supervisor:
             self._faults.remove_toxic(_string(request, "link"), _string(request, "name"))
             return {}
         if command in PROCESS_COMMANDS:
-            return process_faults.apply(self.local, command, _string(request, "node"))
+            node = self._node(request)
+            return {**process_faults.apply(self.local, command, node), "node": node}
         if command == "disk":
-            return {"done": self._disk(DiskFault(_string(request, "fault")),
-                                       _string(request, "node"), request.get("rate"))}
+            node = self._node(request)
+            return {"done": self._disk(DiskFault(_string(request, "fault")), node,
+                                       request.get("rate")), "node": node}
         raise UsageError(f"unknown command {command!r}")
 
     def _disk(self, fault: DiskFault, node: str, rate: object) -> str:

@@ -155,7 +155,8 @@ def test_the_cli_drives_a_kraft_cluster(tmp_path):
         assert f"quorum: leader broker-{quorum['leader']} (epoch {quorum['epoch']}" in shown
 
         old = quorum["leader"]
-        ok(run_dir, "partition", "isolate", f"broker-{old}")
+        isolated = ok(run_dir, "partition", "isolate", "controller")  # a role, resolved now
+        assert f"isolated broker-{old} (controller)" in " ".join(isolated.stdout.split())
         moved = _wait_for(lambda: (s := status(run_dir)).get("controller") not in (None, old)
                           and s, "another voter to lead")
         assert moved["quorum"]["epoch"] > quorum["epoch"]
@@ -170,12 +171,17 @@ def test_the_cli_drives_a_kraft_cluster(tmp_path):
         ok(run_dir, "toxic", "remove", "broker-1->broker-2", name)
         assert status(run_dir)["faults"]["toxics"] == {}
 
-        ok(run_dir, "kill", "broker-2")
-        assert status(run_dir)["nodes"]["broker-2"]["status"] == "down"
-        ok(run_dir, "restart", "broker-2")
+        controller = status(run_dir)["controller"]
+        killed = ok(run_dir, "kill", "controller")
+        assert f"killed broker-{controller} (controller)" in " ".join(killed.stdout.split())
+        assert status(run_dir)["nodes"][f"broker-{controller}"]["status"] == "down"
+        ok(run_dir, "restart", f"broker-{controller}")
         state = status(run_dir)
         footprint.record(state)
-        assert state["nodes"]["broker-2"]["registered"] is True
+        assert state["nodes"][f"broker-{controller}"]["registered"] is True
+        refused = cli(run_dir, "kill", "leader:no-such-topic/0")
+        assert refused.returncode == 2 and "no broker is leader:no-such-topic/0" in " ".join(
+            refused.stderr.replace("│", " ").split())
 
         ok(run_dir, "down")
         assert footprint.wait_gone(60) == []

@@ -20,7 +20,8 @@ from harness.cluster.kraft_state import KraftState, Quorum
 from harness.cluster.nodes import ClusterNodes
 from harness.cluster.proxied import CONTROLLER_CHANNEL, ProxiedCluster, channel_name, link_name
 from harness.cluster.targets import Target, start_target
-from harness.raw_client import raw_metadata
+from harness.nemesis import roles
+from harness.raw_client import RawClient, raw_metadata
 
 from .records import produce, read_all
 
@@ -173,3 +174,27 @@ def test_killing_a_partition_leader_elects_one_from_the_isr_and_loses_nothing(
     nodes.wait_for(lambda: old in (nodes.partition_state(topic, 0) or {"isr": []})["isr"],
                    WAIT_S, f"node {old} back in {topic}'s ISR")
     assert read_all(cluster.bootstrap, topic, 400) == first + second
+
+
+def test_roles_resolve_to_the_nodes_that_hold_them_on_the_quorum(cluster: Target) -> None:
+    """``controller`` is the quorum's active leader; ``leader:T/P`` the partition's leader;
+    ``coordinator:G`` the broker FindCoordinator names — each read from the cluster now."""
+    nodes = cluster.require_nodes()
+    assert roles.resolve(nodes, "controller") == f"broker-{_quorum(nodes).leader_id}"
+    topic = _topic(cluster, "roles")
+    state = nodes.partition_state(topic, 0)
+    assert state is not None
+    assert roles.resolve(nodes, f"leader:{topic}/0") == f"broker-{state['leader']}"
+    group = "roles-group"
+    coordinator = nodes.wait_for(
+        lambda: _found(nodes, group), WAIT_S, f"a coordinator for {group}")
+    assert roles.resolve(nodes, f"coordinator:{group}") == f"broker-{coordinator}"
+
+
+def _found(nodes: ClusterNodes, group: str) -> int | None:
+    """FindCoordinator asked of node 1 directly, as a client would, once it answers NONE."""
+    broker = nodes.broker(1)
+    assert broker.port is not None
+    with RawClient(broker.host, broker.port, timeout=10) as client:
+        answer = client.request(10, 3, {"key": group, "key_type": 0})
+    return int(answer.node_id) if answer.error_code == 0 else None

@@ -166,7 +166,19 @@ def test_the_cli_drives_one_cluster_from_separate_processes(tmp_path):
         assert state["nodes"]["broker-1"]["status"] == "running"
         assert state["nodes"]["broker-1"]["pid"] == lost["pid"]
 
+        # Roles resolve from ZooKeeper's own state when the fault is applied.
+        leader = status(run_dir)["partitions"]["cli/0"]["leader"]
+        paused = ok(run_dir, "pause", "leader:cli/0")
+        assert f"paused broker-{leader} (leader:cli/0)" in " ".join(paused.stdout.split())
+        assert status(run_dir)["nodes"][f"broker-{leader}"]["status"] == "paused"
+        ok(run_dir, "resume", f"broker-{leader}")
+        controller = status(run_dir)["controller"]
+        isolated = ok(run_dir, "partition", "isolate", "controller")
+        assert f"isolated broker-{controller} (controller)" in " ".join(isolated.stdout.split())
+        ok(run_dir, "heal")
+
         for args in (["kill", "broker-7"], ["pause", "client"], ["lose-unflushed", "zk"],
+                     ["kill", "leader:cli/9"], ["kill", "leader:cli"],
                      ["partition", "isolate", "nobody"],
                      ["toxic", "add", "client->broker-9", "latency"],
                      ["toxic", "add", "client->broker-1", "no_such_toxic"]):

@@ -56,14 +56,16 @@ def test_parse_faults_names_the_allowed_ones():
 
 
 def test_repeated_faults_on_a_role_as_kafkas_replication_test_makes_them():
-    from harness.nemesis.schedule import CONTROLLER, leader_of, parse_role, repeated
+    from harness.nemesis.roles import Role, RoleKind, parse_role
+    from harness.nemesis.schedule import CONTROLLER, leader_of, repeated
 
     steps = repeated("kill", leader_of("replication", 0), 3, start_s=5, held_s=8, quiet_s=4)
     assert [(s.at_s, s.heal_at_s) for s in steps] == [(5, 13), (17, 25), (29, 37)]
     assert {s.target for s in steps} == {"leader of replication-0"}
-    assert parse_role(steps[0].target) == ("replication", 0)
-    assert parse_role(leader_of("a-b-c", 12)) == ("a-b-c", 12)
-    assert parse_role(CONTROLLER) is None and parse_role("broker-2") is None
+    assert parse_role(steps[0].target) == Role(RoleKind.LEADER, "replication", 0)
+    assert parse_role(leader_of("a-b-c", 12)) == Role(RoleKind.LEADER, "a-b-c", 12)
+    assert parse_role(CONTROLLER) == Role(RoleKind.CONTROLLER)
+    assert parse_role("broker-2") is None
     bounces = repeated("stop", CONTROLLER, 2, start_s=1, held_s=0, quiet_s=3)
     assert [(s.at_s, s.heal_at_s) for s in bounces] == [(1, 1), (4, 4)]
     with pytest.raises(ValueError, match="act on one node"):

@@ -1,0 +1,115 @@
+"""Role targets: a fault named for what a node does, resolved to the node that does it now.
+
+A fault on "the controller" or "the leader of orders/0" means whichever broker holds that role
+when the fault is applied — it moves with every fault — so a role is resolved then, from the
+cluster's own state, never from a client's opinion:
+
+* ``controller`` — ZooKeeper's ``/controller``, or the KRaft quorum's active leader;
+* ``leader:TOPIC/PARTITION`` — the partition's leader (``leader of TOPIC-PARTITION``, the
+  schedules' older spelling, still reads);
+* ``coordinator:GROUP`` — the broker FindCoordinator names for the group, asked of a running
+  broker on its own listener.
+
+The same names serve the shell (``kafka-harness kill controller``) and the seeded schedules
+(:mod:`harness.nemesis.schedule`), so a role means one thing wherever it is written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+from harness.cluster.nodes import ClusterNodes
+from harness.raw_client import RawClient
+from harness.wire.errors import ErrorCode
+
+FIND_COORDINATOR, FIND_COORDINATOR_VERSION = 10, 3
+_TIMEOUT_S = 10.0
+
+
+class RoleKind(StrEnum):
+    CONTROLLER = "controller"
+    LEADER = "leader"
+    COORDINATOR = "coordinator"
+
+
+@dataclass(frozen=True)
+class Role:
+    kind: RoleKind
+    topic: str = ""
+    partition: int = 0
+    group: str = ""
+
+    def __str__(self) -> str:
+        if self.kind is RoleKind.LEADER:
+            return f"leader:{self.topic}/{self.partition}"
+        if self.kind is RoleKind.COORDINATOR:
+            return f"coordinator:{self.group}"
+        return self.kind.value
+
+
+class NoHolder(RuntimeError):
+    """No broker holds the role now (no controller elected, a partition without a leader)."""
+
+
+_LEADER = re.compile(r"leader:(?P<topic>.+)/(?P<partition>\d+)")
+_LEADER_OF = re.compile(r"leader of (?P<topic>.+)-(?P<partition>\d+)")
+
+
+def parse_role(target: str) -> Role | None:
+    """The role a fault target names, None for a node name; ValueError for a role spelt
+    wrong (``leader:orders``), naming the forms there are."""
+    if target == RoleKind.CONTROLLER:
+        return Role(RoleKind.CONTROLLER)
+    if target.startswith(f"{RoleKind.COORDINATOR}:"):
+        group = target.partition(":")[2]
+        if not group:
+            raise ValueError("coordinator:GROUP names a consumer group")
+        return Role(RoleKind.COORDINATOR, group=group)
+    match = _LEADER.fullmatch(target) or _LEADER_OF.fullmatch(target)
+    if match:
+        return Role(RoleKind.LEADER, match["topic"], int(match["partition"]))
+    if target.startswith(f"{RoleKind.LEADER}:"):
+        raise ValueError(f"{target!r}: a leader is named leader:TOPIC/PARTITION")
+    return None
+
+
+def holder(cluster: ClusterNodes, role: Role) -> int:
+    """The broker id that holds ``role`` now; :class:`NoHolder` when none does."""
+    if role.kind is RoleKind.CONTROLLER:
+        broker = cluster.controller_id()
+    elif role.kind is RoleKind.LEADER:
+        broker = cluster.leader(role.topic, role.partition)
+    else:
+        broker = _coordinator(cluster, role.group)
+    if broker is None or broker < 0:
+        raise NoHolder(f"no broker is {role} now")
+    return broker
+
+
+def resolve(cluster: ClusterNodes, target: str) -> str:
+    """The node a fault target means now: itself, or ``broker-N`` holding the role it names."""
+    role = parse_role(target)
+    return target if role is None else f"broker-{holder(cluster, role)}"
+
+
+def _coordinator(cluster: ClusterNodes, group: str) -> int | None:
+    """FindCoordinator for ``group``, asked of the running brokers on their own listeners, the
+    first that answers it (the offsets topic may still be being made: then nobody)."""
+    for broker_id in cluster.running_broker_ids():
+        if broker_id in cluster.paused:
+            continue
+        node = cluster.broker(broker_id)
+        if node.port is None:
+            continue
+        try:
+            with RawClient(node.host, node.port, timeout=_TIMEOUT_S,
+                           client_id="kafka-harness-roles") as client:
+                answer = client.request(FIND_COORDINATOR, FIND_COORDINATOR_VERSION,
+                                        {"key": group, "key_type": 0})
+        except OSError:
+            continue
+        if answer.error_code == ErrorCode.none:
+            return int(answer.node_id)
+    return None

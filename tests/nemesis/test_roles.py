@@ -1,0 +1,50 @@
+"""Role targets as the shell and the schedules write them, parsed and resolved against a
+cluster's own state (here a stand-in: resolving is asking the cluster, no more)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.nemesis.roles import NoHolder, Role, RoleKind, holder, parse_role, resolve
+
+
+def test_each_role_form_parses_and_prints_back_as_the_shell_writes_it():
+    assert parse_role("controller") == Role(RoleKind.CONTROLLER)
+    assert parse_role("leader:orders/3") == Role(RoleKind.LEADER, "orders", 3)
+    assert parse_role("leader:a/b/0") == Role(RoleKind.LEADER, "a/b", 0)
+    assert parse_role("leader of orders-3") == Role(RoleKind.LEADER, "orders", 3)
+    assert parse_role("coordinator:my-group") == Role(RoleKind.COORDINATOR, group="my-group")
+    for text in ("controller", "leader:orders/3", "coordinator:my-group"):
+        assert str(parse_role(text)) == text
+    for node in ("broker-1", "zk", "client"):
+        assert parse_role(node) is None
+
+
+@pytest.mark.parametrize("wrong", ["leader:orders", "leader:orders/x", "coordinator:"])
+def test_a_role_spelt_wrong_is_refused_with_the_forms_there_are(wrong):
+    with pytest.raises(ValueError, match="leader:TOPIC/PARTITION|coordinator:GROUP"):
+        parse_role(wrong)
+
+
+class _State:
+    """What resolving reads of a cluster: its controller and a partition's leader."""
+
+    def __init__(self, controller: int | None, leader: int | None) -> None:
+        self._controller, self._leader = controller, leader
+
+    def controller_id(self) -> int | None:
+        return self._controller
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        return self._leader
+
+
+def test_a_role_resolves_to_the_broker_holding_it_now_and_a_node_to_itself():
+    cluster = _State(controller=2, leader=3)
+    assert resolve(cluster, "controller") == "broker-2"  # type: ignore[arg-type]
+    assert resolve(cluster, "leader:orders/0") == "broker-3"  # type: ignore[arg-type]
+    assert resolve(cluster, "broker-1") == "broker-1"  # type: ignore[arg-type]
+    with pytest.raises(NoHolder, match="no broker is controller now"):
+        holder(_State(None, 3), Role(RoleKind.CONTROLLER))  # type: ignore[arg-type]
+    with pytest.raises(NoHolder, match="leader:orders/0"):
+        holder(_State(1, -1), Role(RoleKind.LEADER, "orders", 0))  # type: ignore[arg-type]
