@@ -33,8 +33,8 @@ from pathlib import Path
 
 from harness.cluster.errors import PeerStartError
 from harness.cluster.kinds import (
+    ZOOKEEPER_MODE,
     BrokerWiring,
-    Capability,
     ContainerLaunch,
     Wrap,
     properties_text,
@@ -179,7 +179,7 @@ class ApacheKafkaKind:
     """``apache-kafka``: Apache Kafka 3.9 brokers in ZooKeeper mode (see the module doc)."""
 
     name = "apache-kafka"
-    capabilities = frozenset(Capability)
+    capabilities = ZOOKEEPER_MODE
     listener_per_peer = True
     needs_zookeeper = True
     controller_quorum = False

@@ -46,6 +46,7 @@ class Capability(StrEnum):
     MULTI_BROKER = "multi_broker"      # more than one broker (replication, ISR, failover)
     CREATE_TOPICS = "create_topics"    # CreateTopics is implemented
     LONE_BROKER = "lone_broker"        # a broker serves while every other one is down
+    QUORUM = "quorum"                  # a KRaft controller quorum to read and fault
 
     @property
     def reason(self) -> str:
@@ -63,7 +64,12 @@ _CAPABILITY_REASONS = {
     Capability.LONE_BROKER: ("lets a broker serve while every other broker is down (its metadata "
                              "is kept elsewhere: ZooKeeper or controllers of their own, not a "
                              "quorum of the brokers themselves)"),
+    Capability.QUORUM: ("runs a KRaft controller quorum the harness reads (DescribeQuorum) and "
+                        "faults (its Raft links are behind the proxies)"),
 }
+
+ZOOKEEPER_MODE = frozenset(Capability) - {Capability.QUORUM}
+"""What a ZooKeeper-mode cluster the harness runs can do: everything but a KRaft quorum."""
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,7 @@ class ApacheKafkaKraftKind:
 
     name = "apache-kafka-kraft"
     capabilities = frozenset({Capability.FAULTS, Capability.PROCESS_FAULTS,
+                              Capability.CONTROLLER, Capability.QUORUM,
                               Capability.MULTI_BROKER, Capability.CREATE_TOPICS})
     listener_per_peer = True
     controller_quorum = True

@@ -71,12 +71,17 @@ class Quorum:
 
 class KraftState:
     """The :class:`~harness.cluster.state.ClusterState` of a KRaft cluster: the metadata image
-    asked of the nodes ``brokers()`` gives (their own client listeners, the first that answers),
-    the quorum of every controller listener ``controllers()`` gives."""
+    asked of the brokers ``brokers()`` gives (node id -> its own client listener), the quorum of
+    every controller listener ``controllers()`` gives.
 
-    def __init__(self, brokers: Callable[[], list[Address]],
+    Each broker holds its own copy of the metadata image, as far as it has fetched the metadata
+    log: a node cut off from the quorum answers Metadata from a past it cannot leave. So the
+    image is asked of the active controller's node first (the quorum's leader commits, its
+    broker is never behind it), then of the others, as ZooKeeper mode reads the one truth."""
+
+    def __init__(self, brokers: Callable[[], dict[int, Address]],
                  controllers: Callable[[], list[Address]], timeout: float = _TIMEOUT_S) -> None:
-        self._addresses = brokers
+        self._brokers = brokers
         self._controllers = controllers
         self.timeout = timeout
 
@@ -88,13 +93,23 @@ class KraftState:
         """The first answer one of the nodes gives that ``answered`` accepts; ConnectionError
         naming the nodes when none does (all down, or none could reach the controller)."""
         tried = []
-        for (host, port), response in _answers(self._addresses(), api_key, version, body,
+        for (host, port), response in _answers(self._freshest_first(), api_key, version, body,
                                                self.timeout):
             if not isinstance(response, OSError) and answered(response):
                 return response
             why = response if isinstance(response, OSError) else f"answered {_error_of(response)}"
             tried.append(f"{host}:{port} ({why})")
         raise ConnectionError(f"no node answered: {'; '.join(tried) or 'no node runs'}")
+
+    def _freshest_first(self) -> list[Address]:
+        """The running brokers' listeners, the active controller's node first when it is one
+        (when no leader is known, in node order)."""
+        brokers = self._brokers()
+        try:
+            leader = self.quorum().leader_id
+        except ConnectionError:
+            leader = None
+        return [brokers[node] for node in sorted(brokers, key=lambda node: node != leader)]
 
     # --- the quorum ---------------------------------------------------------------------------
 

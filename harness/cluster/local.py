@@ -324,11 +324,12 @@ class LocalCluster(ZooKeeperStateReads):
             self._admin_state = AdminState(self.bootstrap)
         return self._admin_state
 
-    def _running_addresses(self) -> list[tuple[str, int]]:
-        """The own listeners of the brokers whose process runs and is not paused."""
-        return [(broker.host, broker.port) for broker_id, broker in self.brokers.items()
+    def _running_addresses(self) -> dict[int, tuple[str, int]]:
+        """The own listeners of the brokers whose process runs and is not paused, by id."""
+        return {broker_id: (broker.host, broker.port)
+                for broker_id, broker in self.brokers.items()
                 if broker.port is not None and broker.is_running()
-                and broker_id not in self._paused]
+                and broker_id not in self._paused}
 
     def _running_controllers(self) -> list[tuple[str, int]]:
         """The own controller listeners of the quorum's nodes that run and are not paused."""

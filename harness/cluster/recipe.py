@@ -476,6 +476,9 @@ class _Reader:
     def _check_claims(self, recipe: Recipe) -> None:
         """Capabilities the recipe's wiring cannot deliver, and wiring it does not use."""
         caps = recipe.capabilities
+        if Capability.QUORUM in caps:
+            raise self.fail("broker.capabilities", "claims quorum, but a recipe wires no KRaft "
+                                                   "controller quorum (apache-kafka-kraft does)")
         if Capability.ZOOKEEPER in caps and not recipe.zookeeper:
             raise self.fail("broker.capabilities", "claims zookeeper, but broker.zookeeper is "
                                                    "false: there is no ZooKeeper to read")

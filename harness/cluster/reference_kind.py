@@ -14,8 +14,8 @@ from importlib.metadata import version as package_version
 from pathlib import Path
 
 from harness.cluster.kinds import (
+    ZOOKEEPER_MODE,
     BrokerWiring,
-    Capability,
     ContainerLaunch,
     Wrap,
     properties_text,
@@ -27,7 +27,7 @@ class ReferenceKind:
     """``reference``: ZooKeeper-mode reference brokers as child processes."""
 
     name = "reference"
-    capabilities = frozenset(Capability)
+    capabilities = ZOOKEEPER_MODE
     listener_per_peer = False
     needs_zookeeper = True
     controller_quorum = False

@@ -30,6 +30,8 @@ class ClusterSpec:
     """
 
     brokers: int = 3
+    # How long a silent broker stays registered: ZooKeeper's session timeout, and on a KRaft
+    # cluster the controllers' broker.session.timeout.ms (the name is from ZooKeeper mode).
     zookeeper_session_timeout_ms: int = 6000
     default_replication_factor: int | None = None
     min_insync_replicas: int = 1
@@ -62,10 +64,13 @@ class ClusterSpec:
         keys, then ``properties``, then the kind's ``wiring`` keys (listeners, peers,
         ZooKeeper), then ``broker_properties[broker_id]``."""
         replication = min(3, self.brokers)
+        # The session is how long a silent broker stays registered: ZooKeeper's session, or on
+        # a cluster without ZooKeeper (KRaft) the controllers' broker.session.timeout.ms.
         zookeeper: dict[str, str | int] = {
             "zookeeper.connect": zookeeper_connect,
             "zookeeper.session.timeout.ms": self.zookeeper_session_timeout_ms,
-        } if zookeeper_connect else {}  # a kind without ZooKeeper is told of none
+        } if zookeeper_connect else {
+            "broker.session.timeout.ms": self.zookeeper_session_timeout_ms}
         merged: dict[str, str | int] = {
             **TEST_FRIENDLY_DEFAULTS,
             "broker.id": broker_id,

@@ -68,7 +68,6 @@ def _shrink_then_expand(request: pytest.FixtureRequest, cluster: Target, admin: 
 
 
 @pytest.mark.requires_faults
-@pytest.mark.requires_zookeeper
 @pytest.mark.requires_multi_broker
 @pytest.mark.requires_create_topics
 def test_an_isolated_follower_leaves_the_isr_and_rejoins_after_the_heal(
@@ -87,7 +86,6 @@ def test_an_isolated_follower_leaves_the_isr_and_rejoins_after_the_heal(
 
 @pytest.mark.slow
 @pytest.mark.requires_faults
-@pytest.mark.requires_zookeeper
 @pytest.mark.requires_multi_broker
 @pytest.mark.requires_create_topics
 def test_a_follower_cut_from_its_leader_is_shrunk_out_for_lagging(

@@ -27,7 +27,6 @@ from .placement import (
 
 
 @pytest.mark.requires_process_faults
-@pytest.mark.requires_zookeeper
 @pytest.mark.requires_multi_broker
 @pytest.mark.requires_create_topics
 def test_a_crashed_leader_is_replaced_from_the_isr_and_no_acked_record_is_lost(

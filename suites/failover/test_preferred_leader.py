@@ -25,7 +25,6 @@ from .placement import (
 
 
 @pytest.mark.requires_process_faults
-@pytest.mark.requires_zookeeper
 @pytest.mark.requires_multi_broker
 @pytest.mark.requires_create_topics
 def test_elect_leaders_preferred_gives_leadership_back_to_the_first_replica(
@@ -59,6 +58,8 @@ def test_elect_leaders_preferred_gives_leadership_back_to_the_first_replica(
     (code,) = wait_for(answered, WAIT_S, f"an ElectLeaders(PREFERRED) answer for {topic}-0")
     # ELECTION_NOT_NEEDED only if the controller's periodic rebalance got there first.
     assert code in (KafkaError.NO_ERROR, KafkaError.ELECTION_NOT_NEEDED), KafkaError(code)
-    after = state_of(kafka_target, topic)
-    assert after["leader"] == who.first
+    # The election is committed when it is answered; brokers learn of it a moment later (a
+    # KRaft broker when it has fetched the metadata log that far).
+    after = wait_for_state(kafka_target, topic, lambda s: s["leader"] == who.first,
+                           f"to be led by its preferred replica {who.first} again")
     assert after["leader_epoch"] > moved["leader_epoch"]

@@ -49,7 +49,7 @@ MODES = {
 }
 
 
-pytestmark = [pytest.mark.requires_process_faults, pytest.mark.requires_zookeeper,
+pytestmark = [pytest.mark.requires_process_faults,
               pytest.mark.requires_multi_broker]
 
 

@@ -6,18 +6,31 @@ unclean election is enabled for its topic. The setting is per topic and read at 
 so one run of the scenario checks every setting side by side, on the same brokers at the same
 moments — what the issue means by "both settings on the same scenario":
 
-1. three topics with replicas ``[leader, in_sync, out_of_sync]`` and ``min.insync.replicas=1``:
-   *off* (false), *on* (true) and *flip* (false, later set to true);
-2. *before* — records acknowledged (acks=all) on each while all three replicas are in sync;
+1. four topics with replicas ``[in_sync, out_of_sync]`` (neither the controller's node):
+   with ``min.insync.replicas=1`` *off* (false), *on* (true) and *flip* (false, later set to
+   true); and *elr* (false) with ``min.insync.replicas=2``, for KIP-966's eligible leader
+   replicas where the metadata has them (its ISR falls below the minimum in step 3, and the
+   replica that left is kept as one that may lead without loss);
+2. *before* — records acknowledged (acks=all) on each while both replicas are in sync;
 3. ``out_of_sync`` stops and leaves every ISR;
-4. *unreplicated* — records acknowledged by the ISR ``[leader, in_sync]`` only;
-5. ``leader`` stops (leadership moves to ``in_sync``), then ``in_sync`` stops: the only in-sync
-   replica is dead. ``out_of_sync`` starts again, alone, and becomes the controller;
-6. *on* elects ``out_of_sync``; *off* and *flip* stay offline and refuse a send;
-7. *flip* gets the config set to true (IncrementalAlterConfigs) and elects ``out_of_sync``;
-8. *after* — records written to *on* and *flip*; they take the offsets of the lost ones;
-9. ``in_sync`` starts again: *off* is led by it, with everything it acknowledged;
-10. a final read of every topic, and the harness's PySpark checker over the whole history.
+4. *unreplicated* — records acknowledged by the ISR ``[in_sync]`` alone (*elr* refuses them:
+   its ISR is below its minimum);
+5. the link between the two replicas is cut and ``out_of_sync`` starts again: it registers
+   and lives, but cannot fetch what it missed, so it stays out of every ISR;
+6. ``in_sync`` stops: the only in-sync replica is dead, the out-of-sync one alive;
+7. *on* elects ``out_of_sync``, and so does *elr* from its ELR; *off* and *flip* stay offline
+   and refuse a send;
+8. *flip* gets the config set to true (IncrementalAlterConfigs) and elects ``out_of_sync`` —
+   unless ELR keeps the stopped ``in_sync`` as the one to wait for (measured on Kafka 4.4);
+9. *after* — records written to *on* and *flip*; they take the offsets of the lost ones;
+10. the cut heals and ``in_sync`` starts again: *off* (and *flip* if still offline) is led by
+    it, with everything it acknowledged;
+11. a final read of every topic, and the harness's PySpark checker over the whole history.
+
+At most one broker is down at any moment and the controller's node is never touched, so the
+same scenario runs where the metadata lives in ZooKeeper and where it lives in a KRaft quorum
+of the brokers themselves (combined nodes: two stopped voters of three would leave no quorum
+to elect anybody).
 
 Every send goes through the workload's recording producer and every fault is a nemesis row,
 so the history (HISTORY.md) says what was acknowledged and the final read what survived; the
@@ -56,8 +69,12 @@ from harness.workload.recorder import Recorder
 from ..failover.placement import WAIT_S, create_placed_topic, roles, state_of
 
 UNCLEAN = "unclean.leader.election.enable"
-OFF, ON, FLIP = "off", "on", "flip"
-INITIAL = {OFF: "false", ON: "true", FLIP: "false"}
+OFF, ON, FLIP, ELR = "off", "on", "flip", "elr"
+INITIAL = {OFF: "false", ON: "true", FLIP: "false", ELR: "false"}
+# min.insync.replicas per topic: the elr topic's ISR falls below it when out_of_sync stops, which
+# is when KIP-966 keeps the replica that left as an eligible leader replica.
+MIN_ISR = {OFF: "1", ON: "1", FLIP: "1", ELR: "2"}
+UNREPLICATED_TOPICS = (OFF, ON, FLIP)  # the elr topic refuses acks=all below its min ISR
 BEFORE, UNREPLICATED = 5, 4
 AFTER = UNREPLICATED + 2  # past the lost offsets, so the final read reads beyond each of them
 NEMESIS_PROCESS = 0
@@ -75,30 +92,32 @@ class TopicStory:
     topic: str
     before: list[Event] = field(default_factory=list)
     unreplicated: list[Event] = field(default_factory=list)
-    alone: State | None = None         # once only out_of_sync lives (step 6)
+    alone: State | None = None         # once in_sync is down (step 7)
     refused: Event | None = None       # the send while offline (off, flip)
+    below_min_isr: list[Event] = field(default_factory=list)  # elr: sends with ISR < min
+    cut_off: State | None = None       # elr: once out_of_sync is back but cut off (step 5)
     elected: State | None = None       # after out_of_sync's election (on, flip)
     after: list[Event] = field(default_factory=list)  # sends after the election (on, flip)
     config: str | None = None          # UNCLEAN as DescribeConfigs answers at the end
-    before_return: State | None = None  # just before in_sync starts again (step 9)
+    before_return: State | None = None  # just before in_sync starts again (step 10)
     returned: State | None = None      # once in_sync is back
     read_complete: bool = False        # the final read reached the high watermark
 
 
 @dataclass
 class Outcome:
-    replicas: list[int]  # [leader, in_sync, out_of_sync]
+    replicas: list[int]  # [in_sync, out_of_sync]
     history_dir: Path
     stories: dict[str, TopicStory]
     result: CheckResult
 
     @property
     def in_sync(self) -> int:
-        return self.replicas[1]
+        return self.replicas[0]
 
     @property
     def out_of_sync(self) -> int:
-        return self.replicas[2]
+        return self.replicas[1]
 
     def anomalies_of(self, topic: str) -> dict[str, list[dict[str, Any]]]:
         """The checker's anomalies about ``topic``: name -> every example (none left out)."""
@@ -212,32 +231,43 @@ def _run(request: pytest.FixtureRequest, cluster: Target, admin: Any, root: Path
     from harness.checker import spark as engine
 
     who = roles(cluster)
-    replicas = [who.first, who.second, who.controller]
-    leader, in_sync, out_of_sync = replicas
+    replicas = [who.first, who.second]
+    in_sync, out_of_sync = replicas
     stories = {setting: TopicStory(setting, create_placed_topic(
         request, cluster, admin, [replicas],
-        {UNCLEAN: INITIAL[setting], "min.insync.replicas": "1"}, prefix=f"{setting}-"))
+        {UNCLEAN: INITIAL[setting], "min.insync.replicas": MIN_ISR[setting]},
+        prefix=f"{setting}-"))
         for setting in INITIAL}
     topics = [story.topic for story in stories.values()]
+    # Where the metadata has eligible leader replicas (KIP-966: KRaft from Kafka 4.x).
+    has_elr = "elr" in state_of(cluster, stories[ELR].topic)
     nodes = cluster.require_nodes()
+    faults = cluster.require_faults()
     recording = _Recording(cluster, root / "history")
     try:
         for story, events in zip(stories.values(), recording.send_acknowledged(
                 topics, BEFORE).values(), strict=True):
             story.before = events
         recording.fault(f"stop broker {out_of_sync}", lambda: nodes.stop_broker(out_of_sync))
-        wait_for(lambda: all(sorted(state_of(cluster, t)["isr"]) == sorted([leader, in_sync])
-                             for t in topics), WAIT_S, f"broker {out_of_sync} to leave the ISRs")
-        for story, events in zip(stories.values(), recording.send_acknowledged(
-                topics, UNREPLICATED).values(), strict=True):
+        wait_for(lambda: all(state_of(cluster, t)["isr"] == [in_sync] for t in topics), WAIT_S,
+                 f"broker {out_of_sync} to leave the ISRs")
+        unreplicated = [stories[setting] for setting in UNREPLICATED_TOPICS]
+        for story, events in zip(unreplicated, recording.send_acknowledged(
+                [s.topic for s in unreplicated], UNREPLICATED).values(), strict=True):
             story.unreplicated = events
-        for broker_id in (leader, in_sync):
-            recording.fault(f"stop broker {broker_id}",
-                            functools.partial(nodes.stop_broker, broker_id))
+        stories[ELR].below_min_isr = recording.send([stories[ELR].topic], 1,
+                                                    delivery_timeout_ms=3000)[stories[ELR].topic]
+        apart = {f"broker-{in_sync}": [f"broker-{out_of_sync}"],
+                 f"broker-{out_of_sync}": [f"broker-{in_sync}"]}
+        recording.fault(f"cut broker {in_sync} from broker {out_of_sync}",
+                        lambda: faults.partition(apart))
         recording.fault(f"start broker {out_of_sync}", lambda: nodes.start_broker(out_of_sync))
+        stories[ELR].cut_off = state_of(cluster, stories[ELR].topic)
+        recording.fault(f"stop broker {in_sync}", lambda: nodes.stop_broker(in_sync))
 
         for story in stories.values():
-            wanted = out_of_sync if story.setting == ON else -1
+            wanted = out_of_sync if story.setting == ON or (story.setting == ELR and has_elr) \
+                else -1
             story.alone = _settle(cluster, story.topic, functools.partial(_led_by, wanted))
         offline = [stories[OFF], stories[FLIP]]
         refused = recording.send([s.topic for s in offline], 1, delivery_timeout_ms=3000)
@@ -250,20 +280,26 @@ def _run(request: pytest.FixtureRequest, cluster: Target, admin: Any, root: Path
         recording.fault(f"set {UNCLEAN}=true on {flip}",
                         lambda: admin.incremental_alter_configs([resource])[resource]
                         .result(WAIT_S))
-        elected = [stories[ON], stories[FLIP]]
+        elected = [stories[ON], stories[FLIP], *([stories[ELR]] if has_elr else [])]
         for story in elected:
             story.elected = _settle(cluster, story.topic,
                                     lambda s: s["leader"] == out_of_sync)
         for story, events in zip(elected, recording.send([s.topic for s in elected],
-                                                         AFTER).values(), strict=True):
+                                                         AFTER, delivery_timeout_ms=5000
+                                                         ).values(), strict=True):
             story.after = events
         for story in stories.values():
             story.config = _config(admin, story.topic)
 
-        stories[OFF].before_return = state_of(cluster, stories[OFF].topic)
+        # Offline until in_sync returns: off, and flip where ELR kept it offline (KIP-966).
+        waiting = [s for s in stories.values() if s.setting == OFF or (
+            s.elected is not None and s.elected["leader"] == -1)]
+        for story in waiting:
+            story.before_return = state_of(cluster, story.topic)
+        recording.fault("heal", faults.heal)
         recording.fault(f"start broker {in_sync}", lambda: nodes.start_broker(in_sync))
-        stories[OFF].returned = _settle(cluster, stories[OFF].topic,
-                                        lambda s: s["leader"] == in_sync)
+        for story in waiting:
+            story.returned = _settle(cluster, story.topic, lambda s: s["leader"] == in_sync)
         for topic, complete in recording.final_read(topics).items():
             next(s for s in stories.values() if s.topic == topic).read_complete = complete
     finally:

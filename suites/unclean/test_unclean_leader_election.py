@@ -1,6 +1,7 @@
-"""unclean.leader.election.enable off, on, and turned on at runtime, judged on one scenario.
+"""unclean.leader.election.enable off, on, and turned on at runtime, and KIP-966's eligible
+leader replicas, judged on one scenario.
 
-The scenario (:mod:`suites.unclean.scenario`) kills the only in-sync replica of three topics
+The scenario (:mod:`suites.unclean.scenario`) stops the only in-sync replica of four topics
 while an out-of-sync replica lives, and records everything in a harness history. The verdict on
 what was lost is the PySpark checker's: ``lost_write`` must list exactly the records the ISR
 acknowledged while the out-of-sync replica was away (the records written after its election
@@ -10,6 +11,8 @@ take their offsets, which makes them ``lost_write`` rather than ``unseen``, and
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from harness.cluster.targets import Target
@@ -17,6 +20,7 @@ from harness.cluster.targets import Target
 from .scenario import (
     AFTER,
     BEFORE,
+    ELR,
     FLIP,
     OFF,
     ON,
@@ -24,15 +28,26 @@ from .scenario import (
     TopicStory,
 )
 
-pytestmark = [pytest.mark.requires_process_faults, pytest.mark.requires_zookeeper,
+pytestmark = [pytest.mark.requires_process_faults, pytest.mark.requires_faults,
               pytest.mark.requires_controller, pytest.mark.requires_multi_broker,
               pytest.mark.requires_create_topics]
+
+
+def _clean_candidates(state: dict[str, Any]) -> list[int]:
+    """The replicas that may still lead without loss: the ISR — or, once the ISR is empty, the
+    eligible leader replicas (KIP-966): Kafka 4.x in KRaft mode empties the ISR when its last
+    member stops and keeps that member in the ELR, where ZooKeeper mode keeps it in the ISR."""
+    return list(state["isr"] or state.get("elr", []))
+
+
+def _has_elr(story: TopicStory) -> bool:
+    return story.alone is not None and "elr" in story.alone
 
 
 def _assert_offline_and_refusing(outcome: Outcome, story: TopicStory) -> None:
     assert story.alone is not None and story.alone["leader"] == -1, \
         f"{story.topic}-0 with its ISR dead: {story.alone}"
-    assert story.alone["isr"] == [outcome.in_sync], story.alone
+    assert _clean_candidates(story.alone) == [outcome.in_sync], story.alone
     assert story.refused is not None and story.refused.type != "ok", \
         f"a send to an offline partition was acknowledged: {story.refused}"
 
@@ -91,12 +106,51 @@ def test_enabled_elects_the_out_of_sync_replica_and_loses_exactly_what_it_never_
 
 def test_enabling_it_at_runtime_elects_the_out_of_sync_replica(
         kafka_target: Target, unclean_outcome: Outcome) -> None:
-    """Enabling unclean election at runtime elects the out-of-sync replica [KIP-106, KIP-339].
+    """Enabling unclean election at runtime elects the out-of-sync replica [KIP-339; KIP-966].
 
     Setting unclean.leader.election.enable=true on the topic with IncrementalAlterConfigs while
     its partition is offline makes the controller elect the out-of-sync replica, losing exactly
-    the acknowledged records that replica never had."""
+    the acknowledged records that replica never had — unless the metadata keeps the stopped
+    in-sync replica as an eligible leader replica (KIP-966: unclean election only when the ISR
+    and the ELR are both empty). Then the partition waits for it, and loses nothing: measured
+    on Kafka 4.4 (KRaft), where a topic that had the setting from the start was elected
+    unclean at the moment its last ISR member stopped, before that member entered the ELR."""
     story = unclean_outcome.stories[FLIP]
     _assert_offline_and_refusing(unclean_outcome, story)
     assert story.config == "true"
+    assert story.alone is not None and story.elected is not None
+    if story.alone.get("elr"):
+        assert story.elected["leader"] == -1, \
+            f"{story.topic}-0 was elected past its ELR {story.alone['elr']}: {story.elected}"
+        assert story.returned is not None and \
+            story.returned["leader"] == unclean_outcome.in_sync, story.returned
+        found = unclean_outcome.anomalies_of(story.topic)
+        assert not found, f"checker on {unclean_outcome.history_dir}: {found}"
+        return
     _assert_exactly_the_unreplicated_lost(unclean_outcome, story)
+
+
+def test_an_eligible_leader_replica_leads_after_the_isr_and_loses_nothing_acked(
+        kafka_target: Target, unclean_outcome: Outcome) -> None:
+    """A replica kept in the ELR may lead when the ISR is gone, losing nothing acked [KIP-966].
+
+    With min.insync.replicas=2, the replica that leaves a 2-replica ISR takes the ISR below its
+    minimum, so no acks=all write is acknowledged without it from then on: it holds every
+    acknowledged record, and KIP-966 keeps it as an eligible leader replica. When the last ISR
+    member stops, the controller elects it — with unclean election off — and nothing
+    acknowledged is lost (the checker finds no anomaly on the topic). ZooKeeper mode has no
+    ELR: the partition would stay offline."""
+    story = unclean_outcome.stories[ELR]
+    if not _has_elr(story):
+        pytest.skip(f"the {kafka_target.kind} target's metadata has no eligible leader "
+                    "replicas (KIP-966: KRaft, Kafka 4.x)")
+    assert story.below_min_isr and all(e.type != "ok" for e in story.below_min_isr), \
+        f"an acks=all send was acknowledged below min.insync.replicas: {story.below_min_isr}"
+    assert story.cut_off is not None and \
+        story.cut_off["elr"] == [unclean_outcome.out_of_sync], story.cut_off
+    assert story.elected is not None and \
+        story.elected["leader"] == unclean_outcome.out_of_sync, story.elected
+    assert story.config == "false"
+    assert story.read_complete
+    found = unclean_outcome.anomalies_of(story.topic)
+    assert not found, f"checker on {unclean_outcome.history_dir}: {found}"
