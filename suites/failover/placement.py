@@ -3,7 +3,7 @@ acknowledged records and their times (tests get it from the ``steady_producer`` 
 stops its thread whatever happens), reading a partition back, and one broker's own view.
 
 A failover test must know who leads and who follows before it breaks something, so its topic is
-created with an explicit replica assignment and waited for until ZooKeeper shows the first
+created with an explicit replica assignment and waited for until the metadata shows the first
 replica (the preferred one) leading a full ISR. Observers talk to the brokers' own listeners,
 never through the proxies a fault may be cutting.
 """

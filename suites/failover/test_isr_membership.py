@@ -1,8 +1,10 @@
-"""ISR shrink and expand under a network partition, as ZooKeeper records it.
+"""ISR shrink and expand under a network partition, as the cluster's metadata records it.
 
-The ISR lives in /brokers/topics/T/partitions/P/state. A follower that stops fetching is taken
-out of it — by the controller when the follower's ZooKeeper session expires, or by the leader
-once it lags more than replica.lag.time.max.ms — so that acks=all writes go on without it. Once
+The ISR lives in ZooKeeper's /brokers/topics/T/partitions/P/state, or in a KRaft quorum's
+metadata log. A follower that stops fetching is taken out of it — by the controller when the
+follower's session ends (its ZooKeeper session expires, or its heartbeats to the active KRaft
+controller stop for broker.session.timeout.ms), or by the leader once it lags more than
+replica.lag.time.max.ms — so that acks=all writes go on without it. Once
 the partition heals, the follower fetches what it missed and the leader adds it back.
 """
 
@@ -75,9 +77,9 @@ def test_an_isolated_follower_leaves_the_isr_and_rejoins_after_the_heal(
         steady_producer: Callable[..., SteadyProducer], kafka_consumer: Callable[..., Any]) -> None:
     """An isolated follower leaves the ISR and rejoins after the heal [Kafka docs, Replication].
 
-    Cut off from every node, its ZooKeeper session expires and the controller removes it from
-    the ISR in ZooKeeper; acks=all writes continue without it; after the heal it catches up and
-    the leader adds it back."""
+    Cut off from every node, its session ends (ZooKeeper's, or its KRaft heartbeats) and the
+    controller removes it from the ISR; acks=all writes continue without it; after the heal it
+    catches up and the leader adds it back."""
     session_s = kafka_target.require_nodes().spec.zookeeper_session_timeout_ms / 1000
     faults = kafka_target.require_faults()
     _shrink_then_expand(request, kafka_target, kafka_admin, steady_producer, kafka_consumer,
@@ -93,7 +95,7 @@ def test_a_follower_cut_from_its_leader_is_shrunk_out_for_lagging(
         steady_producer: Callable[..., SteadyProducer], kafka_consumer: Callable[..., Any]) -> None:
     """A follower lagging over replica.lag.time.max.ms leaves the ISR, rejoins after [KIP-16].
 
-    It still reaches ZooKeeper but not its leader, so only the leader's lag check removes it
+    It still reaches the controller but not its leader, so only the leader's lag check removes it
     (Kafka docs, Design §Replication)."""
     def cut_pair(leader: int, follower: int) -> object:
         one, other = _broker_node(leader), _broker_node(follower)
