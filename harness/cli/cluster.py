@@ -132,7 +132,7 @@ def start(run_dir: Path, *, brokers: int, session_timeout_ms: int, target: Targe
         if disk is not DiskLayer.NONE and (target not in DISK_TARGETS
                                            or backend is not Backend.LOCAL):
             raise ValueError("--disk needs a cluster the harness runs on the local backend "
-                             "(--target reference or apache-kafka)")
+                             f"(--target {' or '.join(DISK_TARGETS)})")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     _require_kernel(network)

@@ -55,8 +55,13 @@ def controller_listener(source: int) -> str:
 
 
 def new_cluster_id() -> str:
-    """A cluster id as ``kafka-storage random-uuid`` prints it: 16 random bytes, base64url."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A cluster id as ``kafka-storage random-uuid`` prints it: 16 random bytes, base64url —
+    never one that starts with ``-``, which ``kafka-storage format -t`` would read as an option
+    (1 id in 64 would; Kafka's own ``Uuid.randomUuid`` draws again for the same reason)."""
+    while (cluster_id := base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+           ).startswith("-"):
+        pass
+    return cluster_id
 
 
 class KraftNode(ApacheKafkaBroker):

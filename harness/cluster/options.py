@@ -50,12 +50,13 @@ DOCKER_KINDS = frozenset({TargetName.REFERENCE, TargetName.APACHE_KAFKA})
 """Kinds the docker backend has an image for."""
 
 KERNEL_TARGETS = (TargetName.REFERENCE, TargetName.APACHE_KAFKA)
-DISK_TARGETS = KERNEL_TARGETS
-"""Built-in targets whose brokers' log dirs the harness can put on disks of its own (disk full
-and disk errors, ``--disk``): the ZooKeeper-mode ones; a KRaft node's data dir holds the
-metadata log too, and what a full or failing one does to the quorum is not yet tried."""
 """Built-in targets the kernel network mechanism (namespaces, iptables) runs: the ZooKeeper-mode
 ones (a recipe with ZooKeeper too)."""
+DISK_TARGETS = (*KERNEL_TARGETS, TargetName.APACHE_KAFKA_KRAFT)
+"""Built-in targets whose brokers' log dirs the harness can put on disks of its own (disk full
+and disk errors, ``--disk``). A KRaft node's data dir holds its copy of the metadata log too, so
+a failed disk halts the node as a broker and as a voter at once (Kafka halts a node whose
+metadata log dir fails)."""
 
 
 class Network(StrEnum):

@@ -3,8 +3,12 @@
 
 A cluster has disks when it was started with a disk layer (``ClusterSpec.disk``); the local
 backend keeps them in ``LocalCluster.disks`` by broker id. A healed disk does not by itself
-bring back a broker that halted on it — Apache Kafka halts when its only log dir fails — so the
-heal starts such a broker again, as the heal of ``kill`` does.
+bring back a broker that halted on it — Apache Kafka in ZooKeeper mode halts when its only log
+dir fails — so the heal starts such a broker again, as the heal of ``kill`` does. A KRaft broker
+(Kafka 4.x, KIP-858) does not halt: it keeps running with the log dir offline, serving none of
+its replicas, and a dir once offline stays so until the broker restarts (measured on 4.4 with a
+full disk; DescribeLogDirs answers KAFKA_STORAGE_ERROR for it). The heal restarts that broker
+too, so that after a heal every broker serves its replicas again on every kind.
 """
 
 from __future__ import annotations
@@ -14,7 +18,11 @@ from collections.abc import Mapping
 from harness.cluster.nodes import ClusterNodes
 from harness.disk.broker_disk import BrokerDisk, DiskFault, DiskLayer
 from harness.nemesis.process import broker_id_of
+from harness.raw_client import RawClient
+from harness.wire.errors import ErrorCode
 
+DESCRIBE_LOG_DIRS, DESCRIBE_LOG_DIRS_VERSION = 35, 4
+_ASK_TIMEOUT_S = 10.0
 DISK_ERROR_RATE = 0.5
 """The error rate of the nemesis's ``disk-errors`` and of ``disk errors`` without ``--rate``."""
 
@@ -85,4 +93,33 @@ def heal_disk(cluster: ClusterNodes, node: str, *, restart: bool = True) -> str:
         cluster.start_broker(broker_id)
         return (f"{node}'s disk healed; {node} had stopped (exit code {code}) and was started "
                 "again")
+    if restart and broker_id not in cluster.paused and _log_dir_offline(cluster, broker_id):
+        cluster.stop_broker(broker_id)
+        cluster.start_broker(broker_id)
+        return (f"{node}'s disk healed; {node} had taken its log dir offline and was restarted "
+                "to serve it again")
     return f"{node}'s disk healed"
+
+
+def _log_dir_offline(cluster: ClusterNodes, broker_id: int) -> bool:
+    """Whether the running broker says one of its log dirs failed (DescribeLogDirs, asked on its
+    own listener: KAFKA_STORAGE_ERROR); False when it does not answer the API."""
+    broker = cluster.broker(broker_id)
+    if broker.port is None:
+        return False
+    try:
+        with RawClient(broker.host, broker.port, timeout=_ASK_TIMEOUT_S,
+                       client_id="kafka-harness-disk") as client:
+            if DESCRIBE_LOG_DIRS_VERSION not in range(*_versions(client)):
+                return False
+            answer = client.request(DESCRIBE_LOG_DIRS, DESCRIBE_LOG_DIRS_VERSION,
+                                    {"topics": None})
+    except OSError:
+        return False
+    return any(result.error_code == ErrorCode.kafka_storage_error for result in answer.results)
+
+
+def _versions(client: RawClient) -> tuple[int, int]:
+    """The DescribeLogDirs versions the broker offers as a half-open range (empty if none)."""
+    offered = client.advertised().get(DESCRIBE_LOG_DIRS)
+    return (offered[0], offered[1] + 1) if offered else (0, 0)

@@ -302,15 +302,21 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300)
 
 
-def test_a_sigkilled_supervisor_of_up_leaves_nothing(tmp_path: Path):
+@pytest.mark.parametrize(("target", "brokers", "processes"), [
+    ("reference", 1, 3),           # ZooKeeper, a broker, the Toxiproxy server
+    ("apache-kafka-kraft", 3, 4),  # three KRaft nodes (the quorum), the Toxiproxy server
+])
+def test_a_sigkilled_supervisor_of_up_leaves_nothing(tmp_path: Path, target: str, brokers: int,
+                                                     processes: int):
     run_dir = tmp_path / "run"
-    up = _cli("up", "--brokers", "1", "--dir", str(run_dir), cwd=tmp_path)
+    up = _cli("up", "--target", target, "--brokers", str(brokers), "--dir", str(run_dir),
+              cwd=tmp_path)
     assert up.returncode == 0, up.stderr
     state = json.loads((run_dir / "state.json").read_text())
     supervisor = state["supervisor_pid"]
     try:
         everything = _descendants(supervisor)
-        assert len(everything) >= 3  # ZooKeeper, a broker, the Toxiproxy server
+        assert len(everything) >= processes
         watchdog = watchdog_of(supervisor)
         os.kill(supervisor, signal.SIGKILL)
         _wait_gone(everything, "every process of the killed supervisor", supervisor, watchdog)
