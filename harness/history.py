@@ -21,6 +21,10 @@ import pyarrow.parquet as pq
 
 TYPES = ("invoke", "ok", "fail", "info")
 FUNCTIONS = ("send", "poll", "commit", "assign", "revoke", "nemesis")
+# The consumer group protocols (the group_protocol column): a null one is classic, which is all
+# a history written before the column existed can be.
+GROUP_PROTOCOLS = ("classic", "consumer")
+CONSUMER_PROTOCOL = "consumer"
 COMPLETIONS = ("ok", "fail", "info")
 # Operations whose completion rows must follow an invoke row of the same op.
 INVOKED = ("send", "poll", "nemesis")
@@ -62,13 +66,27 @@ COLUMNS: tuple[Column, ...] = (
     Column("generation", "int32", False),
     Column("error", "string", False),
 )
-COLUMN_NAMES = tuple(c.name for c in COLUMNS)
-ARROW_SCHEMA = pa.schema(
-    [pa.field(c.name, _ARROW_TYPES[c.kind], nullable=not c.required) for c in COLUMNS]
+"""The contract's columns: every history file has each of them."""
+OPTIONAL_COLUMNS: tuple[Column, ...] = (
+    Column("group_protocol", "string", False),
 )
+"""Columns added to the contract later: a file may lack one (every history written before it
+was added does), and a missing one reads as null, which means what the contract meant before."""
+EVENT_COLUMNS = COLUMNS + OPTIONAL_COLUMNS
+COLUMN_NAMES = tuple(c.name for c in EVENT_COLUMNS)  # an Event's fields, in order
+
+
+def _schema(columns: tuple[Column, ...]) -> pa.Schema:
+    return pa.schema(
+        [pa.field(c.name, _ARROW_TYPES[c.kind], nullable=not c.required) for c in columns]
+    )
+
+
+ARROW_SCHEMA = _schema(COLUMNS)  # what every history file has
+EVENT_SCHEMA = _schema(EVENT_COLUMNS)  # what the harness writes: the optional columns too
 
 # What a row of a given f and type must carry for the rules to mean anything. "partition" and
-# "offset" must also be >= 0. Checked in this order, after required columns and known type/f.
+# "offset" must also be >= 0. Checked in this order, after required columns and ENUMERATED.
 ROW_NEEDS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("send", TYPES, ("topic", "value")),
     ("poll", ("ok",), ("topic", "partition", "offset", "value")),
@@ -99,8 +117,17 @@ def needs_message(f: str, types: tuple[str, ...], column: str) -> str:
     return f"{rows} needs {article} {column}{bound}"
 
 
+# Columns with a fixed set of values, checked in this order (a null is checked, if at all, as a
+# required column's).
+ENUMERATED: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("type", TYPES),
+    ("f", FUNCTIONS),
+    ("group_protocol", GROUP_PROTOCOLS),
+)
+
+
 def allowed(column: str) -> str:
-    return ", ".join(TYPES if column == "type" else FUNCTIONS)
+    return ", ".join(dict(ENUMERATED)[column])
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +150,7 @@ class Event:
     member: str | None = None
     generation: int = -1
     error: str | None = None
+    group_protocol: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(zip(COLUMN_NAMES, astuple(self), strict=True))
@@ -165,14 +193,19 @@ def history_files(directory: str | os.PathLike[str]) -> list[Path]:
     return files
 
 
-def check_parquet_schema(path: Path) -> None:
-    """Reject a Parquet file whose footer lacks a column or declares a type the contract forbids."""
+def check_parquet_schema(path: Path) -> list[str]:
+    """Reject a Parquet file whose footer lacks a column or declares a type the contract
+    forbids; returns the optional columns it lacks."""
     try:
         schema = pq.read_schema(path)
     except (OSError, pa.ArrowException) as exc:
         raise HistoryError(Location(str(path)), f"not a readable Parquet file ({exc})") from exc
-    for column in COLUMNS:
+    absent = []
+    for column in EVENT_COLUMNS:
         index = schema.get_field_index(column.name)
+        if index < 0 and column in OPTIONAL_COLUMNS:
+            absent.append(column.name)
+            continue
         if index < 0:
             raise HistoryError(Location(str(path)), f"missing column '{column.name}'")
         found = schema.field(index).type
@@ -181,6 +214,7 @@ def check_parquet_schema(path: Path) -> None:
                 Location(str(path)),
                 f"column '{column.name}' has type {found}, expected {column.kind}",
             )
+    return absent
 
 
 # ---------------------------------------------------------------------------------------------
@@ -205,10 +239,11 @@ def _type_problem(column: Column, value: Any) -> str | None:
 
 
 def decode_json_line(line: str) -> tuple[tuple[Any, ...] | None, str | None]:
-    """One JSONL line to column values (in COLUMNS order), or the reason it is not a row.
+    """One JSONL line to column values (in EVENT_COLUMNS order), or why it is not a row.
 
-    Every column must be present (null where the contract allows it); extra keys are optional
-    columns and ignored. Returns (None, None) for a blank line.
+    Every column of the contract must be present (null where the contract allows it), an
+    optional one (OPTIONAL_COLUMNS) may be missing and is then null; other keys are ignored.
+    Returns (None, None) for a blank line.
     """
     if not line.strip():
         return None, None
@@ -219,8 +254,11 @@ def decode_json_line(line: str) -> tuple[tuple[Any, ...] | None, str | None]:
         return None, f"not valid JSON ({reason})"
     if not isinstance(obj, dict):
         return None, "not a JSON object"
-    values = []
-    for column in COLUMNS:
+    values: list[Any] = []
+    for column in EVENT_COLUMNS:
+        if column.name not in obj and column in OPTIONAL_COLUMNS:
+            values.append(None)
+            continue
         if column.name not in obj:
             return None, f"missing column '{column.name}'"
         value = obj[column.name]
@@ -235,7 +273,7 @@ def decode_json_row(line: str | None) -> tuple[Any, ...] | None:
     """The Spark form of decode_json_line: the columns then the problem; None for a blank line."""
     values, problem = decode_json_line(line or "")
     if values is None:
-        return None if problem is None else (None,) * len(COLUMNS) + (problem,)
+        return None if problem is None else (None,) * len(EVENT_COLUMNS) + (problem,)
     return values + (None,)
 
 
@@ -248,8 +286,8 @@ def row_problem(values: dict[str, Any]) -> str | None:
     for column in COLUMNS:
         if column.required and values[column.name] is None:
             return NULL.format(column=column.name)
-    for name, known in (("type", TYPES), ("f", FUNCTIONS)):
-        if values[name] not in known:
+    for name, known in ENUMERATED:
+        if values[name] is not None and values[name] not in known:
             return UNKNOWN.format(column=name, value=values[name], allowed=allowed(name))
     for f, types, fields in ROW_NEEDS:
         if values["f"] != f or values["type"] not in types:
@@ -349,8 +387,9 @@ def _check_events(
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
-    check_parquet_schema(path)
-    table = pq.read_table(path, columns=list(COLUMN_NAMES)).cast(ARROW_SCHEMA, safe=True)
+    absent = check_parquet_schema(path)
+    table = pq.read_table(path, columns=[n for n in COLUMN_NAMES if n not in absent])
+    table = _with_absent_columns(table).cast(EVENT_SCHEMA, safe=True)
     for index, row in enumerate(table.to_pylist(), start=1):
         yield index, row, None
 
@@ -390,21 +429,31 @@ def read_history(directory: str | os.PathLike[str]) -> list[Event]:
     return events
 
 
+def _with_absent_columns(table: pa.Table) -> pa.Table:
+    """The table with every optional column it lacks added as nulls, columns in Event order."""
+    for column in OPTIONAL_COLUMNS:
+        if column.name not in table.column_names:
+            kind = _ARROW_TYPES[column.kind]
+            table = table.append_column(pa.field(column.name, kind),
+                                        pa.nulls(table.num_rows, kind))
+    return table.select(list(COLUMN_NAMES))
+
+
 # ---------------------------------------------------------------------------------------------
 # Writing: files appear complete or not at all.
 
 
 def events_table(events: Iterable[Event]) -> pa.Table:
-    columns: list[list[Any]] = [[] for _ in COLUMNS]
+    columns: list[list[Any]] = [[] for _ in EVENT_COLUMNS]
     for event in events:
         for values, value in zip(columns, astuple(event), strict=True):
             values.append(value)
     return pa.Table.from_arrays(
         [
             pa.array(values, type=spec.type)
-            for values, spec in zip(columns, ARROW_SCHEMA, strict=True)
+            for values, spec in zip(columns, EVENT_SCHEMA, strict=True)
         ],
-        schema=ARROW_SCHEMA,
+        schema=EVENT_SCHEMA,
     )
 
 
@@ -421,7 +470,7 @@ class ParquetHistoryWriter:
         self._tmp = _temporary(self.path)
         self._row_group_size = row_group_size
         self._pending: list[Event] = []
-        self._writer = pq.ParquetWriter(self._tmp, ARROW_SCHEMA)
+        self._writer = pq.ParquetWriter(self._tmp, EVENT_SCHEMA)
 
     def write(self, event: Event) -> None:
         self._pending.append(event)
@@ -429,9 +478,10 @@ class ParquetHistoryWriter:
             self._flush()
 
     def write_table(self, table: pa.Table) -> None:
+        """Append a table with the contract's columns (ARROW_SCHEMA) and any optional ones."""
         self._flush()
         self._writer.write_table(
-            table.select(list(COLUMN_NAMES)).cast(ARROW_SCHEMA), row_group_size=self._row_group_size
+            _with_absent_columns(table).cast(EVENT_SCHEMA), row_group_size=self._row_group_size
         )
 
     def _flush(self) -> None:

@@ -24,7 +24,7 @@ from harness.checker.result import (
     AnomalyResult,
     CheckResult,
 )
-from harness.history import Event
+from harness.history import CONSUMER_PROTOCOL, Event
 
 TPO = tuple[str, int, int]
 Instance = tuple[dict[str, Any], Sequence[Event]]  # example fields, context rows
@@ -228,7 +228,12 @@ def _commit_regressions(h: _History) -> list[Instance]:
 
 
 def _group_exclusivity(h: _History) -> list[Instance]:
-    """Per (group, generation, t/p): fail when two processes' reads of it interleave in time.
+    return _classic_exclusivity(h) + _consumer_protocol_exclusivity(h)
+
+
+def _classic_exclusivity(h: _History) -> list[Instance]:
+    """Per (group, generation, t/p) of the classic protocol: fail when two processes' reads of
+    it interleave in time.
 
     Each process's reads span [first, last]; sorted by first, a process that starts reading
     before an earlier one's last read overlaps it. Processes that read one after the other do
@@ -236,7 +241,7 @@ def _group_exclusivity(h: _History) -> list[Instance]:
     """
     spans: dict[tuple[str, int, str, int], dict[int, list[Any]]] = defaultdict(dict)
     for e in h.reads:
-        if e.group is None or e.generation < 0:
+        if e.group is None or e.generation < 0 or e.group_protocol == CONSUMER_PROTOCOL:
             continue
         per_process = spans[(e.group, e.generation, _topic(e), e.partition)]
         span = per_process.setdefault(e.process, [e, e.time_ns, e.time_ns])
@@ -269,6 +274,70 @@ def _interleave(spans: list[tuple[int, int, int]]) -> bool:
             return True
         latest_end = last if latest_end is None else max(latest_end, last)
     return False
+
+
+def _ownerships(h: _History) -> dict[tuple[str, str, int], list[list[Any]]]:
+    """The consumer protocol's reads as ownerships, per (group, t/p): one per (process, n),
+    where n counts the process's assign rows of the t/p before the read (by seq), each as
+    [first read, first time_ns, last time_ns, process]. An ownership in which the process lost
+    the t/p (an ``info`` revoke: fenced, its member epoch void) is left out."""
+    streams: dict[tuple[int, str, int], list[Event]] = defaultdict(list)
+    for e in h.events:
+        if _is_read(e) or e.f in ("assign", "revoke"):
+            streams[(e.process, _topic(e), e.partition)].append(e)
+    found: dict[tuple[str, str, int], list[list[Any]]] = defaultdict(list)
+    for (process, topic, partition), stream in streams.items():
+        spans: dict[int, dict[str, list[Any]]] = defaultdict(dict)
+        lost: set[int] = set()
+        owned = 0
+        for e in sorted(stream, key=lambda e: e.seq):
+            if e.f == "assign":
+                owned += 1
+            elif e.f == "revoke" and e.type == "info":
+                lost.add(owned)
+            elif _is_read(e) and e.group is not None and e.group_protocol == CONSUMER_PROTOCOL:
+                span = spans[owned].setdefault(e.group, [e, e.time_ns, e.time_ns, process])
+                span[1], span[2] = min(span[1], e.time_ns), max(span[2], e.time_ns)
+        for owned, by_group in spans.items():
+            if owned not in lost:
+                for group, span in by_group.items():
+                    found[(group, topic, partition)].append(span)
+    return found
+
+
+def _consumer_protocol_exclusivity(h: _History) -> list[Instance]:
+    """Per (group, t/p) of KIP-848's consumer protocol: fail when ownerships of two processes
+    interleave — one's first read at or after the other's first and strictly before its last.
+
+    There is no generation to key by: each member has its own epoch, and the coordinator hands a
+    partition to a member (at a newer epoch) only once its previous owner has revoked it, so the
+    previous owner's reads must end before the next owner's begin, whatever their epochs. A
+    fenced member is the exception Kafka allows: it may read on until it learns it lost the
+    partition, which is why ownerships that end so are left out (_ownerships).
+    """
+    found: list[Instance] = []
+    for (group, topic, partition), spans in _ownerships(h).items():
+        firsts: dict[int, Event] = {}
+        for a in spans:
+            for b in spans:
+                if a[3] != b[3] and a[1] <= b[1] < a[2]:
+                    for span in (a, b):
+                        first = firsts.get(span[3])
+                        if first is None or span[0].seq < first.seq:
+                            firsts[span[3]] = span[0]
+        if not firsts:
+            continue
+        processes = sorted(firsts)[:ROWS_PER_EXAMPLE]
+        fields = {
+            "group": group,
+            "generation": -1,
+            "topic": topic,
+            "partition": partition,
+            "process_count": len(firsts),
+            "processes": processes,
+        }
+        found.append((fields, [firsts[p] for p in processes]))
+    return found
 
 
 def _redeliveries(h: _History) -> list[Instance]:

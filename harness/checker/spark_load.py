@@ -28,7 +28,11 @@ from harness.checker import cluster, sql
 from harness.checker.spark_session import SparkError, is_connect
 
 _SPARK_TYPES = {"string": T.StringType(), "int64": T.LongType(), "int32": T.IntegerType()}
-SCHEMA = T.StructType([T.StructField(c.name, _SPARK_TYPES[c.kind]) for c in history.COLUMNS])
+# Every column of an Event: Parquet files written before an optional column existed read it as
+# null, as the pure reader does (history.OPTIONAL_COLUMNS).
+SCHEMA = T.StructType(
+    [T.StructField(c.name, _SPARK_TYPES[c.kind]) for c in history.EVENT_COLUMNS]
+)
 _DECODED = T.StructType([*SCHEMA.fields, T.StructField("_problem", T.StringType())])
 NAMES = list(history.COLUMN_NAMES)
 

@@ -80,6 +80,9 @@ def groupings(interned: DataFrame) -> dict[tuple[str, ...], DataFrame]:
             "time_ns",
             _is_read().alias("read"),
             _is_known().alias("known"),
+            F.expr(sql.IS_ASSIGN).alias("assigned"),
+            F.expr(sql.IS_LOST).alias("lost"),
+            F.expr(sql.IS_CONSUMER_PROTOCOL).alias("consumer_protocol"),
         ),
         BY_VALUE: interned.where(send_or_read & F.col("value").isNotNull()).select(
             "value", "f", "type", *TPO, "op"
@@ -170,17 +173,23 @@ def _commit_regressions(by_process: DataFrame) -> DataFrame:
     )
 
 
-def _group_exclusivity(reads: DataFrame) -> DataFrame:
-    """Processes of one group whose reads of a t/p in one generation interleave in time: each
-    process's reads span [first, last]; sorted by first (the longer span first on a tie, as in
-    rules.py), a process that starts before an earlier one's last read overlaps it. A clean
-    hand-over (KIP-345) does not."""
+def _group_exclusivity(observed: DataFrame, reads: DataFrame) -> DataFrame:
+    return _classic_exclusivity(reads).unionByName(_consumer_protocol_exclusivity(observed))
+
+
+def _classic_exclusivity(reads: DataFrame) -> DataFrame:
+    """Processes of one group whose reads of a t/p in one generation of the classic protocol
+    interleave in time: each process's reads span [first, last]; sorted by first (the longer
+    span first on a tie, as in rules.py), a process that starts before an earlier one's last
+    read overlaps it. A clean hand-over (KIP-345) does not."""
     keys = ["group", "generation", *TP]
     firsts = F.array_sort(F.collect_list(F.struct("process", "seq")))
     by_first = Window.partitionBy(*keys).orderBy("first_ns", F.desc("last_ns"), "process")
     earlier = by_first.rowsBetween(Window.unboundedPreceding, -1)
     return (
-        reads.where(F.col("group").isNotNull() & (F.col("generation") >= 0))
+        reads.where(
+            F.col("group").isNotNull() & (F.col("generation") >= 0) & ~F.col("consumer_protocol")
+        )
         .groupBy(*keys, "process")
         .agg(F.min("seq").alias("seq"), F.min("time_ns").alias("first_ns"),
              F.max("time_ns").alias("last_ns"))
@@ -193,6 +202,51 @@ def _group_exclusivity(reads: DataFrame) -> DataFrame:
         )
         .where(F.col("overlap"))
         .drop("overlap")
+        .withColumn("processes", F.transform("sel_rows", lambda r: r["process"]))
+    )
+
+
+def _consumer_protocol_exclusivity(observed: DataFrame) -> DataFrame:
+    """KIP-848's consumer protocol (rules._consumer_protocol_exclusivity): per (group, t/p),
+    ownerships of two processes that interleave. An ownership is a process's reads of the t/p
+    between its assign rows of it (numbered by a running count over its rows by seq); one in
+    which the process lost the t/p is left out. Spans are few (one per assignment), so the
+    pairs come from a join of them with themselves."""
+    keys = ["group", *TP]
+    marked = observed.where(
+        ~F.col("known") & (~F.col("read") | (F.col("consumer_protocol")
+                                             & F.col("group").isNotNull()))
+    ).selectExpr("*", sql.OWNERSHIP)
+    lost = marked.where("lost").select("process", *TP, "owned").distinct()
+    spans = (
+        marked.where("read")
+        .groupBy(*keys, "process", "owned")
+        .agg(F.min("seq").alias("seq"), F.min("time_ns").alias("first_ns"),
+             F.max("time_ns").alias("last_ns"))
+        .join(lost, ["process", *TP, "owned"], "left_anti")
+    )
+    a, b = spans.alias("a"), spans.alias("b")
+    pairs = a.join(
+        b,
+        [F.col(f"a.{k}") == F.col(f"b.{k}") for k in keys]
+        + [F.col("a.process") != F.col("b.process"),
+           F.col("a.first_ns") <= F.col("b.first_ns"),
+           F.col("b.first_ns") < F.col("a.last_ns")],
+    )
+    involved = reduce(DataFrame.union, [
+        pairs.select(*[F.col(f"{side}.{c}").alias(c) for c in (*keys, "process", "seq")])
+        for side in ("a", "b")
+    ])
+    firsts = F.array_sort(F.collect_list(F.struct("process", "seq")))
+    return (
+        involved.groupBy(*keys, "process")
+        .agg(F.min("seq").alias("seq"))
+        .groupBy(*keys)
+        .agg(
+            F.count(F.lit(1)).alias("process_count"),
+            F.slice(firsts, 1, R.ROWS_PER_EXAMPLE).alias("sel_rows"),
+        )
+        .withColumn("generation", F.lit(-1).cast("int"))
         .withColumn("processes", F.transform("sel_rows", lambda r: r["process"]))
     )
 
@@ -261,7 +315,7 @@ def rule_frames(
         "nonmonotonic_poll": backwards,
         "poll_skip": skips,
         "commit_regression": _commit_regressions(by_process),
-        "group_exclusivity": _group_exclusivity(reads),
+        "group_exclusivity": _group_exclusivity(observed, reads),
         "redelivery": _redeliveries(reads),
         "0-row": stats.select("bad_rows").where("bad_rows > 0"),
         "1-op": ops.where(F.col("problem").isNotNull()).select(

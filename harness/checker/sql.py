@@ -18,6 +18,11 @@ from harness.checker.result import EXAMPLE_FIELDS, EXAMPLE_ORDER
 IS_READ = "(f = 'poll' AND type = 'ok')"
 # An ok send with a position; rules.has_position says why both must be known.
 IS_KNOWN = "(f = 'send' AND type = 'ok' AND partition >= 0 AND coalesce(`offset` >= 0, false))"
+# The consumer protocol's exclusivity (rules._ownerships): what starts an ownership, what voids
+# one (the member learnt it had lost the partition), and which reads it judges.
+IS_ASSIGN = "(f = 'assign')"
+IS_LOST = "(f = 'revoke' AND type = 'info')"
+IS_CONSUMER_PROTOCOL = f"coalesce(group_protocol = '{history.CONSUMER_PROTOCOL}', false)"
 # A value some value rule may report: unread, sent twice, read though failed or never sent,
 # observed at two places. Columns are those of sql.value_aggregates and PLACES.
 VALUE_OF_NOTE = (
@@ -86,9 +91,9 @@ def _row_checks() -> tuple[list[tuple[str, str]], dict[str, list[tuple[str, str]
         for c in history.COLUMNS
         if c.required
     ]
-    for name, known in (("type", history.TYPES), ("f", history.FUNCTIONS)):
+    for name, known in history.ENUMERATED:
         text = message(history.UNKNOWN, column=name, value=Sql(name), allowed=history.allowed(name))
-        checks.append((f"NOT ({name} IN ({_quoted(known)}))", text))
+        checks.append((f"{name} IS NOT NULL AND NOT ({name} IN ({_quoted(known)}))", text))
     needs: dict[str, list[tuple[str, str]]] = {}
     for f, types, fields in history.ROW_NEEDS:
         for name in fields:
@@ -344,6 +349,11 @@ SEND_ORDER = f"PARTITION BY process, {_TP} ORDER BY seq"
 READ_ORDER = SEND_ORDER  # a process's reads of a t/p, by seq
 OFFSET_RANK = f"dense_rank() OVER (PARTITION BY {_TP} ORDER BY `offset`) AS rank"
 COMMIT_ORDER = f"PARTITION BY `group`, {_TP} ORDER BY time_ns, process, seq"
+# Which ownership of its t/p a process's row belongs to: how many assign rows of it came first.
+OWNERSHIP = (
+    f"sum(CASE WHEN assigned THEN 1 ELSE 0 END) OVER ({READ_ORDER} "
+    "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS owned"
+)
 
 
 def row_refs(*pairs: tuple[str, str]) -> str:

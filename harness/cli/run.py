@@ -23,6 +23,7 @@ from harness.cluster.options import Backend, ClusterTarget, Network
 from harness.conformance.matrix import SUITES, parse_list
 from harness.errors import UsageError
 from harness.nemesis.schedule import FAULTS, parse_faults
+from harness.workload.group_protocol import GroupProtocol
 
 
 def _parse_suites(text: str, allowed: tuple[str, ...], default: tuple[str, ...]
@@ -74,6 +75,11 @@ def register(app: typer.Typer) -> None:
         commit: Annotated[CommitStrategy, typer.Option(
             help="When group consumers commit: auto, or after/before processing.")
         ] = CommitStrategy.AFTER,
+        group_protocol: Annotated[GroupProtocol, typer.Option(
+            help="The group consumers' protocol: classic (JoinGroup, one generation per group) "
+                 "or consumer (KIP-848: ConsumerGroupHeartbeat, an epoch per member; needs "
+                 "--consumer-mode group and brokers that offer it, e.g. --target "
+                 "apache-kafka-kraft).")] = GroupProtocol.CLASSIC,
         acks: Annotated[Acks, typer.Option(help="Producer acks.")] = Acks.ALL,
         idempotence: Annotated[
             bool, typer.Option(help="Producer enable.idempotence.")
@@ -140,7 +146,8 @@ def register(app: typer.Typer) -> None:
             duration_s=duration, brokers=brokers, nemesis=faults, seed=seed,
             guarantee=guarantee.value, run_dir=run_dir, partitions=partitions,
             producers=producers, consumers=consumers, rate=rate,
-            consumer_mode=consumer_mode.value, commit=commit.value, acks=acks.value,
+            consumer_mode=consumer_mode.value, commit=commit.value,
+            group_protocol=group_protocol, acks=acks.value,
             idempotence=idempotence, engine=engine.value, master=master,
             network=network.value, backend=backend.value,
             target="recipe" if recipe is not None else target.value,

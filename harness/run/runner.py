@@ -70,9 +70,11 @@ from harness.net.netns_support import unavailable
 from harness.run import replay, resources
 from harness.run.latest import point_latest
 from harness.waiting import ClusterWaitTimeout
+from harness.workload.broker_apis import lacking_consumer_protocol
 from harness.workload.context import RunContext
 from harness.workload.final_read import final_read
 from harness.workload.generator import Generator, WorkloadSpec
+from harness.workload.group_protocol import CONSUMER_GROUP_HEARTBEAT, GroupProtocol
 from harness.workload.recorder import Recorder
 
 VALID, INVALID, USAGE, INFRASTRUCTURE, INTERRUPTED = 0, 1, 2, 3, 130
@@ -81,6 +83,12 @@ ENGINES = tuple(Engine)
 SUITES = tuple(s for s in matrix.SUITES if s != "chaos")  # the run is the chaos part itself
 DEFAULT_SUITES = SUITES
 _ISR_TIMEOUT_S = 60.0
+# Built-in targets without KIP-848's ConsumerGroupHeartbeat, and why: a run of the consumer
+# protocol is refused before anything starts. Others are asked once their cluster is up.
+_NO_CONSUMER_PROTOCOL: dict[str, str] = {
+    TargetName.REFERENCE: "the reference broker has Kafka 3.9's group coordinator",
+    TargetName.APACHE_KAFKA: "Apache Kafka 3.9 in ZooKeeper mode has no KIP-848 coordinator",
+}
 
 
 class RunError(RuntimeError):
@@ -106,6 +114,7 @@ class RunOptions:
     rate: float = 100.0
     consumer_mode: str = "group"
     commit: str = "after"
+    group_protocol: GroupProtocol = GroupProtocol.CLASSIC  # or KIP-848's: member epochs
     acks: str = "all"
     idempotence: bool = True
     engine: str = "spark"
@@ -155,11 +164,29 @@ class RunOptions:
             problems.append(f"unknown suite(s) {unknown}; allowed: {', '.join(SUITES)}")
         if self.static_members and self.consumer_mode != "group":
             problems.append("static members need --consumer-mode group")
+        problems += self._group_protocol_problems()
         if self.compression not in COMPRESSIONS:
             problems.append(f"compression must be one of {', '.join(COMPRESSIONS)}, "
                             f"got {self.compression!r}")
         if problems:
             raise RunError(USAGE, "; ".join(problems))
+
+    def _group_protocol_problems(self) -> list[str]:
+        """What is wrong with --group-protocol for these options: the consumer protocol is a
+        group's, and a target that cannot serve it would only fail once the clients run."""
+        if self.group_protocol not in tuple(GroupProtocol):
+            return [f"--group-protocol must be one of {', '.join(GroupProtocol)}"]
+        if self.group_protocol != GroupProtocol.CONSUMER:
+            return []
+        problems = [] if self.consumer_mode == "group" else [
+            "--group-protocol consumer needs --consumer-mode group: assign-mode consumers join "
+            "no group"]
+        reason = _NO_CONSUMER_PROTOCOL.get(self.target)
+        if reason is not None:
+            problems.append(f"--group-protocol consumer needs ConsumerGroupHeartbeat (KIP-848, "
+                            f"API key {CONSUMER_GROUP_HEARTBEAT}), which --target {self.target} "
+                            f"lacks: {reason} (--target {TargetName.APACHE_KAFKA_KRAFT} has it)")
+        return problems
 
 
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")  # librdkafka's compression.type
@@ -248,6 +275,19 @@ def _process_ids(cluster: ClusterNodes) -> dict[str, int | None]:
         pids["zookeeper"] = cluster.zookeeper.pid
     pids[resources.HARNESS] = os.getpid()
     return pids
+
+
+def _require_consumer_protocol(cluster: ClusterNodes) -> None:
+    """RunError(USAGE) unless every broker offers ConsumerGroupHeartbeat (harness.workload.
+    broker_apis): a target the static check could not judge (a recipe's) is refused here."""
+    brokers = [(b, n.host, n.port) for b, n in sorted(cluster.brokers.items()) if n.port]
+    try:
+        lacking = lacking_consumer_protocol(brokers)
+    except (OSError, RuntimeError) as exc:
+        raise RunError(INFRASTRUCTURE, f"cannot ask the brokers for ApiVersions: {exc}") from exc
+    if lacking:
+        raise RunError(USAGE, f"--group-protocol consumer needs ConsumerGroupHeartbeat (KIP-848), "
+                              f"which broker(s) {', '.join(map(str, lacking))} do not offer")
 
 
 def _client_bootstrap(handle: RunnableCluster) -> str:
@@ -390,6 +430,8 @@ class Run:
             handle, cluster, network, kind = _start_cluster(options, self.dir)
         self.result.cluster = kind
         try:
+            if options.group_protocol == GroupProtocol.CONSUMER:
+                _require_consumer_protocol(cluster)
             bootstrap = _client_bootstrap(handle)
             self._say(f"cluster ({kind}) up: bootstrap {bootstrap}; run dir {self.dir}")
             _create_topic(bootstrap, cluster, options.topic, options.partitions, self.replication)
@@ -426,6 +468,7 @@ class Run:
             commit=options.commit, group=f"{self.run_id}-group",
             static_members=options.static_members,
             producer_config={"compression.type": options.compression},
+            group_protocol=GroupProtocol(options.group_protocol),
         )
         generator = Generator(workload, context, self.dir / "logs")
 

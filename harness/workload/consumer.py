@@ -14,8 +14,15 @@ no poll ever read.
 
 A poll that returns records is one ``invoke`` row (timed when the poll started) and one ``ok`` row
 per record; an empty poll writes nothing. Rebalance callbacks write ``assign``/``revoke`` rows,
-one per partition, with the member id and generation librdkafka holds at that moment. Commit rows
-are one per partition with the committed position (next offset to read).
+one per partition, with the member id and generation librdkafka holds at that moment; a revoke
+is ``info`` when librdkafka says the partitions were *lost* (the coordinator fenced the member,
+or its session expired): the member learns it late, and another may own them already. Commit
+rows are one per partition with the committed position (next offset to read).
+
+Group consumers speak the classic group protocol or KIP-848's consumer protocol
+(:mod:`harness.workload.group_protocol`); every group row names it (``group_protocol``), and its
+``generation`` is the group's generation under the first and the member's own epoch under the
+second.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from harness.workload.context import QUIET, RunContext
+from harness.workload.group_protocol import CLASSIC_ONLY, GroupProtocol
 from harness.workload.outcomes import commit_outcome, error_name
 from harness.workload.recorder import Recorder
 
@@ -38,11 +46,15 @@ _GROUP_METADATA_MAGIC = b"CGMDv2:"
 
 
 def group_generation(consumer: Consumer) -> int:
-    """The group generation librdkafka holds, -1 if unknown.
+    """The group generation librdkafka holds (classic protocol) or the member's epoch (consumer
+    protocol), -1 if unknown.
 
     confluent-kafka exposes it only inside the serialized consumer group metadata (made for
     transactional producers): ``CGMDv2:`` then the generation as a 32-bit integer in the
-    host's byte order.
+    host's byte order, the group id and the member id. Under ``group.protocol=consumer``
+    librdkafka 2.16 keeps the member epoch of each ConsumerGroupHeartbeat response in that same
+    field (measured against Kafka 4.4: 0 while joining, then the epoch the coordinator gives,
+    which stays unchanged while the member revokes and goes up once it has).
     """
     try:
         blob = consumer.consumer_group_metadata()
@@ -72,10 +84,11 @@ class ConsumerSpec:
     assignment: tuple[tuple[str, int], ...] = ()
     max_records: int = 100
     poll_timeout_s: float = 0.5
-    session_timeout_ms: int = 10_000
+    session_timeout_ms: int = 10_000  # classic protocol only: KIP-848's is the broker's
     auto_commit_interval_ms: int = 1_000
     crash_after_commits: int | None = None
     config: dict[str, Any] = field(default_factory=dict)
+    group_protocol: GroupProtocol = GroupProtocol.CLASSIC
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -84,11 +97,29 @@ class ConsumerSpec:
             raise ValueError(f"commit must be one of {', '.join(COMMITS)}; got {self.commit!r}")
         if self.mode == "group" and not self.group:
             raise ValueError("group mode needs a group")
+        try:  # the spec also arrives as JSON, where the protocol is its value
+            object.__setattr__(self, "group_protocol", GroupProtocol(self.group_protocol))
+        except ValueError:
+            raise ValueError(f"group_protocol must be one of {', '.join(GroupProtocol)}; got "
+                             f"{self.group_protocol!r}") from None
+        if self.group_protocol is GroupProtocol.CONSUMER:
+            if self.mode != "group":
+                raise ValueError("the consumer group protocol needs group mode: an assign-mode "
+                                 "consumer joins no group")
+            refused = sorted(CLASSIC_ONLY & set(self.config))
+            if refused:
+                raise ValueError(f"{', '.join(refused)}: not for the consumer group protocol "
+                                 f"(librdkafka refuses them under group.protocol=consumer)")
 
     @property
     def history_group(self) -> str | None:
         """The group rows name: none for assign mode, whatever group.id librdkafka needs."""
         return self.group if self.mode == "group" else None
+
+    @property
+    def history_group_protocol(self) -> str | None:
+        """The protocol group rows name; none for assign mode, which joins no group."""
+        return self.group_protocol.value if self.mode == "group" else None
 
     def client_config(self, process: int) -> dict[str, Any]:
         config: dict[str, Any] = {
@@ -97,10 +128,13 @@ class ConsumerSpec:
             "auto.offset.reset": "earliest",
             "enable.auto.commit": self.mode == "group" and self.commit == "auto",
             "auto.commit.interval.ms": self.auto_commit_interval_ms,
-            "session.timeout.ms": self.session_timeout_ms,
             "enable.partition.eof": False,
             **QUIET,
         }
+        if self.group_protocol is GroupProtocol.CONSUMER:
+            config["group.protocol"] = GroupProtocol.CONSUMER.value
+        else:
+            config["session.timeout.ms"] = self.session_timeout_ms
         return {**config, **self.config}
 
 
@@ -109,6 +143,7 @@ class RecordingConsumer:
         self.spec = spec
         self.context = context
         self.group = spec.history_group
+        self.group_protocol = spec.history_group_protocol
         self.recorder = Recorder(context.history_dir, context.run_id, context.process,
                                  context.run_start_ns)
         config = spec.client_config(context.process)
@@ -130,18 +165,33 @@ class RecordingConsumer:
 
     # --- assignment ------------------------------------------------------------------------
 
-    def _record_change(self, f: str, partitions: Iterable[TopicPartition]) -> None:
+    def _group_fields(self) -> dict[str, Any]:
+        """The columns every row of this consumer's group carries: the group, its protocol,
+        the member id and the generation (or member epoch) librdkafka holds now."""
         member, generation = self._member()
+        return {"group": self.group, "group_protocol": self.group_protocol, "member": member,
+                "generation": generation}
+
+    def _record_change(self, f: str, partitions: Iterable[TopicPartition], *,
+                       lost: bool = False) -> None:
+        fields = self._group_fields()
+        type_ = "ok"
+        if lost:  # when the ownership ended is not known: an info row, as an unknown outcome is
+            type_, fields["error"] = "info", error_name(KafkaError(KafkaError._ASSIGNMENT_LOST))
         op = self.recorder.next_op()
         for tp in sorted(partitions, key=lambda tp: (tp.topic, tp.partition)):
-            self.recorder.record("ok", f, op, topic=tp.topic, partition=tp.partition,
-                                 group=self.group, member=member, generation=generation)
+            self.recorder.record(type_, f, op, topic=tp.topic, partition=tp.partition, **fields)
 
     def _on_assign(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._record_change("assign", partitions)
 
     def _on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._record_change("revoke", partitions)
+
+    def _on_lost(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """librdkafka revokes without asking: the member was fenced (its heartbeat refused, its
+        session expired) and may have lost the partitions to another member some time ago."""
+        self._record_change("revoke", partitions, lost=True)
 
     def _assign_all(self) -> None:
         wanted = list(self.spec.assignment)
@@ -156,7 +206,7 @@ class RecordingConsumer:
     # --- commits ---------------------------------------------------------------------------
 
     def _record_commit(self, partitions: Iterable[TopicPartition], error: KafkaError | None,
-                       member: str | None, generation: int) -> None:
+                       fields: dict[str, Any]) -> None:
         op = self.recorder.next_op()
         for tp in sorted(partitions, key=lambda tp: (tp.topic, tp.partition)):
             failure = tp.error or error
@@ -164,29 +214,27 @@ class RecordingConsumer:
                 continue  # nothing consumed there yet: librdkafka committed no position
             if failure is None:
                 self.recorder.record("ok", "commit", op, topic=tp.topic, partition=tp.partition,
-                                     offset=tp.offset, group=self.group, member=member,
-                                     generation=generation)
+                                     offset=tp.offset, **fields)
             else:
                 self.recorder.record(commit_outcome(failure.code()), "commit", op,
                                      topic=tp.topic, partition=tp.partition,
                                      offset=tp.offset if tp.offset >= 0 else None,
-                                     group=self.group, member=member, generation=generation,
-                                     error=error_name(failure))
+                                     error=error_name(failure), **fields)
 
     def _on_auto_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
         if self.spec.commit != "auto" or (error and error.code() == KafkaError._NO_OFFSET):
             return
-        self._record_commit(partitions, error, *self._member())
+        self._record_commit(partitions, error, self._group_fields())
 
     def _commit(self, positions: dict[tuple[str, int], int]) -> None:
-        member, generation = self._member()
+        fields = self._group_fields()
         partitions = [TopicPartition(t, p, o) for (t, p), o in sorted(positions.items())]
         try:
             done = self.consumer.commit(offsets=partitions, asynchronous=False)
         except KafkaException as exc:
-            self._record_commit(partitions, exc.args[0], member, generation)
+            self._record_commit(partitions, exc.args[0], fields)
         else:
-            self._record_commit(done or partitions, None, member, generation)
+            self._record_commit(done or partitions, None, fields)
         self.commits += 1
         crash_at = self.spec.crash_after_commits
         if crash_at is not None and self.commits >= crash_at:
@@ -195,16 +243,14 @@ class RecordingConsumer:
     # --- reading ---------------------------------------------------------------------------
 
     def _record_reads(self, op: int, started_ns: int, messages: list) -> None:
-        member, generation = self._member()
-        self.recorder.record("invoke", "poll", op, time_ns=started_ns, group=self.group,
-                             member=member, generation=generation)
+        fields = self._group_fields()
+        self.recorder.record("invoke", "poll", op, time_ns=started_ns, **fields)
         for message in messages:
             key = message.key()
             self.recorder.record("ok", "poll", op, topic=message.topic(),
                                  partition=message.partition(), offset=message.offset(),
                                  key=None if key is None else key.decode(errors="replace"),
-                                 value=message.value().decode(errors="replace"),
-                                 group=self.group, member=member, generation=generation)
+                                 value=message.value().decode(errors="replace"), **fields)
 
     def poll_once(self) -> int:
         started_ns = self.recorder.now_ns()
@@ -239,7 +285,7 @@ class RecordingConsumer:
         try:
             if self.spec.mode == "group":
                 self.consumer.subscribe(list(self.spec.topics), on_assign=self._on_assign,
-                                        on_revoke=self._on_revoke, on_lost=self._on_revoke)
+                                        on_revoke=self._on_revoke, on_lost=self._on_lost)
             else:
                 self._assign_all()
             while self.context.remaining_s() > 0:

@@ -18,6 +18,7 @@ from harness.lifecycle import reaper
 from harness.workload import client
 from harness.workload.consumer import ConsumerSpec
 from harness.workload.context import RunContext
+from harness.workload.group_protocol import GroupProtocol
 from harness.workload.producer import ProducerSpec
 from harness.workload.recorder import salvage_process
 
@@ -30,7 +31,8 @@ _MIN_REPLACEMENT_LIFE_S = 1.0
 @dataclass(frozen=True)
 class WorkloadSpec:
     """The load: ``rate`` sends per second across all ``producers``; ``consumers`` in ``mode``
-    (group: one group, ``commit`` strategy; assign: each reads every partition)."""
+    (group: one group, ``commit`` strategy, ``group_protocol``; assign: each reads every
+    partition)."""
 
     bootstrap: str
     topics: tuple[str, ...]
@@ -52,12 +54,15 @@ class WorkloadSpec:
     static_members: bool = False
     producer_config: dict[str, Any] = field(default_factory=dict)
     consumer_config: dict[str, Any] = field(default_factory=dict)
+    group_protocol: GroupProtocol = GroupProtocol.CLASSIC
 
     def __post_init__(self) -> None:
         if self.producers < 0 or self.consumers < 0 or self.producers + self.consumers == 0:
             raise ValueError("need at least one producer or consumer (and no negative counts)")
         if self.static_members and self.consumer_mode != "group":
             raise ValueError("static members need consumer_mode 'group'")
+        if self.group_protocol == GroupProtocol.CONSUMER and self.consumer_mode != "group":
+            raise ValueError("the consumer group protocol needs consumer_mode 'group'")
 
     def producer_spec(self) -> ProducerSpec:
         return ProducerSpec(
@@ -74,6 +79,7 @@ class WorkloadSpec:
         return ConsumerSpec(
             bootstrap=self.bootstrap, topics=self.topics, mode=self.consumer_mode,
             group=self.group, commit=self.commit, config=config,
+            group_protocol=self.group_protocol,
         )
 
     def roles(self) -> list[tuple[str, ProducerSpec | ConsumerSpec]]:

@@ -74,10 +74,15 @@ class Builder:
         topic: str = "t",
         group: str | None = None,
         generation: int = -1,
+        group_protocol: str | None = None,
+        time_ns: int | None = None,
     ) -> int:
-        """One poll returning `records` as (offset, value) of one topic-partition."""
+        """One poll returning `records` as (offset, value) of one topic-partition; with
+        `time_ns`, its rows are at that time."""
         op = next(self._op)
-        self.row(process, op, "invoke", "poll", group=group, generation=generation)
+        at = {} if time_ns is None else {"time_ns": time_ns}
+        group_fields = {"group": group, "generation": generation, "group_protocol": group_protocol}
+        self.row(process, op, "invoke", "poll", **group_fields, **at)
         for offset, value in records:
             self.row(
                 process,
@@ -88,8 +93,8 @@ class Builder:
                 partition=partition,
                 offset=offset,
                 value=value,
-                group=group,
-                generation=generation,
+                **group_fields,
+                **at,
             )
         return op
 
@@ -117,8 +122,29 @@ class Builder:
             **fields,
         )
 
-    def assignment(self, f: str, process: int, *, partition: int = 0, topic: str = "t") -> None:
-        self.row(process, next(self._op), "ok", f, topic=topic, partition=partition)
+    def assignment(
+        self,
+        f: str,
+        process: int,
+        *,
+        partition: int = 0,
+        topic: str = "t",
+        type_: str = "ok",
+        group: str | None = None,
+        group_protocol: str | None = None,
+    ) -> None:
+        """An assign or revoke row; a revoke of type info is a lost partition (fenced)."""
+        self.row(
+            process,
+            next(self._op),
+            type_,
+            f,
+            topic=topic,
+            partition=partition,
+            group=group,
+            group_protocol=group_protocol,
+            error="_ASSIGNMENT_LOST" if type_ == "info" else None,
+        )
 
     def nemesis(self, what: str) -> None:
         op = next(self._op)

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 import pyarrow.parquet as pq
 
 from harness.checker.result import ANOMALIES, SCHEMA_VERSION, STATS
-from harness.history import events_table
+from harness.history import COLUMN_NAMES, events_table
 
 from .conftest import run_cli
 from .histories import allowed_only, clean, zoo
@@ -37,7 +37,7 @@ def test_each_planted_anomaly_is_counted_exactly(tmp_path):
     for anomaly in shape["anomalies"].values():
         assert set(anomaly) == {"count", "examples"}
         for example in anomaly["examples"]:
-            assert example["rows"] and all(len(r) == 16 for r in example["rows"])
+            assert example["rows"] and all(list(r) == list(COLUMN_NAMES) for r in example["rows"])
     lost = shape["anomalies"]["lost_write"]["examples"][0]
     assert (lost["topic"], lost["offset"], lost["value"]) == ("lost", 1, "lost-b")
 

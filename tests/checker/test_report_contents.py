@@ -18,6 +18,7 @@ from harness.checker.report_sections import FAULT_COLORS
 from harness.checker.result import SCHEMA_VERSION
 from harness.nemesis.schedule import FAULTS, Step
 from harness.run import replay, runner
+from harness.workload.group_protocol import GroupProtocol
 
 from .histories import Builder
 from .html_page import Page, parse
@@ -200,7 +201,8 @@ def test_an_unreadable_manifest_is_reported_not_trusted(tmp_path):
                       commit="before", acks="1", idempotence=False, engine="python",
                       master="local[2]", network="kernel", backend="docker",
                       suites=("protocol", "groups"), target="apache-kafka"),
-], ids=["defaults", "every-option-changed"])
+    runner.RunOptions(group_protocol=GroupProtocol.CONSUMER, target="apache-kafka-kraft"),
+], ids=["defaults", "every-option-changed", "kip848-consumers"])
 def test_the_replay_command_builds_the_same_options_in_the_real_cli(monkeypatch, options):
     """The command goes through the CLI's own parser; the RunOptions it builds must be the run's
     (with the seed the run used, and a run directory of its own)."""

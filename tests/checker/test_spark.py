@@ -41,6 +41,7 @@ def histories(draw: st.DrawFn) -> Builder:
                 partition=partition,
                 group=draw(st.sampled_from([None, "g", "g"])),
                 generation=draw(st.integers(-1, 1)),
+                group_protocol=draw(st.sampled_from([None, "classic", "consumer", "consumer"])),
             )
         elif kind == "commit":
             b.commit(
@@ -52,7 +53,10 @@ def histories(draw: st.DrawFn) -> Builder:
                 time_ns=draw(st.integers(0, 30)) * 1000,
             )
         else:
-            b.assignment(kind, draw(st.integers(3, 5)), partition=partition)
+            lost = kind == "revoke" and draw(st.booleans())
+            b.assignment(
+                kind, draw(st.integers(3, 5)), partition=partition, type_="info" if lost else "ok"
+            )
     return b
 
 
@@ -162,8 +166,12 @@ def _cell(kind: str, null_one_in: int) -> st.SearchStrategy:
 def _rows(draw: st.DrawFn) -> dict:
     """Rows near the edge of validity: a required column now and then null, optional ones
     often, f and type known or not, positions negative or not."""
-    row = {c.name: draw(_cell(c.kind, 12 if c.required else 3)) for c in history.COLUMNS}
-    for name, known in (("f", history.FUNCTIONS), ("type", history.TYPES)):
+    row = {c.name: draw(_cell(c.kind, 12 if c.required else 3)) for c in history.EVENT_COLUMNS}
+    for name, known in (
+        ("f", history.FUNCTIONS),
+        ("type", history.TYPES),
+        ("group_protocol", history.GROUP_PROTOCOLS),
+    ):
         allowed = st.sampled_from([*known, "odd"])
         row[name] = draw(
             st.integers(1, 12).flatmap(lambda n, a=allowed: st.none() if n == 1 else a)
