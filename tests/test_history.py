@@ -62,6 +62,11 @@ def test_schema_is_the_contract():
     assert [(f.name, str(f.type)) for f in history.ARROW_SCHEMA] == CONTRACT
     required = {f.name for f in history.ARROW_SCHEMA if not f.nullable}
     assert required == {"run_id", "process", "seq", "op", "time_ns", "type", "f"}
+    # What the harness writes: the contract, then the columns added to it later (nullable:
+    # a history written before one was added lacks it).
+    assert [(f.name, str(f.type), f.nullable) for f in history.EVENT_SCHEMA] == [
+        *((name, kind, name not in required) for name, kind in CONTRACT),
+        ("group_protocol", "string", True)]
 
 
 @pytest.mark.parametrize("suffix", ["parquet", "jsonl"])
