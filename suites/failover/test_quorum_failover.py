@@ -17,6 +17,7 @@ through the proxies a fault cuts.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -25,7 +26,15 @@ from harness.cluster.kraft_state import KraftState, Quorum
 from harness.cluster.targets import Target
 from harness.waiting import wait_for
 
-from .placement import WAIT_S, create_placed_topic, roles, state_of, view_of, wait_for_state
+from .placement import (
+    WAIT_S,
+    Roles,
+    create_placed_topic,
+    roles,
+    state_of,
+    view_of,
+    wait_for_state,
+)
 
 pytestmark = [pytest.mark.requires_quorum, pytest.mark.requires_process_faults,
               pytest.mark.requires_faults, pytest.mark.requires_multi_broker,
@@ -54,6 +63,29 @@ def _failover_timeout_s(cluster: Target) -> float:
     return cluster.require_nodes().spec.zookeeper_session_timeout_ms / 1000 + WAIT_S
 
 
+def _fail_the_controller(request: pytest.FixtureRequest, cluster: Target, admin: Any,
+                         fail: Callable[[int], object], what: str
+                         ) -> tuple[Roles, str, dict[str, Any]]:
+    """Place a topic led by the active controller's node, ``fail`` that node; once another
+    voter leads at a higher epoch and the topic's leadership has moved off the failed node at a
+    higher leader epoch: the roles before, the topic and its state then."""
+    who = roles(cluster)
+    before = _quorum(cluster)
+    assert before.leader_id == who.controller
+    topic = create_placed_topic(request, cluster, admin,
+                                [[who.controller, who.first, who.second]], prefix="led-")
+    placed = state_of(cluster, topic)
+
+    fail(who.controller)
+    after = _new_leader(cluster, who.controller, before.leader_epoch, _failover_timeout_s(cluster))
+    assert after.leader_id in (who.first, who.second)
+    moved = wait_for_state(cluster, topic, lambda s: s["leader"] in (who.first, who.second),
+                           f"to move its leader off {what} node {who.controller}",
+                           _failover_timeout_s(cluster))
+    assert moved["leader_epoch"] > placed["leader_epoch"]
+    return who, topic, moved
+
+
 def test_a_crashed_active_controller_is_replaced_at_a_higher_epoch_and_metadata_goes_on(
         request: pytest.FixtureRequest, kafka_target: Target, kafka_admin: Any) -> None:
     """A crashed quorum leader is replaced by a voter at a higher epoch [KIP-595, leader election].
@@ -64,22 +96,8 @@ def test_a_crashed_active_controller_is_replaced_at_a_higher_epoch_and_metadata_
     for the partitions it led from their ISR (KRaft's ReplicationControlManager), and it commits
     new topics (KIP-500: metadata changes need the quorum, not the crashed node).
     """
-    who = roles(kafka_target)
-    before = _quorum(kafka_target)
-    assert before.leader_id == who.controller
-    led = create_placed_topic(request, kafka_target, kafka_admin,
-                              [[who.controller, who.first, who.second]], prefix="led-")
-    led_before = state_of(kafka_target, led)
-
-    kafka_target.require_nodes().kill(who.controller)
-    after = _new_leader(kafka_target, who.controller, before.leader_epoch,
-                        _failover_timeout_s(kafka_target))
-    assert after.leader_id in (who.first, who.second)
-
-    moved = wait_for_state(kafka_target, led, lambda s: s["leader"] in (who.first, who.second),
-                           f"to move its leader off crashed node {who.controller}",
-                           _failover_timeout_s(kafka_target))
-    assert moved["leader_epoch"] > led_before["leader_epoch"]
+    who, _, moved = _fail_the_controller(request, kafka_target, kafka_admin,
+                                         kafka_target.require_nodes().kill, "crashed")
     assert who.controller not in moved["isr"]
     made = create_placed_topic(request, kafka_target, kafka_admin,
                                [[who.first, who.second]], prefix="made-")
@@ -97,22 +115,10 @@ def test_a_cut_off_active_controller_loses_the_lead_and_its_side_makes_no_progre
     itself at the old leader epoch. After the heal it fetches the majority's log and its image
     shows the new leader.
     """
-    who = roles(kafka_target)
-    before = _quorum(kafka_target)
-    assert before.leader_id == who.controller
-    topic = create_placed_topic(request, kafka_target, kafka_admin,
-                                [[who.controller, who.first, who.second]])
-    placed = state_of(kafka_target, topic)
     faults = kafka_target.require_faults()
-
-    faults.isolate(f"broker-{who.controller}")
-    after = _new_leader(kafka_target, who.controller, before.leader_epoch,
-                        _failover_timeout_s(kafka_target))
-    assert after.leader_id in (who.first, who.second)
-    moved = wait_for_state(kafka_target, topic, lambda s: s["leader"] in (who.first, who.second),
-                           f"to move its leader off cut-off node {who.controller}",
-                           _failover_timeout_s(kafka_target))
-    assert moved["leader_epoch"] > placed["leader_epoch"]
+    who, topic, moved = _fail_the_controller(
+        request, kafka_target, kafka_admin, lambda node: faults.isolate(f"broker-{node}"),
+        "cut-off")
 
     stale = view_of(kafka_target, who.controller, topic)
     assert stale.leaders[0] == who.controller, (
