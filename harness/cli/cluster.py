@@ -52,7 +52,12 @@ def register(app: typer.Typer) -> None:
 
 def up(
     brokers: Annotated[int, typer.Option(help="Number of brokers (KRaft: of nodes, each also a "
-                                             "voter of the controller quorum).")] = 3,
+                                             "voter of the controller quorum, unless "
+                                             "--controllers).")] = 3,
+    controllers: Annotated[int, typer.Option(
+        help="apache-kafka-kraft: this many dedicated controllers form the quorum (Kafka's "
+             "production layout, nodes controller-<id> after the brokers' ids); 0 = every "
+             "broker is also a voter.")] = 0,
     run_dir: RunDir = DEFAULT_RUN_DIR,
     foreground: Annotated[
         bool, typer.Option("--foreground", help="Run in this terminal; Ctrl-C = down.")
@@ -96,7 +101,7 @@ def up(
     raise typer.Exit(start(
         run_dir, brokers=brokers, session_timeout_ms=session_timeout_ms, target=target,
         bootstrap=bootstrap_server_option(bootstrap_server, bootstrap), network=network,
-        backend=backend, foreground=foreground, disk=disk))
+        backend=backend, foreground=foreground, disk=disk, controllers=controllers))
 
 
 def status(run_dir: RunDir = DEFAULT_RUN_DIR, json_output: JsonFlag = False) -> None:
@@ -122,13 +127,13 @@ def down(run_dir: RunDir = DEFAULT_RUN_DIR,
 
 def start(run_dir: Path, *, brokers: int, session_timeout_ms: int, target: TargetName,
           bootstrap: str | None, network: Network, backend: Backend, foreground: bool,
-          disk: DiskLayer = DiskLayer.NONE) -> int:
+          disk: DiskLayer = DiskLayer.NONE, controllers: int = 0) -> int:
     """`kafka-harness up`: returns the exit code once the cluster is ready (or, in the
     foreground, once it was stopped)."""
     try:
-        spec = ClusterSpec(brokers=brokers, zookeeper_session_timeout_ms=session_timeout_ms,
-                           disk=disk)
-        check_options(target, bootstrap, brokers, network, backend)
+        check_options(target, bootstrap, brokers, network, backend, controllers=controllers)
+        spec = ClusterSpec(brokers=brokers, controllers=controllers,
+                           zookeeper_session_timeout_ms=session_timeout_ms, disk=disk)
         if disk is not DiskLayer.NONE and (target not in DISK_TARGETS
                                            or backend is not Backend.LOCAL):
             raise ValueError("--disk needs a cluster the harness runs on the local backend "

@@ -31,11 +31,11 @@ def show_status(run_dir: Path, as_json: bool) -> None:
         console.print(_partition_table(state))
     version = f" {state['version']}" if state.get("version") else ""
     epoch = state.get("controller_epoch")
-    controller = (f"; controller broker-{state['controller']} (epoch {epoch})"
+    controller = (f"; controller {node_name(state, state['controller'])} (epoch {epoch})"
                   if state.get("controller") is not None else "")
     console.print(f"brokers: {state.get('target')}{version}{controller}", highlight=False)
     if state.get("quorum"):
-        console.print(_quorum_line(state["quorum"]), highlight=False)
+        console.print(_quorum_line(state), highlight=False)
     console.print(f"bootstrap: [bold]{state['bootstrap']}[/bold]")
     console.print(_network_line(state), highlight=False)
     faults = state["faults"]
@@ -59,9 +59,10 @@ def _node_table(state: dict[str, Any]) -> Table:
         table.add_column(column)
     colours = {"running": "green", "paused": "yellow", "down": "red"}
     for node, facts in state["nodes"].items():
-        role = ("controller" if node == f"broker-{state['controller']}"
-                else "voter" if node.removeprefix("broker-") in (state.get("quorum") or {})
-                .get("voters", {}) else "")
+        voters = {node_name(state, int(v)) for v in (state.get("quorum") or {}).get("voters", {})}
+        role = ("controller" if state.get("controller") is not None
+                and node == node_name(state, state["controller"])
+                else "voter" if node in voters else "")
         registered = facts.get("registered")
         table.add_row(node, role, f"[{colours[facts['status']]}]{facts['status']}[/]",
                       facts["container"] if in_docker else str(facts["pid"] or "-"),
@@ -95,7 +96,8 @@ def _partition_table(state: dict[str, Any]) -> Table:
     for column in columns:
         table.add_column(column)
     for name, facts in state["partitions"].items():
-        leader = "[red]none[/red]" if facts["leader"] < 0 else f"broker-{facts['leader']}"
+        leader = ("[red]none[/red]" if facts["leader"] < 0
+                  else node_name(state, facts["leader"]))
         row = [name, leader, ",".join(map(str, facts["isr"])), str(facts["leader_epoch"])]
         if kraft:
             row.append(",".join(map(str, facts.get("elr", []))))
@@ -103,11 +105,21 @@ def _partition_table(state: dict[str, Any]) -> Table:
     return table
 
 
-def _quorum_line(quorum: dict[str, Any]) -> str:
+def node_name(state: dict[str, Any], node_id: int) -> str:
+    """What the status calls node ``node_id``: the name of the node with that id (a broker,
+    or a dedicated controller), ``broker-<id>`` when the state lists none."""
+    for node in state.get("nodes", {}):
+        if node.rpartition("-")[2] == str(node_id):
+            return node
+    return f"broker-{node_id}"
+
+
+def _quorum_line(state: dict[str, Any]) -> str:
     """``quorum: leader broker-2 (epoch 3), voters 1 (lag 0), 2 (lag 0), 3 (lag 12)``."""
+    quorum = state["quorum"]
     voters = ", ".join(f"{voter} (lag {'?' if facts['lag'] is None else facts['lag']})"
                        for voter, facts in quorum["voters"].items())
-    leader = f"broker-{quorum['leader']}" if quorum["leader"] is not None else "none"
+    leader = node_name(state, quorum["leader"]) if quorum["leader"] is not None else "none"
     return (f"quorum: leader {leader} (epoch {quorum['epoch']}, high watermark "
             f"{quorum['high_watermark']}), voters {voters}")
 

@@ -72,6 +72,14 @@ ZOOKEEPER_MODE = frozenset(Capability) - {Capability.QUORUM}
 """What a ZooKeeper-mode cluster the harness runs can do: everything but a KRaft quorum."""
 
 
+class ProcessRole(StrEnum):
+    """What a node of a KRaft cluster is (Kafka's ``process.roles``): a broker, a voter of the
+    controller quorum, or both (combined mode)."""
+
+    BROKER = "broker"
+    CONTROLLER = "controller"
+
+
 @dataclass(frozen=True)
 class BrokerPorts:
     """The ports one broker listens on: ``client`` for clients (and the harness), ``inbound[i]``
@@ -85,6 +93,12 @@ class BrokerPorts:
     controller: Mapping[int, int] = field(default_factory=dict)
     """For a node of a Raft quorum (KRaft), its controller listeners by source node: where
     node ``i``'s Raft requests and controller requests arrive; empty for a kind without one."""
+
+    @property
+    def roles(self) -> frozenset[ProcessRole]:
+        """A node with broker listeners is a broker; one with controller listeners a voter."""
+        return frozenset({*([ProcessRole.BROKER] if self.inbound else []),
+                          *([ProcessRole.CONTROLLER] if self.controller else [])})
 
 
 @dataclass(frozen=True)
@@ -207,22 +221,32 @@ class BrokerNodeProcess(BrokerNode, Protocol):
     def log_path(self) -> Path: ...
 
 
-def allocate_ports(kind: BrokerKind, broker_ids: list[int],
-                   host: str = LOOPBACK) -> dict[int, BrokerPorts]:
-    """Distinct free ports for every broker: one each, or ``1 + len(broker_ids)`` each for a
-    kind that takes every peer on a listener of its own."""
+def allocate_ports(kind: BrokerKind, broker_ids: list[int], host: str = LOOPBACK, *,
+                   controller_ids: list[int] | None = None) -> dict[int, BrokerPorts]:
+    """Distinct free ports for every node: one each, plus one per source broker for a kind
+    that takes every peer on a listener of its own, plus one per source node on a voter of a
+    controller quorum — every broker of a combined quorum, or the dedicated ``controller_ids``
+    (whose own controller listener is then their ``client`` port, the one the harness asks)."""
+    controller_ids = list(controller_ids or [])
+    if controller_ids and not kind.controller_quorum:
+        raise ValueError(f"the {kind.name!r} kind has no controller quorum for dedicated "
+                         "controllers")
+    nodes = broker_ids + controller_ids
+    voters = controller_ids or (broker_ids if kind.controller_quorum else [])
     peers = len(broker_ids) if kind.listener_per_peer else 0
-    voters = len(broker_ids) if kind.controller_quorum else 0
-    per_broker = 1 + peers + voters
-    ports = distinct_free_ports(per_broker * len(broker_ids), host)
+    sizes = {node: (1 + peers if node in broker_ids else 0)
+             + (len(nodes) if node in voters else 0) for node in nodes}
+    free = iter(distinct_free_ports(sum(sizes.values()), host))
     allocated: dict[int, BrokerPorts] = {}
-    for index, broker_id in enumerate(broker_ids):
-        mine = ports[index * per_broker:(index + 1) * per_broker]
-        inbound = ({source: mine[1 + n] for n, source in enumerate(broker_ids)}
-                   if kind.listener_per_peer else dict.fromkeys(broker_ids, mine[0]))
-        controller = ({source: mine[1 + peers + n] for n, source in enumerate(broker_ids)}
-                      if kind.controller_quorum else {})
-        allocated[broker_id] = BrokerPorts(mine[0], inbound, controller)
+    for node in nodes:
+        if node in broker_ids:
+            client = next(free)
+            inbound = ({source: next(free) for source in broker_ids} if kind.listener_per_peer
+                       else dict.fromkeys(broker_ids, client))
+        else:
+            client, inbound = 0, {}
+        controller = {source: next(free) for source in nodes} if node in voters else {}
+        allocated[node] = BrokerPorts(client or controller[node], inbound, controller)
     return allocated
 
 
@@ -242,17 +266,19 @@ def properties_text(properties: Mapping[str, str | int]) -> str:
 
 def direct_wiring(ports: Mapping[int, BrokerPorts], hosts: Mapping[int, str],
                   zookeeper_connect: str) -> dict[int, BrokerWiring]:
-    """Every broker dialling every other at its own address: no proxy in between."""
+    """Every node dialling every other at its own address: no proxy in between."""
+    brokers = [node for node in ports if ports[node].inbound]
+    voters = [node for node in ports if ports[node].controller]
     wiring: dict[int, BrokerWiring] = {}
     for me, mine in ports.items():
         wiring[me] = BrokerWiring(
             broker_id=me, host=hosts[me], ports=mine,
             advertised_client=f"{hosts[me]}:{mine.client}",
-            dial={j: f"{hosts[j]}:{ports[j].inbound[me]}" for j in ports},
-            dialled_at={i: f"{hosts[me]}:{mine.inbound[i]}" for i in ports},
+            dial=({j: f"{hosts[j]}:{ports[j].inbound[me]}" for j in brokers} if mine.inbound
+                  else {}),
+            dialled_at={i: f"{hosts[me]}:{mine.inbound[i]}" for i in mine.inbound},
             zookeeper_connect=zookeeper_connect,
-            voters={j: f"{hosts[j]}:{ports[j].controller[me]}" for j in ports
-                    if ports[j].controller},
+            voters={j: f"{hosts[j]}:{ports[j].controller[me]}" for j in voters},
             voters_dial_me={i: f"{hosts[me]}:{mine.controller[i]}" for i in mine.controller})
     return wiring
 

@@ -42,7 +42,9 @@ from harness.cluster.apache_kafka import (
     broker_listener,
 )
 from harness.cluster.errors import PeerStartError
-from harness.cluster.kinds import BrokerWiring, Capability, ContainerLaunch, Wrap
+from harness.cluster.kinds import BrokerWiring, Capability, ContainerLaunch, ProcessRole, Wrap
+from harness.net.ports import is_accepting
+from harness.waiting import wait_for
 
 FORMAT_TIMEOUT_S = 60.0
 KAFKA_LINE = "4"
@@ -72,6 +74,29 @@ class KraftNode(ApacheKafkaBroker):
     def __init__(self, run_dir: Path | str | None = None, *, cluster_id: str, **kwargs) -> None:
         super().__init__(run_dir, **kwargs)
         self.cluster_id = cluster_id
+
+    @property
+    def is_broker(self) -> bool:
+        """False for a dedicated controller (``process.roles=controller``)."""
+        return ProcessRole.BROKER in str(self.properties.get("process.roles", "broker"))
+
+    def _wait_until_serving(self) -> None:
+        """A broker serves once its Metadata names a broker. A dedicated controller serves no
+        Metadata, only the quorum's and the brokers' requests: it is up once its listener
+        accepts connections (the cluster then waits for the quorum through the brokers'
+        registrations, and a restarted controller for a leader)."""
+        if self.is_broker:
+            super()._wait_until_serving()
+            return
+        wait_for(self._accepting, self.startup_timeout,
+                 f"controller {self.properties.get('node.id')} to accept connections",
+                 context=f"log {self.log_path}")
+
+    def _accepting(self) -> bool:
+        if not self.is_running():
+            raise PeerStartError(f"{self.name} exited before it accepted connections")
+        assert self.port is not None
+        return is_accepting(self.host, self.port)
 
     def _prepare(self) -> None:
         super()._prepare()
@@ -114,31 +139,48 @@ class ApacheKafkaKraftKind:
         return self.distribution.version
 
     def wiring_properties(self, wiring: BrokerWiring) -> dict[str, str | int]:
-        me = wiring.broker_id
-        sources = sorted(wiring.ports.inbound)
-        if sorted(wiring.ports.controller) != sources or sorted(wiring.voters) != sources:
-            raise ValueError(f"node {me} of a KRaft cluster needs a controller listener per "
-                             f"node and the address of every voter, got {dict(wiring.voters)}")
-        listeners = [f"{CLIENT_LISTENER}://{wiring.host}:{wiring.ports.client}"] + [
-            f"{controller_listener(i)}://{wiring.host}:{wiring.ports.controller[i]}"
-            for i in sources] + [
-            f"{broker_listener(i)}://{wiring.host}:{wiring.ports.inbound[i]}" for i in sources]
-        advertised = [f"{CLIENT_LISTENER}://{wiring.advertised_client}"] + [
-            f"{controller_listener(i)}://{wiring.voters_dial_me[i]}" for i in sources] + [
-            f"{broker_listener(i)}://{wiring.dialled_at[i]}" for i in sources]
-        protocols = [f"{name.split('://')[0]}:PLAINTEXT" for name in listeners]
-        # Its own source's listener first: the one it reaches every other voter's on.
+        me, roles = wiring.broker_id, wiring.ports.roles
+        voters = sorted(wiring.voters)
+        if not voters or (ProcessRole.CONTROLLER in roles
+                          and not set(voters) <= set(wiring.ports.controller)):
+            raise ValueError(f"node {me} of a KRaft cluster needs the address of every voter "
+                             f"and, as a voter, a controller listener per node; got voters "
+                             f"{dict(wiring.voters)}, controller ports "
+                             f"{dict(wiring.ports.controller)}")
+        brokers = sorted(wiring.ports.inbound)
+        sources = sorted(wiring.ports.controller)
+        listeners, advertised = [], []
+        if ProcessRole.BROKER in roles:
+            listeners.append(f"{CLIENT_LISTENER}://{wiring.host}:{wiring.ports.client}")
+            advertised.append(f"{CLIENT_LISTENER}://{wiring.advertised_client}")
+        listeners += [f"{controller_listener(i)}://{wiring.host}:{wiring.ports.controller[i]}"
+                      for i in sources]
+        advertised += [f"{controller_listener(i)}://{wiring.voters_dial_me[i]}" for i in sources]
+        if ProcessRole.BROKER in roles:
+            listeners += [f"{broker_listener(i)}://{wiring.host}:{wiring.ports.inbound[i]}"
+                          for i in brokers]
+            advertised += [f"{broker_listener(i)}://{wiring.dialled_at[i]}" for i in brokers]
+        names = [listener.split("://")[0] for listener in listeners]
+        # Its own source's listener first: the one it reaches every voter's on (a broker
+        # without a controller listener of its own still names it, to dial the voters with).
         controllers = [controller_listener(me)] + [
             controller_listener(i) for i in sources if i != me]
-        replicas = min(3, len(sources))
-        return {
-            "process.roles": "broker,controller",
+        protocols = dict.fromkeys([*names, controller_listener(me)], "PLAINTEXT")
+        properties: dict[str, str | int] = {
+            "process.roles": ",".join(sorted(roles)),
             "node.id": me,
-            "controller.quorum.voters": ",".join(f"{j}@{wiring.voters[j]}" for j in sources),
+            "controller.quorum.voters": ",".join(f"{j}@{wiring.voters[j]}" for j in voters),
             "controller.listener.names": ",".join(controllers),
             "listeners": ",".join(listeners),
             "advertised.listeners": ",".join(advertised),
-            "listener.security.protocol.map": ",".join(protocols),
+            "listener.security.protocol.map": ",".join(f"{name}:{protocol}"
+                                                       for name, protocol in protocols.items()),
+        }
+        if ProcessRole.BROKER not in roles:
+            return properties
+        replicas = min(3, len(brokers))
+        return {
+            **properties,
             "inter.broker.listener.name": broker_listener(me),
             "transaction.state.log.replication.factor": replicas,
             "transaction.state.log.min.isr": min(2, replicas),

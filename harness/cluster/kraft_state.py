@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.cluster.state import leader_of
@@ -60,6 +60,9 @@ class Quorum:
     high_watermark: int
     voters: tuple[Voter, ...]
     observers: tuple[int, ...]
+    log_end_offsets: dict[int, int] = field(default_factory=dict)
+    """Every replica's metadata log end offset as the leader last heard it, voters' and
+    observers' (brokers of a cluster with dedicated controllers) alike; -1 when unheard."""
 
     def to_json(self) -> dict[str, Any]:
         return {"leader": self.leader_id, "epoch": self.leader_epoch,
@@ -102,14 +105,16 @@ class KraftState:
         raise ConnectionError(f"no node answered: {'; '.join(tried) or 'no node runs'}")
 
     def _freshest_first(self) -> list[Address]:
-        """The running brokers' listeners, the active controller's node first when it is one
-        (when no leader is known, in node order)."""
+        """The running brokers' listeners, the one furthest along the metadata log first (the
+        active controller's own broker, on a combined quorum), as the leader last heard them;
+        in node order when no leader answers."""
         brokers = self._brokers()
         try:
-            leader = self.quorum().leader_id
+            offsets = self.quorum().log_end_offsets
         except ConnectionError:
-            leader = None
-        return [brokers[node] for node in sorted(brokers, key=lambda node: node != leader)]
+            offsets = {}
+        return [brokers[node] for node in sorted(brokers,
+                                                 key=lambda node: -offsets.get(node, -1))]
 
     # --- the quorum ---------------------------------------------------------------------------
 
@@ -139,9 +144,11 @@ class KraftState:
                              if v.log_end_offset >= 0 else None)
                        for v in sorted(partition.current_voters, key=lambda v: v.replica_id))
         leader = int(partition.leader_id)
+        offsets = {int(r.replica_id): int(r.log_end_offset)
+                   for r in (*partition.current_voters, *partition.observers)}
         return Quorum(leader if leader >= 0 else None, int(partition.leader_epoch),
                       int(partition.high_watermark), voters,
-                      tuple(sorted(int(o.replica_id) for o in partition.observers)))
+                      tuple(sorted(int(o.replica_id) for o in partition.observers)), offsets)
 
     def controller_id(self) -> int | None:
         """The quorum's leader: the active controller."""

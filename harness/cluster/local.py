@@ -81,9 +81,12 @@ class LocalCluster(ZooKeeperStateReads):
     ) -> None:
         self.spec = spec or ClusterSpec()
         self.kind = kind
+        if self.spec.controllers and not kind.controller_quorum:
+            raise ValueError(f"dedicated controllers are for a KRaft kind; {kind.name!r} has "
+                             "no controller quorum")
         for what, given in (("ports", ports), ("wiring", wiring)):
-            if given is not None and sorted(given) != self.spec.broker_ids:
-                raise ValueError(f"{what} must name brokers {self.spec.broker_ids}, "
+            if given is not None and sorted(given) != self.spec.node_ids:
+                raise ValueError(f"{what} must name nodes {self.spec.node_ids}, "
                                  f"got {sorted(given)}")
         self._zookeeper_port = zookeeper_port
         self._ports = dict(ports) if ports is not None else None
@@ -92,6 +95,7 @@ class LocalCluster(ZooKeeperStateReads):
         self._run_dir: Path | None = None
         self.zookeeper: ZooKeeperServer | None = None
         self.brokers: dict[int, BrokerNodeProcess] = {}
+        self.controllers: dict[int, BrokerNodeProcess] = {}  # dedicated KRaft controllers
         self._paused: set[int] = set()
         self.disks: dict[int, BrokerDisk] = {}  # by broker id, when spec.disk is not none
         self._state: ZooKeeperState | None = None
@@ -136,14 +140,15 @@ class LocalCluster(ZooKeeperStateReads):
             # A node's own controller listener (it reaches itself there), to ask the quorum.
             self._controller_ports = {b: w.ports.controller[b] for b, w in wiring.items()
                                       if w.ports.controller}
-            for broker_id in self.spec.broker_ids:
-                mine = wiring[broker_id]
-                self.brokers[broker_id] = self._new_broker(
-                    broker_id, self._run_dir / f"broker-{broker_id}", mine.ports.client,
-                    self.spec.server_properties(broker_id, mine.zookeeper_connect,
+            for node_id in self.spec.node_ids:
+                mine = wiring[node_id]
+                nodes = self.brokers if node_id in self.spec.broker_ids else self.controllers
+                nodes[node_id] = self._new_broker(
+                    node_id, self._run_dir / self.spec.node_name(node_id), mine.ports.client,
+                    self.spec.server_properties(node_id, mine.zookeeper_connect,
                                                 self.kind.wiring_properties(mine)))
             self._mount_disks()
-            self._run_on_brokers(lambda broker: broker.start(), self.spec.broker_ids)
+            self._run_on_brokers(lambda broker: broker.start(), self.spec.node_ids)
             everyone = set(self.spec.broker_ids)
             for broker_id in self.spec.broker_ids:
                 self.wait_for(partial(self.lists_brokers, broker_id, everyone),
@@ -156,9 +161,10 @@ class LocalCluster(ZooKeeperStateReads):
 
     def _direct_wiring(self) -> dict[int, BrokerWiring]:
         """Every broker dialling its peers at their own addresses."""
-        hosts = {b: self._broker_host(b) for b in self.spec.broker_ids}
+        hosts = {b: self._broker_host(b) for b in self.spec.node_ids}
         ports = (self._ports if self._ports is not None
-                 else allocate_ports(self.kind, self.spec.broker_ids))
+                 else allocate_ports(self.kind, self.spec.broker_ids,
+                                     controller_ids=self.spec.controller_ids))
         return direct_wiring(ports, hosts,
                              self.zookeeper.connect_string if self.zookeeper is not None else "")
 
@@ -194,10 +200,16 @@ class LocalCluster(ZooKeeperStateReads):
         return self.disks[broker_id]
 
     def stop(self) -> None:
-        """Stop every broker (in parallel, SIGTERM then SIGKILL), then ZooKeeper, then unmount
-        the brokers' disks. Never raises for a process that already died; safe to call twice."""
+        """Stop every broker (in parallel, SIGTERM then SIGKILL), then the dedicated
+        controllers, then ZooKeeper, then unmount the brokers' disks. Never raises for a
+        process that already died; safe to call twice."""
         try:
-            self._run_on_brokers(lambda broker: broker.stop(), list(self.brokers))
+            # Brokers first: a broker's controlled shutdown asks the active controller to
+            # move its leaders away, and would wait out its stop timeout with none left.
+            try:
+                self._run_on_brokers(lambda broker: broker.stop(), list(self.brokers))
+            finally:
+                self._run_on_brokers(lambda node: node.stop(), list(self.controllers))
         finally:
             self._started = False
             self._paused.clear()
@@ -232,17 +244,20 @@ class LocalCluster(ZooKeeperStateReads):
         if not broker_ids:
             return
         with ThreadPoolExecutor(max_workers=len(broker_ids)) as pool:
-            futures = [pool.submit(action, self.brokers[b]) for b in broker_ids]
+            futures = [pool.submit(action, self.broker(b)) for b in broker_ids]
         for future in futures:
             future.result()
 
     # --- process faults --------------------------------------------------------------------
 
     def broker(self, broker_id: int) -> BrokerNodeProcess:
-        try:
-            return self.brokers[broker_id]
-        except KeyError:
-            raise KeyError(f"no broker {broker_id}; brokers are {sorted(self.brokers)}") from None
+        """The process of node ``broker_id``: a broker, or a dedicated controller (process
+        faults take either by its node id)."""
+        node = self.brokers.get(broker_id) or self.controllers.get(broker_id)
+        if node is None:
+            raise KeyError(f"no node {broker_id}; nodes are "
+                           f"{sorted([*self.brokers, *self.controllers])}")
+        return node
 
     def kill(self, broker_id: int) -> int | None:
         """SIGKILL: a crash. Its ZooKeeper session lives on until the session timeout."""
@@ -270,10 +285,20 @@ class LocalCluster(ZooKeeperStateReads):
             self.wait_for(lambda: self.broker_registration(broker_id) is None, timeout,
                           f"the old registration of broker {broker_id} to expire")
         broker.start()
+        if broker_id in self.controllers:  # no registration: it serves once a leader is known
+            self.wait_for(self._quorum_has_leader, self.spec.startup_timeout,
+                          "the quorum to have a leader")
+            return
         self.wait_for(lambda: self.broker_registration(broker_id) is not None,
                       self.spec.startup_timeout, f"broker {broker_id} to register in ZooKeeper")
         self.wait_for(lambda: broker_id in self.broker_metadata(broker_id),
                       self.spec.startup_timeout, f"broker {broker_id}'s Metadata to list itself")
+
+    def _quorum_has_leader(self) -> bool:
+        try:
+            return self.controller_id() is not None
+        except ConnectionError:
+            return False
 
     def pause(self, broker_id: int) -> None:
         """SIGSTOP: the broker hangs with its connections open (its session expires later)."""
@@ -333,8 +358,8 @@ class LocalCluster(ZooKeeperStateReads):
 
     def _running_controllers(self) -> list[tuple[str, int]]:
         """The own controller listeners of the quorum's nodes that run and are not paused."""
-        return [(self.brokers[b].host, port) for b, port in self._controller_ports.items()
-                if self.brokers[b].is_running() and b not in self._paused]
+        return [(self.broker(b).host, port) for b, port in self._controller_ports.items()
+                if self.broker(b).is_running() and b not in self._paused]
 
     def lists_brokers(self, broker_id: int, expected: set[int]) -> bool:
         """Whether ``broker_id``'s Metadata lists every broker in ``expected``."""
@@ -357,7 +382,7 @@ class LocalCluster(ZooKeeperStateReads):
         zookeeper = ([self.run_dir / "zookeeper" / f"{ZooKeeperServer.name}.log"]
                      if self.kind.needs_zookeeper else [])
         return zookeeper + [
-            self.run_dir / f"broker-{broker_id}" / f"{self.kind.log_name}.log"
-            for broker_id in self.spec.broker_ids
+            self.run_dir / self.spec.node_name(node_id) / f"{self.kind.log_name}.log"
+            for node_id in self.spec.node_ids
         ]
 

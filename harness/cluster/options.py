@@ -87,11 +87,13 @@ class ClusterOptions:
     recipe: Recipe | None = None
     """The ``recipe`` target's broker kind, read from its file by
     :func:`~harness.cluster.recipe.load_recipe` (``docs/recipes.md``)."""
+    controllers: int = 0
+    """Dedicated KRaft controllers (``--controllers``); 0: every node a broker and a voter."""
 
     def check(self) -> None:
         """ValueError naming the problem with these options (a usage error)."""
         check_options(self.target, self.bootstrap, self.brokers, self.network, self.backend,
-                      recipe=self.recipe)
+                      recipe=self.recipe, controllers=self.controllers)
 
     @property
     def faultable(self) -> bool:
@@ -99,12 +101,13 @@ class ClusterOptions:
         return self.target in CLUSTER_TARGETS or self.target == TargetName.RECIPE
 
     def spec(self, **overrides: Any) -> ClusterSpec:
-        return ClusterSpec(brokers=self.brokers, properties=dict(self.properties), **overrides)
+        return ClusterSpec(brokers=self.brokers, controllers=self.controllers,
+                           properties=dict(self.properties), **overrides)
 
 
 def check_options(target: str, bootstrap: str | None, brokers: int,
                   network: str = Network.PROXY, backend: str = Backend.LOCAL, *,
-                  recipe: Recipe | None = None) -> None:
+                  recipe: Recipe | None = None, controllers: int = 0) -> None:
     """ValueError naming the problem with a target's options (a usage error). The recipe
     target's ``recipe`` comes read: :func:`~harness.cluster.recipe.load_recipe` reports a bad
     file with its file and key, so this module need not load the recipe reader, which the CLI's
@@ -117,6 +120,15 @@ def check_options(target: str, bootstrap: str | None, brokers: int,
         _check_recipe(recipe, network, backend)
     elif recipe is not None:
         raise ValueError(f"a recipe file is only for the recipe target, not {target!r}")
+    if controllers < 0:
+        raise ValueError(f"--controllers must be at least 0, got {controllers}")
+    if controllers and name != TargetName.APACHE_KAFKA_KRAFT:
+        raise ValueError(f"--controllers runs dedicated KRaft controllers, for the "
+                         f"{TargetName.APACHE_KAFKA_KRAFT.value} target, not {target!r} (a "
+                         f"ZooKeeper-mode cluster's controller is one of its brokers)")
+    if controllers and backend != Backend.LOCAL:
+        raise ValueError("--controllers runs on the local backend: the docker backend runs "
+                         "combined KRaft nodes only")
     if backend == Backend.DOCKER and name not in DOCKER_KINDS:
         raise ValueError(f"--backend docker runs the targets {', '.join(sorted(DOCKER_KINDS))}, "
                          f"not {target!r} (its image has no {target} build)")

@@ -122,7 +122,7 @@ class ProxiedCluster:
     @property
     def nodes(self) -> list[str]:
         zookeeper = [ZOOKEEPER] if self.kind.needs_zookeeper else []
-        return [*zookeeper, *(broker_node(b) for b in self.spec.broker_ids), CLIENT]
+        return [*zookeeper, *map(self.spec.node_name, self.spec.node_ids), CLIENT]
 
     @property
     def cluster(self) -> ClusterNodes:
@@ -235,7 +235,8 @@ class ProxiedCluster:
         try:
             self._url = self._start_toxiproxy()
             zookeeper_port = distinct_free_ports(1)[0] if self.kind.needs_zookeeper else None
-            broker_ports = allocate_ports(self.kind, self.spec.broker_ids)
+            broker_ports = allocate_ports(self.kind, self.spec.broker_ids,
+                                          controller_ids=self.spec.controller_ids)
             self._create_proxies(zookeeper_port, broker_ports)
             self._cluster = LocalCluster(self.spec, run_dir=self._run_dir, kind=self.kind,
                                          zookeeper_port=zookeeper_port, ports=broker_ports,
@@ -273,12 +274,11 @@ class ProxiedCluster:
         for broker_id in self.spec.broker_ids:
             if zookeeper_port is not None:
                 upstreams[link_name(broker_node(broker_id), ZOOKEEPER)] = zookeeper_port
-        for source in self.spec.broker_ids:
-            for destination in self.spec.broker_ids:
+        for source in self.spec.node_ids:
+            for destination in self.spec.voter_ids:
                 controller = broker_ports[destination].controller
                 if source != destination and controller:
-                    link = link_name(broker_node(source), broker_node(destination))
-                    upstreams[channel_name(link, CONTROLLER_CHANNEL)] = controller[source]
+                    upstreams[self._controller_link(source, destination)] = controller[source]
         client = self.toxiproxy
         existing = client.proxies()
         for name, port in upstreams.items():
@@ -301,25 +301,34 @@ class ProxiedCluster:
         def voter(source: int, destination: int) -> str:
             if source == destination:
                 return f"{LOOPBACK}:{ports[destination].controller[source]}"
-            return self._listen(channel_name(link_name(broker_node(source),
-                                                       broker_node(destination)),
-                                             CONTROLLER_CHANNEL))
+            return self._listen(self._controller_link(source, destination))
 
         wiring: dict[int, BrokerWiring] = {}
-        ids = self.spec.broker_ids
-        for me in ids:
-            node = broker_node(me)
+        brokers, voters = self.spec.broker_ids, self.spec.voter_ids
+        quorum = self.kind.controller_quorum
+        for me in self.spec.node_ids:
+            node = self.spec.node_name(me)
+            broker = me in brokers
             wiring[me] = BrokerWiring(
                 broker_id=me, host=LOOPBACK, ports=ports[me],
-                advertised_client=self._listen(link_name(CLIENT, node)),
-                dial={j: via(me, j) for j in ids},
-                dialled_at={i: via(i, me) for i in ids},
+                advertised_client=(self._listen(link_name(CLIENT, node)) if broker else ""),
+                dial={j: via(me, j) for j in brokers} if broker else {},
+                dialled_at={i: via(i, me) for i in brokers} if broker else {},
                 zookeeper_connect=(self._listen(link_name(node, ZOOKEEPER))
                                    if self.kind.needs_zookeeper else ""),
-                voters=({j: voter(me, j) for j in ids} if self.kind.controller_quorum else {}),
-                voters_dial_me=({i: voter(i, me) for i in ids} if self.kind.controller_quorum
-                                else {}))
+                voters={j: voter(me, j) for j in voters} if quorum else {},
+                voters_dial_me=({i: voter(i, me) for i in self.spec.node_ids}
+                                if quorum and me in voters else {}))
         return wiring
+
+    def _controller_link(self, source: int, destination: int) -> str:
+        """The proxy carrying ``source``'s Raft and controller requests to voter
+        ``destination``: a dedicated controller's links carry nothing else, a combined node's
+        are a channel of the link between the two brokers."""
+        link = link_name(self.spec.node_name(source), self.spec.node_name(destination))
+        if destination in self.spec.controller_ids:
+            return link
+        return channel_name(link, CONTROLLER_CHANNEL)
 
     def lift_all_faults(self) -> None:
         """Remove every toxic and enable every proxy of this cluster (others' are untouched)."""

@@ -30,6 +30,10 @@ class ClusterSpec:
     """
 
     brokers: int = 3
+    controllers: int = 0
+    """Dedicated KRaft controllers (Kafka's production layout), node ids after the brokers'
+    (``brokers + 1`` …); 0 means every broker is a voter too (combined mode). A kind without
+    a controller quorum refuses any."""
     # How long a silent broker stays registered: ZooKeeper's session timeout, and on a KRaft
     # cluster the controllers' broker.session.timeout.ms (the name is from ZooKeeper mode).
     zookeeper_session_timeout_ms: int = 6000
@@ -46,17 +50,40 @@ class ClusterSpec:
     def __post_init__(self) -> None:
         if self.brokers < 1:
             raise ValueError(f"brokers must be >= 1, got {self.brokers}")
+        if self.controllers < 0:
+            raise ValueError(f"controllers must be >= 0, got {self.controllers}")
         if self.zookeeper_session_timeout_ms < 1:
             raise ValueError("zookeeper_session_timeout_ms must be >= 1, got "
                              f"{self.zookeeper_session_timeout_ms}")
-        unknown = sorted(set(self.broker_properties) - set(self.broker_ids))
+        unknown = sorted(set(self.broker_properties) - set(self.node_ids))
         if unknown:
-            raise ValueError(f"broker_properties names unknown broker ids {unknown}; "
-                             f"broker ids are {self.broker_ids[0]}..{self.broker_ids[-1]}")
+            raise ValueError(f"broker_properties names unknown node ids {unknown}; "
+                             f"node ids are {self.node_ids[0]}..{self.node_ids[-1]}")
 
     @property
     def broker_ids(self) -> list[int]:
         return list(range(1, self.brokers + 1))
+
+    @property
+    def controller_ids(self) -> list[int]:
+        """The dedicated controllers' node ids: after the brokers', so every id is one node's."""
+        return list(range(self.brokers + 1, self.brokers + self.controllers + 1))
+
+    @property
+    def voter_ids(self) -> list[int]:
+        """The nodes of a KRaft quorum: the dedicated controllers, else every broker."""
+        return self.controller_ids or self.broker_ids
+
+    @property
+    def node_ids(self) -> list[int]:
+        """Every process node's id: the brokers, then the dedicated controllers."""
+        return self.broker_ids + self.controller_ids
+
+    def node_name(self, node_id: int) -> str:
+        """What users and links call a node: ``broker-<id>`` or ``controller-<id>``."""
+        if node_id in self.controller_ids:
+            return f"controller-{node_id}"
+        return f"broker-{node_id}"
 
     def server_properties(self, broker_id: int, zookeeper_connect: str,
                           wiring: Mapping[str, str | int] | None = None) -> dict[str, str | int]:

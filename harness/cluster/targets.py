@@ -124,9 +124,9 @@ class Target:
                     zookeeper.resume()  # a paused one runs again; a running one is unaffected
             for broker_id in list(nodes.paused):
                 nodes.resume(broker_id)
-            for broker_id, broker in nodes.brokers.items():
-                if not broker.is_running():
-                    nodes.start_broker(broker_id)
+            for node_id, node in {**nodes.controllers, **nodes.brokers}.items():
+                if not node.is_running():
+                    nodes.start_broker(node_id)
             everyone = sorted(nodes.brokers)
             nodes.wait_for(lambda: nodes.registered_broker_ids() == everyone,
                            nodes.spec.zookeeper_session_timeout_ms / 1000 + 30,
@@ -141,14 +141,16 @@ class Target:
 def start_target(kind: str, *, brokers: int = 3, bootstrap: str | None = None,
                  run_dir: Path | None = None, properties: Mapping[str, str | int] | None = None,
                  network: str = Network.PROXY, backend: str = Backend.LOCAL,
-                 recipe: Path | None = None) -> Target:
+                 recipe: Path | None = None, controllers: int = 0) -> Target:
     """Start (or, for ``external``, describe) a target; ValueError for options that do not
     go together (or a bad ``recipe`` file, for the ``recipe`` target), TargetError when it
     cannot start."""
     loaded = load_recipe(recipe) if recipe is not None else None
-    check_options(kind, bootstrap, brokers, network, backend, recipe=loaded)
+    check_options(kind, bootstrap, brokers, network, backend, recipe=loaded,
+                  controllers=controllers)
     return start(ClusterOptions(TargetName(kind), brokers, Network(network), Backend(backend),
-                                bootstrap, dict(properties or {}), recipe=loaded), run_dir)
+                                bootstrap, dict(properties or {}), recipe=loaded,
+                                controllers=controllers), run_dir)
 
 
 def start(options: ClusterOptions, run_dir: Path | None) -> Target:

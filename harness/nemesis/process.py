@@ -199,16 +199,20 @@ def _fsync_directory(directory: Path) -> None:
 
 
 def process_nodes(cluster: ClusterNodes) -> list[str]:
-    """The nodes that are processes: ``zk`` and ``broker-1`` … ``broker-N``."""
-    return ["zk"] + [f"broker-{broker_id}" for broker_id in cluster.spec.broker_ids]
+    """The nodes that are processes: ``zk`` where there is one, ``broker-1`` … ``broker-N``
+    and a KRaft cluster's dedicated controllers (``controller-<id>``)."""
+    zookeeper = ["zk"] if cluster.kind.needs_zookeeper else []
+    return zookeeper + [cluster.spec.node_name(node_id) for node_id in cluster.spec.node_ids]
 
 
 def broker_id_of(cluster: ClusterNodes, node: str) -> int | None:
-    """The broker id a node name means, None for ``zk``; :class:`UnknownNode` otherwise."""
+    """The node id a node name means (a broker's or a dedicated controller's), None for
+    ``zk``; :class:`UnknownNode` otherwise."""
     if node == "zk":
         return None
-    match = re.fullmatch(r"broker-(\d+)", node)
-    if match is not None and int(match.group(1)) in cluster.spec.broker_ids:
+    match = re.fullmatch(r"(?:broker|controller)-(\d+)", node)
+    if match is not None and int(match.group(1)) in cluster.spec.node_ids \
+            and cluster.spec.node_name(int(match.group(1))) == node:
         return int(match.group(1))
     if node == "client":
         raise UnknownNode("client is not a process of the cluster: process faults apply to "

@@ -76,7 +76,7 @@ def parse_role(target: str) -> Role | None:
 
 
 def holder(cluster: ClusterNodes, role: Role) -> int:
-    """The broker id that holds ``role`` now; :class:`NoHolder` when none does."""
+    """The node id that holds ``role`` now; :class:`NoHolder` when none does."""
     if role.kind is RoleKind.CONTROLLER:
         broker = cluster.controller_id()
     elif role.kind is RoleKind.LEADER:
@@ -89,9 +89,10 @@ def holder(cluster: ClusterNodes, role: Role) -> int:
 
 
 def resolve(cluster: ClusterNodes, target: str) -> str:
-    """The node a fault target means now: itself, or ``broker-N`` holding the role it names."""
+    """The node a fault target means now: itself, or the node holding the role it names
+    (``broker-N``, or on a KRaft cluster with dedicated controllers ``controller-N``)."""
     role = parse_role(target)
-    return target if role is None else f"broker-{holder(cluster, role)}"
+    return target if role is None else cluster.spec.node_name(holder(cluster, role))
 
 
 def _coordinator(cluster: ClusterNodes, group: str) -> int | None:

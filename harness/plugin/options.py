@@ -53,6 +53,8 @@ class KafkaOptions:
     chaos_duration_s: float
     chaos_long_duration_s: float
     chaos_seed: int | None
+    controllers: int
+    """Dedicated KRaft controllers (``--kafka-controllers``); 0 for a combined quorum."""
     name_prefix: str
     """Every topic, group and transactional id the suites make starts with this, so a shared
     broker can be cleaned of exactly what this session made (see harness.plugin.cleanup)."""
@@ -74,6 +76,9 @@ def add_options(parser: pytest.Parser) -> None:
                     help="test the broker at this address (implies --kafka-target external)")
     group.addoption("--kafka-brokers", type=int, default=3,
                     help="brokers of a cluster the harness starts (default: 3)")
+    group.addoption("--kafka-controllers", type=int, default=0,
+                    help="apache-kafka-kraft: dedicated controllers forming the quorum "
+                         "(default 0: every broker is also a voter)")
     group.addoption("--kafka-network", choices=[n.value for n in Network], default="proxy",
                     help="how network faults are made: proxy (Toxiproxy on every link, "
                          "default) or kernel (root: namespaces + iptables drops, no toxics)")
@@ -139,7 +144,8 @@ def configure(config: pytest.Config) -> KafkaOptions:
         target = TargetName.RECIPE.value
     try:
         check_options(target, bootstrap, get("--kafka-brokers"), get("--kafka-network"),
-                      get("--kafka-backend"), recipe=load_recipe(recipe) if recipe else None)
+                      get("--kafka-backend"), recipe=load_recipe(recipe) if recipe else None,
+                      controllers=get("--kafka-controllers"))
     except ValueError as exc:
         raise pytest.UsageError(_plugin_spelling(str(exc))) from None
     harness_dir = get("--kafka-harness-dir")
@@ -151,6 +157,7 @@ def configure(config: pytest.Config) -> KafkaOptions:
         chaos_duration_s=get("--kafka-chaos-duration"),
         chaos_long_duration_s=get("--kafka-chaos-long-duration"),
         chaos_seed=get("--kafka-chaos-seed"),
+        controllers=get("--kafka-controllers"),
         name_prefix=f"kh-{uuid.uuid4().hex[:8]}-")
     config.stash[_OPTIONS] = options
     return options
@@ -159,7 +166,7 @@ def configure(config: pytest.Config) -> KafkaOptions:
 def _plugin_spelling(message: str) -> str:
     """The shared option checks name the command line's options (``--network``); here they
     are ``--kafka-network``."""
-    return re.sub(r"(?<![\w-])--(bootstrap-server|brokers|network|backend|target)\b",
+    return re.sub(r"(?<![\w-])--(bootstrap-server|brokers|controllers|network|backend|target)\b",
                   r"--kafka-\1", message)
 
 

@@ -170,7 +170,8 @@ def _session_target(config: pytest.Config) -> Target:
             session.target = start_target(
                 options.target, brokers=options.brokers, bootstrap=options.bootstrap,
                 run_dir=session.run_dir / "target", properties=SUITE_BROKER_PROPERTIES,
-                network=options.network, backend=options.backend, recipe=options.recipe)
+                network=options.network, backend=options.backend, recipe=options.recipe,
+                controllers=options.controllers)
         except TargetError as exc:
             pytest.fail(f"{exc} (infrastructure)", pytrace=False)
     return session.target

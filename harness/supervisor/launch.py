@@ -43,7 +43,7 @@ def launch_detached(run_dir: Path, spec: ClusterSpec, launch: Launch) -> subproc
     for stale in (socket_path(run_dir), state_path(run_dir)):
         stale.unlink(missing_ok=True)
     command = [sys.executable, "-m", PROGRAM, str(run_dir),
-               "--brokers", str(spec.brokers),
+               "--brokers", str(spec.brokers), "--controllers", str(spec.controllers),
                "--session-timeout-ms", str(spec.zookeeper_session_timeout_ms)]
     if launch.toxiproxy_url:
         command += ["--toxiproxy-url", launch.toxiproxy_url]
@@ -65,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Own a local cluster and serve RUN_DIR/control.sock until down.")
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--controllers", type=int, default=0)
     parser.add_argument("--session-timeout-ms", type=int, default=6000)
     parser.add_argument("--toxiproxy-url", default=None)
     parser.add_argument("--target", choices=[t.value for t in TargetName], default="reference")
@@ -80,10 +81,11 @@ def read_command_line(argv: list[str] | None) -> tuple[Path, ClusterSpec, Launch
     """The run directory, cluster and launch a supervisor's arguments describe; argparse exits
     2 on a malformed line, ValueError names options that do not go together."""
     args = _parser().parse_args(argv)
-    spec = ClusterSpec(brokers=args.brokers, zookeeper_session_timeout_ms=args.session_timeout_ms,
+    spec = ClusterSpec(brokers=args.brokers, controllers=args.controllers,
+                       zookeeper_session_timeout_ms=args.session_timeout_ms,
                        disk=DiskLayer(args.disk))
     launch = Launch(TargetName(args.target), args.bootstrap, Network(args.network),
                     Backend(args.backend), args.toxiproxy_url)
     ClusterOptions(launch.target, spec.brokers, launch.network, launch.backend,
-                   launch.bootstrap).check()
+                   launch.bootstrap, controllers=spec.controllers).check()
     return args.run_dir, spec, launch

@@ -76,7 +76,7 @@ class Supervisor:
     def __init__(self, run_dir: Path, spec: ClusterSpec, launch: Launch) -> None:
         self.options = ClusterOptions(launch.target, spec.brokers, launch.network,
                                       launch.backend, launch.bootstrap, spec.properties,
-                                      launch.toxiproxy_url)
+                                      launch.toxiproxy_url, controllers=spec.controllers)
         self.options.check()
         self.run_dir = run_dir
         self.spec = spec
@@ -185,7 +185,7 @@ class Supervisor:
             "backend": self.backend_kind,
             "supervisor_pid": os.getpid(),
             "started_at": self._started_at,
-            "spec": {"brokers": self.spec.brokers,
+            "spec": {"brokers": self.spec.brokers, "controllers": self.spec.controllers,
                      "zookeeper_session_timeout_ms": self.spec.zookeeper_session_timeout_ms},
             "logs": [str(self.run_dir / LOG_NAME)],
         }

@@ -50,6 +50,10 @@ def process_nodes(local: LocalCluster, zk_facts: dict[str, Any],
         disk = cluster_disks.disks_of(local).get(broker_id)
         if disk is not None and disk.mounted:  # layer, size, free, ballast, error rate
             nodes[node]["disk"] = asdict(disk.state())
+    for controller_id, controller in local.controllers.items():  # no clients, no registration
+        nodes[local.spec.node_name(controller_id)] = {
+            "pid": controller.pid, "port": controller.port,
+            "status": process_state(controller.pid), "log": str(controller.log_path)}
     return nodes
 
 def container_nodes(docker: DockerCluster, zk_facts: dict[str, Any],

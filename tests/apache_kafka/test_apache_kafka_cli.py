@@ -188,3 +188,53 @@ def test_the_cli_drives_a_kraft_cluster(tmp_path):
         assert not socket_path(run_dir).exists()
     finally:
         footprint.kill_leftovers()
+
+
+def test_the_cli_runs_dedicated_controllers(tmp_path):
+    """``up --target apache-kafka-kraft --controllers 3``: Kafka's production layout, the
+    quorum on controller nodes of their own (ids after the brokers'), each link behind its
+    proxy. ``status`` names them, role targets resolve to them, a controller is killed and
+    restarted by name, and ``down`` leaves nothing; a target or backend that cannot run
+    dedicated controllers is refused before anything starts."""
+    refused = cli(tmp_path / "refused", "up", "--target", "apache-kafka", "--controllers", "3")
+    assert refused.returncode == 2 and "--controllers runs dedicated KRaft controllers" in " ".join(
+        refused.stderr.replace("│", " ").split())
+    run_dir = tmp_path / "run"
+    footprint = Footprint()
+    try:
+        ok(run_dir, "up", "--target", "apache-kafka-kraft", "--brokers", "1", "--controllers", "3")
+        state = status(run_dir)
+        footprint.record(state)
+        assert list(state["nodes"]) == ["broker-1", "controller-2", "controller-3",
+                                        "controller-4"]
+        assert state["spec"]["controllers"] == 3 and state["degraded"] == []
+        assert len(state["proxies"]) == 1 + 3 + 6  # client, broker to controllers, the quorum
+        quorum = state["quorum"]
+        assert sorted(quorum["voters"]) == ["2", "3", "4"] and quorum["observers"] == [1]
+        leader = f"controller-{quorum['leader']}"
+        shown = " ".join(ok(run_dir, "status").stdout.split())
+        assert f"quorum: leader {leader} (epoch {quorum['epoch']}" in shown
+        assert f"controller {leader} (epoch" in shown
+
+        isolated = ok(run_dir, "partition", "isolate", "controller")
+        assert f"isolated {leader} (controller)" in " ".join(isolated.stdout.split())
+        moved = _wait_for(lambda: (s := status(run_dir)).get("controller")
+                          not in (None, quorum["leader"]) and s, "another controller to lead")
+        assert moved["quorum"]["epoch"] > quorum["epoch"]
+        ok(run_dir, "heal")
+        _wait_for(lambda: status(run_dir)["degraded"] == [], "a healthy cluster after heal")
+
+        leader = f"controller-{status(run_dir)['controller']}"
+        killed = ok(run_dir, "kill", "controller")
+        assert f"killed {leader} (controller)" in " ".join(killed.stdout.split())
+        assert status(run_dir)["nodes"][leader]["status"] == "down"
+        ok(run_dir, "restart", leader)
+        state = status(run_dir)
+        footprint.record(state)
+        assert state["nodes"][leader]["status"] == "running"
+        _wait_for(lambda: status(run_dir)["degraded"] == [], "a healthy cluster after restart")
+
+        ok(run_dir, "down")
+        assert footprint.wait_gone(60) == []
+    finally:
+        footprint.kill_leftovers()

@@ -16,16 +16,15 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.cluster.kraft_state import KraftState, Quorum
 from harness.cluster.nodes import ClusterNodes
 from harness.cluster.proxied import CONTROLLER_CHANNEL, ProxiedCluster, channel_name, link_name
 from harness.cluster.targets import Target, start_target
 from harness.nemesis import roles
 from harness.raw_client import RawClient, raw_metadata
 
+from .quorum import WAIT_S, brokers_seen_by, describe_quorum, reset_whole
 from .records import produce, read_all
 
-WAIT_S = 60
 FORWARDING_RECOVERY_S = 80  # a broker's request.timeout.ms (30 s) past a black-holed controller
 
 
@@ -45,21 +44,7 @@ def kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
 def cluster(kraft: Target) -> Iterator[Target]:
     """The module's cluster, healed and whole again after each test."""
     yield kraft
-    kraft.reset()
-    nodes = kraft.require_nodes()
-    nodes.wait_for(lambda: _quorum(nodes).leader_id is not None
-                   and all(v.lag == 0 for v in _quorum(nodes).voters), WAIT_S,
-                   "every voter caught up with the quorum's leader")
-
-
-def _reads(nodes: ClusterNodes) -> KraftState:
-    reads = nodes.reads
-    assert isinstance(reads, KraftState)
-    return reads
-
-
-def _quorum(nodes: ClusterNodes) -> Quorum:
-    return _reads(nodes).quorum()
+    reset_whole(kraft)
 
 
 def _topic(target: Target, name: str) -> str:
@@ -71,12 +56,6 @@ def _topic(target: Target, name: str) -> str:
                    WAIT_S, f"{name}'s ISR to hold all three nodes")
     return name
 
-
-def _brokers_seen_by(nodes: ClusterNodes, node: int) -> set[int]:
-    """The brokers node ``node``'s own metadata image lists (unfenced ones)."""
-    broker = nodes.broker(node)
-    assert broker.port is not None
-    return {b.node_id for b in raw_metadata(broker.host, broker.port, [], timeout=10).brokers}
 
 
 def _lists_topic(nodes: ClusterNodes, node: int, topic: str) -> bool:
@@ -91,7 +70,7 @@ def test_three_nodes_form_one_quorum_wired_pair_by_pair(cluster: Target) -> None
     """Every node is a voter and a registered broker; each reaches every other voter through
     the proxy of its own pair (the link's controller channel), so a cut can reach the quorum."""
     nodes = cluster.require_nodes()
-    quorum = _quorum(nodes)
+    quorum = describe_quorum(nodes)
     assert [v.node_id for v in quorum.voters] == [1, 2, 3]
     assert quorum.leader_id in (1, 2, 3) and quorum.leader_epoch >= 1
     assert nodes.registered_broker_ids() == [1, 2, 3]
@@ -118,18 +97,18 @@ def test_isolating_the_active_controller_elects_another_voter_and_only_the_major
     again."""
     nodes = cluster.require_nodes()
     faults = cluster.require_faults()
-    before = _quorum(nodes)
+    before = describe_quorum(nodes)
     old = before.leader_id
     assert old is not None
     faults.isolate(f"broker-{old}")
-    after = nodes.wait_for(lambda: q if (q := _quorum(nodes)).leader_id not in (None, old)
+    after = nodes.wait_for(lambda: q if (q := describe_quorum(nodes)).leader_id not in (None, old)
                            and q.leader_epoch > before.leader_epoch else None,
                            WAIT_S, f"a voter other than {old} to lead at a higher epoch")
     majority = sorted({1, 2, 3} - {old})
     assert after.leader_id in majority
 
     for node in majority:
-        nodes.wait_for(lambda n=node: old not in _brokers_seen_by(nodes, n), WAIT_S,
+        nodes.wait_for(lambda n=node: old not in brokers_seen_by(nodes, n), WAIT_S,
                        f"node {node} (majority side) to fence the cut-off broker {old}")
     proxied = cluster.cluster
     assert isinstance(proxied, ProxiedCluster)
@@ -176,11 +155,11 @@ def test_killing_a_partition_leader_elects_one_from_the_isr_and_loses_nothing(
     assert read_all(cluster.bootstrap, topic, 400) == first + second
 
 
-def test_roles_resolve_to_the_nodes_that_hold_them_on_the_quorum(cluster: Target) -> None:
+def test_roles_resolve_to_the_nodes_that_hold_them_on_thequorum(cluster: Target) -> None:
     """``controller`` is the quorum's active leader; ``leader:T/P`` the partition's leader;
     ``coordinator:G`` the broker FindCoordinator names — each read from the cluster now."""
     nodes = cluster.require_nodes()
-    assert roles.resolve(nodes, "controller") == f"broker-{_quorum(nodes).leader_id}"
+    assert roles.resolve(nodes, "controller") == f"broker-{describe_quorum(nodes).leader_id}"
     topic = _topic(cluster, "roles")
     state = nodes.partition_state(topic, 0)
     assert state is not None

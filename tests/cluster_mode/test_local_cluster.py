@@ -83,7 +83,7 @@ def test_spec_properties_layer_cluster_then_broker_overrides() -> None:
 def test_spec_rejects_impossible_clusters() -> None:
     with pytest.raises(ValueError, match="brokers must be >= 1"):
         ClusterSpec(brokers=0)
-    with pytest.raises(ValueError, match=r"unknown broker ids \[4\]"):
+    with pytest.raises(ValueError, match=r"unknown node ids \[4\]"):
         ClusterSpec(brokers=3, broker_properties={4: {"num.partitions": 1}})
 
 

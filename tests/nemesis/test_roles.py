@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.cluster.spec import ClusterSpec
 from harness.nemesis.roles import NoHolder, Role, RoleKind, holder, parse_role, resolve
 
 
@@ -29,8 +30,10 @@ def test_a_role_spelt_wrong_is_refused_with_the_forms_there_are(wrong):
 class _State:
     """What resolving reads of a cluster: its controller and a partition's leader."""
 
-    def __init__(self, controller: int | None, leader: int | None) -> None:
+    def __init__(self, controller: int | None, leader: int | None, *,
+                 controllers: int = 0) -> None:
         self._controller, self._leader = controller, leader
+        self.spec = ClusterSpec(brokers=3, controllers=controllers)
 
     def controller_id(self) -> int | None:
         return self._controller
@@ -44,6 +47,8 @@ def test_a_role_resolves_to_the_broker_holding_it_now_and_a_node_to_itself():
     assert resolve(cluster, "controller") == "broker-2"  # type: ignore[arg-type]
     assert resolve(cluster, "leader:orders/0") == "broker-3"  # type: ignore[arg-type]
     assert resolve(cluster, "broker-1") == "broker-1"  # type: ignore[arg-type]
+    # With dedicated controllers (ids after the brokers'), the controller is one of them.
+    assert resolve(_State(5, 3, controllers=3), "controller") == "controller-5"  # type: ignore[arg-type]
     with pytest.raises(NoHolder, match="no broker is controller now"):
         holder(_State(None, 3), Role(RoleKind.CONTROLLER))  # type: ignore[arg-type]
     with pytest.raises(NoHolder, match="leader:orders/0"):

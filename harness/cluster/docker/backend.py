@@ -128,6 +128,7 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
         self._paused: set[int] = set()
         self.zookeeper: DockerNode | None = None
         self.brokers: dict[int, DockerNode] = {}
+        self.controllers: dict[int, DockerNode] = {}  # combined KRaft nodes only here
         self._state: ZooKeeperState | None = None
         self._started = False
         self._previous_sigterm: Any = None
