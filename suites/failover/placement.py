@@ -33,22 +33,33 @@ METADATA, METADATA_VERSION = 3, 12
 
 @dataclass(frozen=True)
 class Roles:
-    """Three brokers by role: ``controller`` holds /controller, ``first`` and ``second`` do not,
-    so a test can break a leader or a follower without also failing the controller over."""
+    """Three brokers by role, so a test can break a leader or a follower without also failing
+    the controller over: ``first`` and ``second`` are not the active controller; ``third`` is
+    the broker that is (ZooKeeper's /controller, or a combined KRaft node leading the quorum),
+    or — where the controllers are nodes of their own — another broker. ``controller`` is the
+    active controller's node id, a broker's only where ``colocated``."""
 
     first: int
     second: int
+    third: int
     controller: int
+
+    @property
+    def colocated(self) -> bool:
+        """Whether the active controller is one of the brokers (not a dedicated controller)."""
+        return self.controller == self.third
 
 
 def roles(cluster: Target) -> Roles:
     """The current roles; skips the test unless at least three brokers are running."""
     nodes = cluster.require_nodes()
     controller = wait_for(nodes.controller_id, WAIT_S, "a controller")
-    others = [b for b in sorted(nodes.running_broker_ids()) if b != controller]
-    if len(others) < 2:
-        pytest.skip(f"needs 3 running brokers, the target has {len(others) + 1}")
-    return Roles(others[0], others[1], controller)
+    running = sorted(nodes.running_broker_ids())
+    others = [b for b in running if b != controller]
+    third = controller if controller in running else others.pop() if len(others) > 2 else None
+    if len(others) < 2 or third is None:
+        pytest.skip(f"needs 3 running brokers, the target has {len(running)}")
+    return Roles(others[0], others[1], third, controller)
 
 
 def create_placed_topic(request: pytest.FixtureRequest, cluster: Target, admin: Any,

@@ -45,7 +45,7 @@ def test_a_stopping_leader_moves_leadership_away_before_it_exits(
     only briefly."""
     who = roles(kafka_target)
     topic = create_placed_topic(request, kafka_target, kafka_admin,
-                                [[who.first, who.second, who.controller]])
+                                [[who.first, who.second, who.third]])
     before = state_of(kafka_target, topic)
     nodes = kafka_target.require_nodes()
 
@@ -65,7 +65,7 @@ def test_a_stopping_leader_moves_leadership_away_before_it_exits(
     sends.wait_for_acks(50)
     sends.stop()
 
-    assert after["leader"] in (who.second, who.controller), after
+    assert after["leader"] in (who.second, who.third), after
     assert after["leader_epoch"] > before["leader_epoch"]
     assert who.first not in after["isr"], after
     assert not sends.failed, f"acks=all sends failed during the shutdown: {sends.failed[:5]}"

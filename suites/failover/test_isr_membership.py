@@ -43,7 +43,7 @@ def _shrink_then_expand(request: pytest.FixtureRequest, cluster: Target, admin: 
     writes go on, and rejoin after the heal with every acked record on the partition."""
     who = roles(cluster)
     leader, follower = who.first, who.second
-    topic = create_placed_topic(request, cluster, admin, [[leader, follower, who.controller]])
+    topic = create_placed_topic(request, cluster, admin, [[leader, follower, who.third]])
     # acks=all waits for the cut follower until it is out of the ISR: sends must outlive that.
     timeout_ms = int((shrink_within_s + WAIT_S) * 1000)
     sends = steady_producer(topic, message_timeout_ms=timeout_ms)
@@ -53,7 +53,7 @@ def _shrink_then_expand(request: pytest.FixtureRequest, cluster: Target, admin: 
     shrunk = wait_for_state(cluster, topic, lambda s: follower not in s["isr"],
                             f"to drop broker {follower} from its ISR", shrink_within_s + WAIT_S)
     assert shrunk["leader"] == leader
-    assert sorted(shrunk["isr"]) == sorted([leader, who.controller])
+    assert sorted(shrunk["isr"]) == sorted([leader, who.third])
     sends.wait_for_acks(50)  # acks=all goes on with the shrunk ISR
 
     cluster.require_faults().heal()
@@ -62,7 +62,7 @@ def _shrink_then_expand(request: pytest.FixtureRequest, cluster: Target, admin: 
     sends.wait_for_acks(20)
     sends.stop()
     assert expanded["leader"] == leader
-    assert sorted(expanded["isr"]) == sorted([leader, follower, who.controller])
+    assert sorted(expanded["isr"]) == sorted([leader, follower, who.third])
     assert not sends.failed, f"acks=all sends failed: {sends.failed[:5]}"
     read = read_partition(consumer, topic)
     lost = sends.lost_in(read)

@@ -40,7 +40,7 @@ def test_a_crashed_leader_is_replaced_from_the_isr_and_no_acked_record_is_lost(
     """
     who = roles(kafka_target)
     topic = create_placed_topic(request, kafka_target, kafka_admin,
-                                [[who.first, who.second, who.controller]])
+                                [[who.first, who.second, who.third]])
     before = state_of(kafka_target, topic)
     nodes = kafka_target.require_nodes()
 
@@ -49,7 +49,7 @@ def test_a_crashed_leader_is_replaced_from_the_isr_and_no_acked_record_is_lost(
     nodes.kill(who.first)
     session_s = nodes.spec.zookeeper_session_timeout_ms / 1000
     after = wait_for_state(kafka_target, topic,
-                           lambda s: s["leader"] in (who.second, who.controller),
+                           lambda s: s["leader"] in (who.second, who.third),
                            "to get a new leader from the live ISR", session_s + WAIT_S)
     sends.wait_for_acks(50)
     sends.stop()

@@ -34,7 +34,7 @@ def test_elect_leaders_preferred_gives_leadership_back_to_the_first_replica(
     Once the preferred replica is back in the ISR, it leads again with a higher leader epoch."""
     who = roles(kafka_target)
     topic = create_placed_topic(request, kafka_target, kafka_admin,
-                                [[who.first, who.second, who.controller]])
+                                [[who.first, who.second, who.third]])
     nodes = kafka_target.require_nodes()
     # Apache Kafka exits 143 after a clean SIGTERM shutdown (its JVM ends by the signal).
     assert nodes.stop_broker(who.first) in nodes.kind.clean_exit_codes, (

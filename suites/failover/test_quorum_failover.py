@@ -65,20 +65,24 @@ def _failover_timeout_s(cluster: Target) -> float:
 
 def _fail_the_controller(request: pytest.FixtureRequest, cluster: Target, admin: Any,
                          fail: Callable[[int], object], what: str
-                         ) -> tuple[Roles, str, dict[str, Any]]:
-    """Place a topic led by the active controller's node, ``fail`` that node; once another
-    voter leads at a higher epoch and the topic's leadership has moved off the failed node at a
-    higher leader epoch: the roles before, the topic and its state then."""
+                         ) -> tuple[Roles, str | None, dict[str, Any] | None]:
+    """``fail`` the active controller's node once another voter leads at a higher epoch:
+    the roles before, and — where that node is a broker too (combined nodes) — a topic placed
+    to be led by it and its state once the leadership moved off the failed node at a higher
+    leader epoch (None, None where the controllers are nodes of their own)."""
     who = roles(cluster)
     before = _quorum(cluster)
     assert before.leader_id == who.controller
-    topic = create_placed_topic(request, cluster, admin,
-                                [[who.controller, who.first, who.second]], prefix="led-")
-    placed = state_of(cluster, topic)
+    topic = (create_placed_topic(request, cluster, admin,
+                                 [[who.controller, who.first, who.second]], prefix="led-")
+             if who.colocated else None)
+    placed = state_of(cluster, topic) if topic else None
 
     fail(who.controller)
     after = _new_leader(cluster, who.controller, before.leader_epoch, _failover_timeout_s(cluster))
-    assert after.leader_id in (who.first, who.second)
+    assert after.leader_id in {v.node_id for v in before.voters} - {who.controller}
+    if topic is None or placed is None:
+        return who, None, None
     moved = wait_for_state(cluster, topic, lambda s: s["leader"] in (who.first, who.second),
                            f"to move its leader off {what} node {who.controller}",
                            _failover_timeout_s(cluster))
@@ -92,13 +96,15 @@ def test_a_crashed_active_controller_is_replaced_at_a_higher_epoch_and_metadata_
 
     The voters that stop hearing from the leader elect another one with epoch + 1 or more (an
     election may take more than one round). The new active controller then does what the old
-    one would have: it fences the crashed broker once its session lapses and elects new leaders
-    for the partitions it led from their ISR (KRaft's ReplicationControlManager), and it commits
-    new topics (KIP-500: metadata changes need the quorum, not the crashed node).
+    one would have: where the crashed node was a broker too, it fences it once its session
+    lapses and elects new leaders for the partitions it led from their ISR (KRaft's
+    ReplicationControlManager); and it commits new topics (KIP-500: metadata changes need the
+    quorum, not the crashed node).
     """
     who, _, moved = _fail_the_controller(request, kafka_target, kafka_admin,
                                          kafka_target.require_nodes().kill, "crashed")
-    assert who.controller not in moved["isr"]
+    if moved is not None:
+        assert who.controller not in moved["isr"]
     made = create_placed_topic(request, kafka_target, kafka_admin,
                                [[who.first, who.second]], prefix="made-")
     assert state_of(kafka_target, made)["leader"] == who.first
@@ -108,17 +114,28 @@ def test_a_cut_off_active_controller_loses_the_lead_and_its_side_makes_no_progre
         request: pytest.FixtureRequest, kafka_target: Target, kafka_admin: Any) -> None:
     """A leader cut from the majority is replaced; the minority commits nothing [KIP-595].
 
-    The node keeps running and answering its clients, but it is alone: the two voters that can
-    hear each other elect one of them at a higher epoch and go on (they fence the cut-off broker
-    and move the leadership of its partition), while the cut-off node can neither commit nor
-    fetch what the majority commits — its own metadata image still shows the partition led by
-    itself at the old leader epoch. After the heal it fetches the majority's log and its image
-    shows the new leader.
+    The node keeps running and answering its clients, but it is alone: the voters that can
+    hear each other elect one of them at a higher epoch and go on (on combined nodes they fence
+    the cut-off broker and move the leadership of its partition), while the cut-off node can
+    neither commit nor fetch what the majority commits — its own metadata image still shows the
+    partition led by itself at the old leader epoch. After the heal it fetches the majority's
+    log: its image shows the new leader; a dedicated controller is a voter with no lag again.
     """
     faults = kafka_target.require_faults()
+    nodes = kafka_target.require_nodes()
     who, topic, moved = _fail_the_controller(
-        request, kafka_target, kafka_admin, lambda node: faults.isolate(f"broker-{node}"),
-        "cut-off")
+        request, kafka_target, kafka_admin,
+        lambda node: faults.isolate(nodes.spec.node_name(node)), "cut-off")
+    if topic is None or moved is None:  # a dedicated controller: the brokers follow the majority
+        made = create_placed_topic(request, kafka_target, kafka_admin,
+                                   [[who.first, who.second]], prefix="made-")
+        assert state_of(kafka_target, made)["leader"] == who.first
+        faults.heal()
+        wait_for(lambda: next(v.lag for v in _quorum(kafka_target).voters
+                              if v.node_id == who.controller) == 0,
+                 _failover_timeout_s(kafka_target),
+                 f"controller {who.controller} to catch up with the quorum after the heal")
+        return
 
     stale = view_of(kafka_target, who.controller, topic)
     assert stale.leaders[0] == who.controller, (
