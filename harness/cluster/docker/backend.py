@@ -1,4 +1,5 @@
-"""The docker backend: ZooKeeper, N brokers of one kind and Toxiproxy, each in its own container.
+"""The docker backend: ZooKeeper, N brokers of one kind and Toxiproxy, each in its own container
+(no ZooKeeper for a kind without one: a KRaft quorum's nodes are their own controllers).
 
 The same cluster as :class:`~harness.cluster.proxied.ProxiedCluster`, with the same link names
 and the same Toxiproxy API, so :class:`~harness.cluster.proxy_faults.NetworkFaults` drives it
@@ -12,7 +13,11 @@ unchanged; only where the nodes run differs:
 * brokers reach each other and ZooKeeper only through proxies in that container, so a link
   can be cut one way or both: the broker kind (:mod:`harness.cluster.kinds`) turns the wiring
   into its own keys (``broker.peer.addresses`` for the reference broker; for Apache Kafka a
-  listener per source broker, on port ``9092 + source``, each advertised at that pair's proxy);
+  listener per source broker, on port ``9092 + source``, each advertised at that pair's proxy;
+  for KRaft also a controller listener per source node behind the link's ``:controller``
+  channel, :mod:`harness.cluster.docker.links`, so a cut reaches the quorum's Raft traffic);
+* the cluster state is read where the local backend reads it: ZooKeeper through an observer
+  link, a KRaft quorum on the nodes' own listeners on the run's network (:attr:`reads`);
 * what a broker container runs is the kind's too (:meth:`BrokerKind.container_launch`): the
   reference broker from the image, Apache Kafka's JVM on the image's JRE from the jars the
   image carries (:meth:`BrokerKind.image_directories`);
