@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The docker backend's smoke test, run by ci/test.sh: up, produce and consume through the
 # Toxiproxy container, an iptables partition and its heal, down with nothing left; then up,
-# produce, consume and down with one Apache Kafka broker — whenever a docker engine can be had.
+# produce, consume and down with one Apache Kafka broker, and with three KRaft nodes (≈ 25 s) —
+# whenever a docker engine can be had.
 # Images come from the cache (rebuilt only when what runs in the containers changed; a fresh
 # machine builds them first, a few minutes).
 #
@@ -69,4 +70,5 @@ fi
 .venv/bin/pytest -m docker -p no:cacheprovider -q \
   "tests/docker/test_docker_backend.py::test_clients_reach_the_brokers_only_through_the_published_proxies" \
   "tests/docker/test_docker_cli.py::test_up_partition_heal_down_on_docker" \
-  "tests/docker/test_docker_apache_kafka.py::test_one_broker_up_produce_consume_and_down_leaves_nothing"
+  "tests/docker/test_docker_apache_kafka.py::test_one_broker_up_produce_consume_and_down_leaves_nothing" \
+  "tests/docker/test_docker_kraft.py::test_acks_all_produce_and_consume_through_the_client_proxies"

@@ -15,13 +15,15 @@ apache-kafka                                        Toxiproxy (:class:`ProxiedCl
 reference,             kernel / local (root)        each node in a network namespace, iptables
 apache-kafka                                        drops (:class:`NetnsCluster`)
 reference,             proxy / docker               containers behind a Toxiproxy container
-apache-kafka                                        (:class:`DockerCluster`)
+apache-kafka,                                       (:class:`DockerCluster`)
+apache-kafka-kraft
 recipe (a file)        proxy / local,               the same, with the nodes a recipe describes
                        kernel / local (root; a      (:mod:`harness.cluster.recipe`)
                        recipe with ZooKeeper)
-apache-kafka-kraft     proxy / local                N KRaft nodes, each a broker and a voter, every
-                                                    link and the quorum's channel through
-                                                    Toxiproxy (:mod:`harness.cluster.kraft`)
+apache-kafka-kraft     proxy / local,               N KRaft nodes, each a broker and a voter, every
+                       proxy / docker               link and the quorum's channel through
+                                                    Toxiproxy (:mod:`harness.cluster.kraft`), no
+                                                    ZooKeeper
 tansu,                 (none)                       one node, no faults (peers, see
 librdkafka-mock,                                    :func:`harness.cluster.targets.start_target`)
 external

@@ -253,10 +253,16 @@ def allocate_ports(kind: BrokerKind, broker_ids: list[int], host: str = LOOPBACK
 def fixed_ports(kind: BrokerKind, broker_ids: list[int], client: int) -> dict[int, BrokerPorts]:
     """The same ports for every broker, for backends that give each broker an address of its
     own (containers): ``client`` for clients, and for a kind that takes every peer on a
-    listener of its own, ``client + i`` for broker ``i``'s connections (ids start at 1)."""
+    listener of its own, ``client + i`` for broker ``i``'s connections (ids start at 1); for
+    a quorum kind the controller listeners follow those, ``client + max(ids) + i`` for node
+    ``i``'s Raft and controller requests, so no two listeners of a node share a port."""
     inbound = ({source: client + source for source in broker_ids} if kind.listener_per_peer
                else dict.fromkeys(broker_ids, client))
-    return {broker_id: BrokerPorts(client, dict(inbound)) for broker_id in broker_ids}
+    last = max(broker_ids, default=0)
+    controller = ({source: client + last + source for source in broker_ids}
+                  if kind.controller_quorum else {})
+    return {broker_id: BrokerPorts(client, dict(inbound), dict(controller))
+            for broker_id in broker_ids}
 
 
 def properties_text(properties: Mapping[str, str | int]) -> str:

@@ -24,12 +24,15 @@ pair-exact as the brokers' (:mod:`harness.cluster.kinds`):
 
 Storage is formatted as ``kafka-storage format`` does it (Kafka's ``StorageTool``), once per node
 before its first start, all nodes with the cluster id of their kind; a restarted node finds its
-metadata log where it left it.
+metadata log where it left it. The same holds in a container (:meth:`ApacheKafkaKraftKind.
+container_launch`, for the docker backend): the check and the format run in the container, on
+its log-dir volume, before ``kafka.Kafka``.
 """
 
 from __future__ import annotations
 
 import base64
+import shlex
 import subprocess
 import uuid
 from collections.abc import Mapping
@@ -40,13 +43,24 @@ from harness.cluster.apache_kafka import (
     ApacheKafkaBroker,
     KafkaDistribution,
     broker_listener,
+    kafka_jvm_command,
+    logging_config,
+    logging_config_name,
 )
 from harness.cluster.errors import PeerStartError
-from harness.cluster.kinds import BrokerWiring, Capability, ContainerLaunch, ProcessRole, Wrap
+from harness.cluster.kinds import (
+    BrokerWiring,
+    Capability,
+    ContainerLaunch,
+    ProcessRole,
+    Wrap,
+    properties_text,
+)
 from harness.net.ports import is_accepting
 from harness.waiting import wait_for
 
 FORMAT_TIMEOUT_S = 60.0
+CONTAINER_LIBS = "/opt/kafka-4/libs"  # the Kafka 4 jars in the project image
 KAFKA_LINE = "4"
 """The newest Kafka line with KRaft only, from the jars set-up fetched (or ``$KAFKA_HOME``)."""
 
@@ -192,11 +206,34 @@ class ApacheKafkaKraftKind:
 
     def container_launch(self, properties: Mapping[str, str | int],
                          config_dir: str) -> ContainerLaunch:
-        raise ValueError("the docker backend has no KRaft build: apache-kafka-kraft runs on "
-                         "the local backend")
+        """What :class:`KraftNode` does, in a container of the project image: format the
+        node's storage as ``kafka-storage format`` does (``StorageTool``, this kind's cluster
+        id) unless ``meta.properties`` is there already — a restarted container keeps its
+        metadata log on its volume — then ``kafka.Kafka``. One ``sh -c``, because the check
+        must run at every start of the container, not once when it is made."""
+        inside = KafkaDistribution(Path(CONTAINER_LIBS), self.distribution.version)
+        server = f"{config_dir}/server.properties"
+        metadata_dir = str(properties.get("metadata.log.dir")
+                           or str(properties["log.dirs"]).split(",")[0])
+        format_storage = kafka_jvm_command("java", inside, config_dir, "kafka.tools.StorageTool",
+                                           "format", "-t", self.cluster_id, "-c", server)
+        run = kafka_jvm_command("java", inside, config_dir, "kafka.Kafka", server)
+        script = (f"{{ test -f {shlex.quote(metadata_dir + '/meta.properties')} || "
+                  f"{shlex.join(format_storage)}; }} && exec {shlex.join(run)}")
+        return ContainerLaunch(
+            command=("sh", "-c", script),
+            files={"server.properties": properties_text({"num.partitions": 1, **properties}),
+                   logging_config_name(inside.major): logging_config(inside.major)})
 
     def image_directories(self) -> dict[str, Path]:
-        return {}
+        """The Kafka 4 jars (vendored, or ``$KAFKA_HOME``'s when it holds 4.x) at
+        :data:`CONTAINER_LIBS`, beside the 3.9 ones the ZooKeeper-mode kind puts in the same
+        image (see :meth:`ApacheKafkaKind.image_directories` for why copied); none where there
+        are none."""
+        try:
+            return {CONTAINER_LIBS: self.distribution.libs}
+        except PeerStartError:
+            return {}
 
     def new_broker(self, run_dir: Path, *, port: int, properties: Mapping[str, str | int],
                    startup_timeout: float, stop_timeout: float,

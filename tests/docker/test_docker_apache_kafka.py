@@ -11,16 +11,14 @@ a broker the controller elects with a higher leader epoch.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 
 import docker
 import pytest
-from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 from harness.cluster.apache_kafka import CONTAINER_LIBS, ApacheKafkaKind, broker_listener
-from harness.cluster.docker.backend import RUN_LABEL, DockerCluster
+from harness.cluster.docker.backend import DockerCluster
 from harness.cluster.docker.faults import IptablesPartitions
 from harness.cluster.errors import PeerStartError
 from harness.cluster.local import metadata_broker_ids
@@ -30,8 +28,9 @@ from harness.cluster.spec import ClusterSpec
 from harness.nemesis import process as process_faults
 from harness.net.ports import LOOPBACK
 
+from .kafka_clients import QUIET, create_topic, labelled, produce_and_consume
+
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
-QUIET = {"log_level": 0}
 LAG_MS = 3000  # replica.lag.time.max.ms: how long a follower may lag before the ISR drops it
 
 
@@ -39,14 +38,6 @@ def listen(cluster: DockerCluster, source: str, destination: str) -> str:
     """The address a link's proxy listens at (the host side of a published one)."""
     host, port, _ = cluster.links[link_name(source, destination)]
     return f"{host}:{port}"
-
-
-def labelled(client: docker.DockerClient, run_id: str) -> list[str]:
-    """Every container, network and volume carrying the run's label."""
-    selector = {"label": f"{RUN_LABEL}={run_id}"}
-    return ([c.name for c in client.containers.list(all=True, filters=selector)]
-            + [n.name for n in client.networks.list(filters=selector)]
-            + [v.name for v in client.volumes.list(filters=selector)])
 
 
 @pytest.fixture(scope="module")
@@ -89,42 +80,6 @@ def healthy(kafka: DockerCluster) -> Iterator[DockerCluster]:
     for broker_id in kafka.spec.broker_ids:
         kafka.wait_for(lambda b=broker_id: kafka.broker_metadata(b) == {1, 2, 3}, 90,
                        f"broker {broker_id}'s Metadata to list all three again")
-
-
-def create_topic(cluster: DockerCluster, replication: int = 3) -> str:
-    """A one-partition topic (min.insync.replicas 2 when replicated), with a full ISR."""
-    name = f"docker-kafka-{uuid.uuid4().hex[:6]}"
-    config = {"min.insync.replicas": "2"} if replication > 1 else {}
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, **QUIET})
-    admin.create_topics([NewTopic(name, 1, replication, config=config)])[name].result(30)
-    cluster.wait_for(lambda: len((cluster.partition_state(name, 0) or {}).get("isr", []))
-                     == replication, 30, f"{name}'s ISR to hold {replication} brokers")
-    return name
-
-
-def produce_and_consume(cluster: DockerCluster, topic: str, count: int) -> list[bytes]:
-    """``count`` records produced with acks=all, then read back from the start by a group."""
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
-                         "enable.idempotence": True, **QUIET})
-    failures: list[str] = []
-    for i in range(count):
-        producer.produce(topic, f"value-{i}".encode(),
-                         on_delivery=lambda err, _msg: err and failures.append(str(err)))
-    assert producer.flush(60) == 0
-    assert failures == []
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": topic,
-                         "auto.offset.reset": "earliest", **QUIET})
-    consumer.subscribe([topic])
-    values: list[bytes] = []
-    deadline = time.monotonic() + 60
-    try:
-        while len(values) < count and time.monotonic() < deadline:
-            message = consumer.poll(1.0)
-            if message is not None and message.error() is None:
-                values.append(message.value())
-    finally:
-        consumer.close()
-    return values
 
 
 def test_every_broker_lists_all_three_and_advertises_a_listener_per_source(kafka):

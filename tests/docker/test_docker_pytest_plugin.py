@@ -57,7 +57,7 @@ def test_the_fixtures_run_against_containers(pytester: pytest.Pytester):
 @pytest.mark.parametrize(("options", "message"), [
     (["--kafka-network", "kernel"], "--kafka-network kernel is for the local backend"),
     (["--kafka-target", "tansu"],
-     "--kafka-backend docker runs the targets apache-kafka, reference"),
+     "--kafka-backend docker runs the targets apache-kafka, apache-kafka-kraft, reference"),
 ])
 def test_docker_with_options_it_cannot_honour_is_a_usage_error(
         pytester: pytest.Pytester, options: list[str], message: str):

@@ -1,4 +1,5 @@
-"""The docker backend: ZooKeeper, N brokers of one kind and Toxiproxy, each in its own container.
+"""The docker backend: ZooKeeper, N brokers of one kind and Toxiproxy, each in its own container
+(no ZooKeeper for a kind without one: a KRaft quorum's nodes are their own controllers).
 
 The same cluster as :class:`~harness.cluster.proxied.ProxiedCluster`, with the same link names
 and the same Toxiproxy API, so :class:`~harness.cluster.proxy_faults.NetworkFaults` drives it
@@ -12,7 +13,11 @@ unchanged; only where the nodes run differs:
 * brokers reach each other and ZooKeeper only through proxies in that container, so a link
   can be cut one way or both: the broker kind (:mod:`harness.cluster.kinds`) turns the wiring
   into its own keys (``broker.peer.addresses`` for the reference broker; for Apache Kafka a
-  listener per source broker, on port ``9092 + source``, each advertised at that pair's proxy);
+  listener per source broker, on port ``9092 + source``, each advertised at that pair's proxy;
+  for KRaft also a controller listener per source node behind the link's ``:controller``
+  channel, :mod:`harness.cluster.docker.links`, so a cut reaches the quorum's Raft traffic);
+* the cluster state is read where the local backend reads it: ZooKeeper through an observer
+  link, a KRaft quorum on the nodes' own listeners on the run's network (:attr:`reads`);
 * what a broker container runs is the kind's too (:meth:`BrokerKind.container_launch`): the
   reference broker from the image, Apache Kafka's JVM on the image's JRE from the jars the
   image carries (:meth:`BrokerKind.image_directories`);
@@ -55,6 +60,7 @@ from docker.models.containers import Container
 
 from harness.cluster.docker.engine import ensure_engine
 from harness.cluster.docker.images import build_project_image, ensure_base_image
+from harness.cluster.docker.links import CLIENT_PROXY_PORT, node_wiring, wanted_proxies
 from harness.cluster.docker.nodes import DATA_DIR, LOG_DIR, DockerNode
 from harness.cluster.docker.reaping import (
     OWNER_LABEL,
@@ -68,17 +74,17 @@ from harness.cluster.errors import PeerStartError
 from harness.cluster.kinds import (
     BrokerKind,
     BrokerPorts,
-    BrokerWiring,
     ContainerLaunch,
     distinct_free_ports,
     fixed_ports,
     properties_text,
 )
+from harness.cluster.kraft_state import Address, KraftState
 from harness.cluster.local import metadata_broker_ids
 from harness.cluster.proxied import CLIENT, ZOOKEEPER, ProxiedCluster, broker_node, link_name
 from harness.cluster.reference_kind import REFERENCE
 from harness.cluster.spec import ClusterSpec
-from harness.cluster.state import ZooKeeperState, ZooKeeperStateReads
+from harness.cluster.state import AdminState, ClusterState, ZooKeeperState, ZooKeeperStateReads
 from harness.cluster.zookeeper import four_letter_word
 from harness.lifecycle import reaper
 from harness.net.ports import LOOPBACK
@@ -91,8 +97,6 @@ OBSERVER_LINK = "harness->zk"
 API_PORT = 8474
 BROKER_PORT = 9092  # a broker's client listener; its per-source ones follow (kinds.fixed_ports)
 ZOOKEEPER_PORT = 2181
-CLIENT_PROXY_PORT = 20000  # + broker id, inside the Toxiproxy container
-BROKER_PROXY_PORT = 21000  # + an index over the broker links
 OBSERVER_PORT = 22000
 _ZOOKEEPER_JARS = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
 
@@ -130,6 +134,8 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
         self.brokers: dict[int, DockerNode] = {}
         self.controllers: dict[int, DockerNode] = {}  # combined KRaft nodes only here
         self._state: ZooKeeperState | None = None
+        self._kraft_state: KraftState | None = None
+        self._admin_state: AdminState | None = None
         self._started = False
         self._previous_sigterm: Any = None
         self._ledger_entry: int | None = None
@@ -159,8 +165,11 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
         return self._network_name
 
     @property
-    def zookeeper_connect(self) -> str:
-        """ZooKeeper for the harness and its user, through the observer link no fault cuts."""
+    def zookeeper_connect(self) -> str | None:
+        """ZooKeeper for the harness and its user, through the observer link no fault cuts;
+        None for a kind that runs without ZooKeeper (KRaft)."""
+        if not self.kind.needs_zookeeper:
+            return None
         return f"{LOOPBACK}:{self._published[OBSERVER_PORT]}"
 
     @property
@@ -176,8 +185,9 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
     # --- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> Self:
-        """Network, Toxiproxy and its proxies, ZooKeeper, then every broker at once; returns
-        when each broker's Metadata (asked through its client proxy) lists every broker."""
+        """Network, Toxiproxy and its proxies, ZooKeeper (a kind that needs one), then every
+        broker at once; returns when each broker's Metadata (asked through its client proxy)
+        lists every broker."""
         if self._started:
             raise RuntimeError("the cluster is already started")
         self._run_dir = (self._given_run_dir if self._given_run_dir is not None
@@ -196,7 +206,8 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
             self._create_network()
             self._url = self._start_toxiproxy()
             self._create_proxies_in_container()
-            self._start_zookeeper()
+            if self.kind.needs_zookeeper:
+                self._start_zookeeper()
             for broker_id in self.spec.broker_ids:
                 node = broker_node(broker_id)
                 self.brokers[broker_id] = DockerNode(
@@ -268,8 +279,8 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
         return container
 
     def _start_toxiproxy(self) -> str:
-        ports = [API_PORT, OBSERVER_PORT,
-                 *(CLIENT_PROXY_PORT + b for b in self.spec.broker_ids)]
+        observer = [OBSERVER_PORT] if self.kind.needs_zookeeper else []
+        ports = [API_PORT, *observer, *(CLIENT_PROXY_PORT + b for b in self.spec.broker_ids)]
         self._published = dict(zip(ports, distinct_free_ports(len(ports)), strict=True))
         if self.toxiproxy_image:
             self._run_node(TOXIPROXY_NODE, ["-host=0.0.0.0", f"-port={API_PORT}"],
@@ -285,30 +296,12 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
         return url
 
     def _create_proxies_in_container(self) -> None:
-        """The links of :class:`ProxiedCluster`, listening in the Toxiproxy container; a
-        client link's address is the host side of its published port."""
+        """The links of :class:`ProxiedCluster` (:func:`wanted_proxies`), listening in the
+        Toxiproxy container; a client link's address is the host side of its published port.
+        With ZooKeeper, also the observer link to it, which no fault touches."""
         here = self.addresses[TOXIPROXY_NODE]
-        wanted: dict[str, tuple[int, str]] = {}
-        for broker_id in self.spec.broker_ids:
-            upstream = f"{self.addresses[broker_node(broker_id)]}:{self.ports[broker_id].client}"
-            wanted[link_name(CLIENT, broker_node(broker_id))] = (
-                CLIENT_PROXY_PORT + broker_id, upstream)
-        index = 0
-        for source in self.spec.broker_ids:
-            for destination in self.spec.broker_ids:
-                if source != destination:
-                    # The destination's listener for this source: one per source for a kind
-                    # that has them, so the pair's proxy is the only way in.
-                    inbound = self.ports[destination].inbound[source]
-                    wanted[link_name(broker_node(source), broker_node(destination))] = (
-                        BROKER_PROXY_PORT + index,
-                        f"{self.addresses[broker_node(destination)]}:{inbound}")
-                    index += 1
-        zookeeper = f"{self.addresses[ZOOKEEPER]}:{ZOOKEEPER_PORT}"
-        for broker_id in self.spec.broker_ids:
-            wanted[link_name(broker_node(broker_id), ZOOKEEPER)] = (
-                BROKER_PROXY_PORT + index, zookeeper)
-            index += 1
+        wanted = wanted_proxies(self.kind, self.spec.broker_ids, self.ports, self.addresses,
+                                ZOOKEEPER_PORT)
         client = self.toxiproxy
         for name, (port, upstream) in wanted.items():
             proxy = client.create(upstream=upstream, name=name, listen=f"{here}:{port}")
@@ -316,8 +309,10 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
             published = self._published.get(port)
             self.links[name] = ((LOOPBACK, published, upstream) if published is not None
                                 else (here, port, upstream))
-        # Not a link: faults never touch it, so reading ZooKeeper never sits behind one.
-        client.create(upstream=zookeeper, name=OBSERVER_LINK, listen=f"{here}:{OBSERVER_PORT}")
+        if self.kind.needs_zookeeper:
+            # Not a link: faults never touch it, so reading ZooKeeper never sits behind one.
+            client.create(upstream=f"{self.addresses[ZOOKEEPER]}:{ZOOKEEPER_PORT}",
+                          name=OBSERVER_LINK, listen=f"{here}:{OBSERVER_PORT}")
 
     def _start_zookeeper(self) -> None:
         config: dict[str, str | int] = {
@@ -337,29 +332,10 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
         self.wait_for(self.zookeeper.ready, self.spec.startup_timeout, "ZooKeeper to serve")
 
     def _broker_properties(self, broker_id: int) -> dict[str, str | int]:
-        """The local backend's properties, pointed at the proxies, listening on the
-        container's own address, the kind's wiring keys made from :class:`BrokerWiring`.
-
-        A controller also sends requests to itself (the reference broker to the address it
-        dials itself at, Kafka to its own advertised listener for its inter-broker listener
-        name): a proxy's address on the host's loopback would not reach it from inside, so it
-        dials itself at its own listener.
-        """
-        me = broker_node(broker_id)
-        ids = self.spec.broker_ids
-        itself = f"{self.addresses[me]}:{self.ports[broker_id].inbound[broker_id]}"
-
-        def via(source: int, destination: int) -> str:
-            if source == destination:
-                return itself
-            return self._listen(link_name(broker_node(source), broker_node(destination)))
-
-        wiring = BrokerWiring(
-            broker_id=broker_id, host=self.addresses[me], ports=self.ports[broker_id],
-            advertised_client=self._listen(link_name(CLIENT, me)),
-            dial={j: via(broker_id, j) for j in ids},
-            dialled_at={i: via(i, broker_id) for i in ids},
-            zookeeper_connect=self._listen(link_name(me, ZOOKEEPER)))
+        """The local backend's properties, pointed at the proxies (:func:`node_wiring`),
+        listening on the container's own address, the kind's wiring keys made from that."""
+        wiring = node_wiring(self.kind, broker_id, self.spec.broker_ids, self.ports,
+                             self.addresses, self._listen)
         return {**self.spec.server_properties(broker_id, wiring.zookeeper_connect,
                                               self.kind.wiring_properties(wiring)),
                 "log.dirs": LOG_DIR}
@@ -385,6 +361,8 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
         atexit.unregister(self.stop)
         try:
             self._close_reader()
+            self._kraft_state = None
+            self._admin_state = None
             if self._given_run_dir is not None:
                 with contextlib.suppress(Exception):
                     self._save_logs()
@@ -449,19 +427,27 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
 
     def start_broker(self, broker_id: int, *, wait_for_deregistration: bool = True) -> None:
         """Start a stopped or killed broker's container again: same address, same data.
-        Waits, as the local backend does, for a killed broker's old registration to expire,
-        then for the broker to register and list itself."""
+
+        Waits as the local backend does: with ZooKeeper, for a killed broker's old znode to
+        expire first (a broker refuses to start while its id is registered by another
+        session); then for the broker to be registered — in ZooKeeper, or on a KRaft quorum
+        unfenced in the active controller's metadata image (a restarted node registers with a
+        new incarnation and is unfenced once it has caught up with the metadata log) — and
+        for its own Metadata to list it."""
         broker = self.broker(broker_id)
         if broker.is_running():
             raise RuntimeError(f"broker {broker_id} is already running "
                                f"(container {broker.container_id})")
-        if wait_for_deregistration:
+        if wait_for_deregistration and self.kind.needs_zookeeper:  # a znode outlives a crash
             timeout = self.spec.zookeeper_session_timeout_ms / 1000 + 10
             self.wait_for(lambda: self.broker_registration(broker_id) is None, timeout,
                           f"the old registration of broker {broker_id} to expire")
         broker.start()
+        where = "ZooKeeper" if self.kind.needs_zookeeper else "the quorum's metadata"
         self.wait_for(lambda: self.broker_registration(broker_id) is not None,
-                      self.spec.startup_timeout, f"broker {broker_id} to register in ZooKeeper")
+                      self.spec.startup_timeout, f"broker {broker_id} to register in {where}")
+        self.wait_for(lambda: broker_id in self.broker_metadata(broker_id),
+                      self.spec.startup_timeout, f"broker {broker_id}'s Metadata to list itself")
 
     def pause(self, broker_id: int) -> None:
         """Freeze every process of the container: it hangs with its connections open."""
@@ -481,9 +467,53 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
     @property
     def state(self) -> ZooKeeperState:
         """The cluster's state in ZooKeeper, read through the observer link (never faulted)."""
+        connect = self.zookeeper_connect
+        if connect is None:
+            raise RuntimeError(f"the {self.kind.name!r} kind runs without ZooKeeper")
         if self._state is None:
-            self._state = ZooKeeperState(self.zookeeper_connect)
+            self._state = ZooKeeperState(connect)
         return self._state
+
+    @property
+    def reads(self) -> ClusterState:
+        """Where the cluster-state questions are answered, as on the local backend: ZooKeeper;
+        for a KRaft quorum the nodes' own client and controller listeners on the run's network
+        (:class:`KraftState`); for another kind without ZooKeeper the Admin API.
+
+        The nodes' own addresses are the observer's links: the host routes to the run's
+        bridge network (CI's docker job shares the host's network too), and no fault touches
+        that path — a partition drops only traffic to and from a proxy's port in the Toxiproxy
+        container, a toxic sits on a proxy — so a node cut off from the quorum still answers
+        what it believes, and the harness sees the minority's past beside the majority's
+        present instead of a timeout."""
+        if self.kind.needs_zookeeper:
+            return self.state
+        if not self._started:
+            raise RuntimeError("the cluster has not been started")
+        if self.kind.controller_quorum:
+            if self._kraft_state is None:
+                self._kraft_state = KraftState(self._running_addresses,
+                                               self._running_controllers)
+            return self._kraft_state
+        if self._admin_state is None:
+            self._admin_state = AdminState(self.bootstrap)
+        return self._admin_state
+
+    def _serving(self) -> list[int]:
+        """The brokers whose container runs and is not paused (a frozen one answers nothing)."""
+        return [b for b in self.spec.broker_ids
+                if b in self.brokers and b not in self._paused
+                and self.brokers[b].status() == "running"]
+
+    def _running_addresses(self) -> dict[int, Address]:
+        """The own client listeners of the serving brokers, by id."""
+        return {b: (self.brokers[b].host, self.brokers[b].port) for b in self._serving()}
+
+    def _running_controllers(self) -> list[Address]:
+        """The own controller listeners (each node's listener for itself) of the serving
+        quorum nodes."""
+        return [(self.brokers[b].host, self.ports[b].controller[b]) for b in self._serving()
+                if self.ports[b].controller]
 
     def lists_brokers(self, broker_id: int, expected: set[int]) -> bool:
         """Whether ``broker_id``'s Metadata, asked through its proxy, lists ``expected``."""
