@@ -2,6 +2,7 @@
 
 import pytest
 
+from harness.cluster.spec import ClusterSpec
 from harness.nemesis.schedule import FAULTS, parse_faults, plan
 
 
@@ -80,6 +81,7 @@ class _Roles:
 
     def __init__(self) -> None:
         self.leaders = iter([2, 3])
+        self.spec = ClusterSpec(brokers=3)
 
     def leader(self, topic: str, partition: int) -> int:
         return next(self.leaders)
