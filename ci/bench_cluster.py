@@ -57,7 +57,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from bench_common import machine_info, write_json_atomically
@@ -167,6 +167,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--messages", type=int, default=1_000_000,
                         help="records per throughput measurement (default: %(default)s)")
     parser.add_argument("--brokers", type=int, default=3, help="cluster size (default: 3)")
+    parser.add_argument("--controllers", type=int, default=0,
+                        help="dedicated controllers of the KRaft kind's cluster (Kafka's "
+                        "production layout); 0: combined nodes (default: 0)")
     parser.add_argument("--repeat", type=int, default=3,
                         help="failures of each kind and cluster starts per kind and backend; "
                         "the table shows medians (default: 3)")
@@ -190,6 +193,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--brokers must be >= 2 (a failover needs a survivor), got {args.brokers}")
     if args.repeat < 1:
         parser.error(f"--repeat must be >= 1, got {args.repeat}")
+    if args.controllers < 0:
+        parser.error(f"--controllers must be >= 0, got {args.controllers}")
+    if args.controllers and KRAFT not in args.kinds:
+        parser.error(f"--controllers is for the {KRAFT} kind")
     if args.session_timeout_ms < 1:
         parser.error(f"--session-timeout-ms must be >= 1, got {args.session_timeout_ms}")
     return args
@@ -387,7 +394,10 @@ def measure_cluster(args: argparse.Namespace, spec: ClusterSpec, kind: BrokerKin
 def run(args: argparse.Namespace, console: Console) -> Results:
     """Starts first, kinds and backends alternating so a change in the machine's load hits
     every column; then one broker's throughput per kind; then each kind's cluster."""
-    spec = ClusterSpec(brokers=args.brokers, zookeeper_session_timeout_ms=args.session_timeout_ms)
+    base = ClusterSpec(brokers=args.brokers, zookeeper_session_timeout_ms=args.session_timeout_ms)
+    # Dedicated controllers are a KRaft layout; the other kinds keep theirs.
+    specs = {name: replace(base, controllers=args.controllers if name == KRAFT else 0)
+             for name in args.kinds}
     kinds = {name: BROKER_KINDS[name]() for name in args.kinds}
     results = Results(replication_factor=min(3, args.brokers),
                       kinds={name: KindResults(name, kind.version())
@@ -395,7 +405,7 @@ def run(args: argparse.Namespace, console: Console) -> Results:
     for round_number in range(1, args.repeat + 1):
         for name, kind in kinds.items():
             for backend in (LOCAL, PROXIED):
-                seconds, server = measure_startup(spec, kind, backend)
+                seconds, server = measure_startup(specs[name], kind, backend)
                 results.kinds[name].startup_s[backend].append(seconds)
                 results.toxiproxy_server = server or results.toxiproxy_server
                 console.log(f"start {round_number}: {name} {backend}"
@@ -404,10 +414,10 @@ def run(args: argparse.Namespace, console: Console) -> Results:
         return results
     for name, kind in kinds.items():
         console.log(f"{name}: one broker, producing {args.messages:,} records")
-        results.kinds[name].standalone_msgs_per_s = measure_one_broker(spec, kind,
+        results.kinds[name].standalone_msgs_per_s = measure_one_broker(specs[name], kind,
                                                                        args.messages)
     for name, kind in kinds.items():
-        rate, failovers = measure_cluster(args, spec, kind, results.replication_factor,
+        rate, failovers = measure_cluster(args, specs[name], kind, results.replication_factor,
                                           console)
         results.kinds[name].cluster_msgs_per_s = rate
         results.kinds[name].failovers = failovers
@@ -534,6 +544,7 @@ def write_json(path: Path, args: argparse.Namespace, results: Results,
             "messages": args.messages,
             "record_bytes": RECORD_BYTES,
             "brokers": args.brokers,
+            "controllers": args.controllers,
             "replication_factor": results.replication_factor,
             "repeat": args.repeat,
             "zookeeper_session_timeout_ms": args.session_timeout_ms,
