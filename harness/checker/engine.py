@@ -6,6 +6,10 @@ and Spark jobs (:mod:`harness.checker.spark`, any size, any Spark master). pyspa
 a second to import and a JVM to run, so the Spark engine is imported here when a check first
 uses it: never by ``kafka-harness --help``, the pytest plugin, or a run judged by the Python
 engine. ``kafka-harness check`` and ``run`` both judge through :func:`judge`.
+
+The default, ``auto``, has :func:`choose` pick by the history's row count (Parquet footers and
+JSONL line counts, no data decoded, no pyspark): Python up to :data:`PYTHON_MAX_ROWS`, Spark
+above, so a short run's verdict does not wait for a JVM and a big history never fills memory.
 """
 
 from __future__ import annotations
@@ -14,21 +18,98 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from harness import history
 from harness.checker import python_engine
 from harness.checker.cluster import SparkError
 from harness.checker.result import CheckResult, ReportData
 
-__all__ = ["Engine", "Phase", "SparkError", "judge", "stdout_to_stderr"]
+__all__ = ["PYTHON_MAX_ROWS", "Choice", "Engine", "Phase", "SparkError", "choose", "count_rows",
+           "judge", "stdout_to_stderr"]
+
+PYTHON_MAX_ROWS = 300_000
+"""The most rows ``auto`` gives the Python engine; above it, Spark judges.
+
+Measured on 2026-11-27 (docs/benchmarks.md, "Choosing the engine"): whole-process ``kafka-harness
+check --json`` of synthesized histories on the 2-core machine, Python against Spark. Python was
+faster at every size measured up to 1M rows, but its memory grows with the history (≈ 1.5 KB a
+row, 1.4 GB at 1M) while Spark's stays bounded by its heap; this is where Python still answers
+well ahead of Spark in a few hundred MB."""
 
 
 class Engine(StrEnum):
-    """What judges a history (``--engine``)."""
+    """What judges a history (``--engine``): ``auto`` is Python or Spark by the row count."""
 
+    AUTO = "auto"
     SPARK = "spark"
     PYTHON = "python"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The engine that judges a history, and why: asked for, or ``auto`` by the row count."""
+
+    engine: Engine  # SPARK or PYTHON, never AUTO
+    asked: Engine
+    rows: int | None = None  # counted only for auto
+    threshold: int | None = None
+
+    @property
+    def reason(self) -> str:
+        if self.asked is not Engine.AUTO:
+            return f"--engine {self.asked}"
+        if self.rows is None:
+            return "auto: the history's rows could not be counted"
+        side = "≤" if self.engine is Engine.PYTHON else ">"
+        return f"auto: {self.rows:,} rows {side} {self.threshold:,}"
+
+    @property
+    def summary(self) -> str:
+        """E.g. ``python (auto: 9,304 rows ≤ 300,000)``, for the terminal."""
+        return f"{self.engine} ({self.reason})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.engine.value, "asked": self.asked.value, "rows": self.rows,
+                "threshold": self.threshold}
+
+
+def count_rows(files: list[Path]) -> int:
+    """The rows of a history's files without decoding them: a Parquet file's footer, a JSONL
+    file's lines (blank ones too: near enough to choose an engine)."""
+    rows = 0
+    for path in files:
+        if path.suffix == ".parquet":
+            rows += pq.ParquetFile(path).metadata.num_rows
+            continue
+        with path.open("rb") as handle:
+            last = b"\n"
+            while chunk := handle.read(1 << 20):
+                rows += chunk.count(b"\n")
+                last = chunk[-1:]
+            rows += last != b"\n"
+    return rows
+
+
+def choose(history_dir: Path, engine: Engine | str = Engine.AUTO, *,
+           threshold: int = PYTHON_MAX_ROWS) -> Choice:
+    """The engine that judges the history in ``history_dir``: the one asked for, or for
+    ``auto`` Python up to ``threshold`` rows and Spark above. Never fails: a history that cannot
+    be counted goes to the Python engine, which names what is wrong without starting a JVM."""
+    asked = Engine(engine)
+    if asked is not Engine.AUTO:
+        return Choice(asked, asked)
+    try:
+        rows = count_rows(history.history_files(history_dir))
+    except (history.HistoryError, OSError, pa.ArrowException):
+        return Choice(Engine.PYTHON, asked, None, threshold)
+    return Choice(Engine.PYTHON if rows <= threshold else Engine.SPARK, asked, rows, threshold)
 
 
 class Phase(StrEnum):
@@ -63,11 +144,14 @@ def judge(history_dir: Path, guarantee: str, engine: Engine | str, *,
           progress: Callable[[Phase], AbstractContextManager[object]] = _quiet,
           ) -> tuple[CheckResult, ReportData | None]:
     """The verdict on the history in ``history_dir`` and, with ``report``, what its report
-    shows (the Python engine always gathers it: it costs nothing more there).
+    shows (the Python engine always gathers it: it costs nothing more there). ``auto`` judges
+    with :func:`choose`'s engine; callers that name it call :func:`choose` first.
 
     ``history_bytes`` tunes Spark for the history's size; ``progress`` wraps each slow step of
     a Spark check (a status line). Raises :class:`~harness.history.HistoryError` for a bad
     history and :class:`SparkError` when Spark cannot start or a job fails."""
+    if Engine(engine) is Engine.AUTO:
+        engine = choose(history_dir).engine
     if Engine(engine) is Engine.PYTHON:
         return python_engine.check(history_dir, guarantee)
     # The Spark engine: pyspark, py4j and a JVM, only now that a check needs them.

@@ -284,13 +284,16 @@ def write_reports(
     data: ReportData,
     source: str,
     provenance: Provenance = NO_MANIFEST,
+    engine: dict[str, Any] | None = None,
 ) -> list[Path]:
     """report.html (with the run's seed, options and replay command when ``provenance`` has
-    the run manifest), report.json and junit.xml."""
+    the run manifest), report.json (with ``engine``, the engine that judged, when given) and
+    junit.xml."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    verdict = result.to_json() | ({"engine": engine} if engine is not None else {})
     written = {
         out_dir / "report.html": render_html(result, data, source, provenance),
-        out_dir / "report.json": json.dumps(result.to_json(), indent=1),
+        out_dir / "report.json": json.dumps(verdict, indent=1),
         out_dir / "junit.xml": render_junit(result),
     }
     for path, text in written.items():
@@ -298,8 +301,10 @@ def write_reports(
     return list(written)
 
 
-def print_summary(console: Console, result: CheckResult, source: str) -> None:
-    """The terminal verdict: every anomaly, how many, and whether it fails the guarantee."""
+def print_summary(console: Console, result: CheckResult, source: str, *,
+                  judged_by: str | None = None) -> None:
+    """The terminal verdict: every anomaly, how many, and whether it fails the guarantee; then
+    the history's counts and, given ``judged_by``, the engine that judged and why."""
     verdict = "[bold green]VALID[/]" if result.valid else "[bold red]INVALID[/]"
     table = Table(title=f"{source}: {verdict} under {result.guarantee}", title_justify="left")
     table.add_column("anomaly")
@@ -321,3 +326,5 @@ def print_summary(console: Console, result: CheckResult, source: str) -> None:
         f"{stats.get('records_read')} records read, {stats.get('commits_ok')} commits, "
         f"{stats.get('nemesis_ops')} nemesis ops"
     )
+    if judged_by is not None:
+        console.print(f"judged by {judged_by}", highlight=False)

@@ -42,9 +42,11 @@ def check(
         ),
     ] = None,
     engine: Annotated[
-        Engine, typer.Option(help="spark (any size) or python (small histories, no JVM; "
-                                  "the same verdicts).")
-    ] = Engine.SPARK,
+        Engine, typer.Option(help="auto (python for a small history, spark above a row "
+                                  "count measured as the crossover), or force spark (any size) "
+                                  "or python (no JVM; memory grows with the history). The same "
+                                  "verdicts.")
+    ] = Engine.AUTO,
 ) -> None:
     """Check a history against a delivery guarantee: exit 0 valid, 1 invalid, 2 bad input,
     3 Spark could not start."""

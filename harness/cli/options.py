@@ -71,6 +71,7 @@ class Acks(StrEnum):
 class Engine(StrEnum):
     """harness.run.runner.ENGINES: which checker judges a run's history."""
 
+    AUTO = "auto"
     SPARK = "spark"
     PYTHON = "python"
 

@@ -85,8 +85,9 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option(help="Producer enable.idempotence.")
         ] = True,
         engine: Annotated[
-            Engine, typer.Option(help="Checker: spark (as `check`) or python (small runs).")
-        ] = Engine.SPARK,
+            Engine, typer.Option(help="Checker, as `check`'s: auto (python for a short run's "
+                                      "history, spark for a big one), spark or python.")
+        ] = Engine.AUTO,
         master: Annotated[
             str | None, typer.Option(metavar="SPARK_MASTER", help="Spark master for the check.")
         ] = None,

@@ -38,7 +38,7 @@ from rich.console import Console
 
 from harness import history
 from harness.checker import manifest, report
-from harness.checker.engine import Engine, SparkError, judge, stdout_to_stderr
+from harness.checker.engine import Engine, SparkError, choose, judge, stdout_to_stderr
 from harness.checker.result import (
     DEFAULT_GUARANTEE,
     GUARANTEES,
@@ -117,7 +117,7 @@ class RunOptions:
     group_protocol: GroupProtocol = GroupProtocol.CLASSIC  # or KIP-848's: member epochs
     acks: str = "all"
     idempotence: bool = True
-    engine: str = "spark"
+    engine: str = Engine.AUTO  # python for a short run's history, spark for a big one
     master: str | None = None
     network: str = Network.PROXY  # Toxiproxy on every link, or namespaces + iptables
     backend: str = Backend.LOCAL  # local processes, or docker containers
@@ -324,7 +324,7 @@ def _wait_for_isr(cluster: ClusterNodes, topic: str, partitions: int, replicatio
 # The checker
 
 
-def check_history(history_dir: Path, guarantee: str, engine: str = "spark",
+def check_history(history_dir: Path, guarantee: str, engine: str = Engine.AUTO,
                   master: str | None = None) -> tuple[CheckResult, ReportData]:
     """Judge a run's history with the checker ``kafka-harness check`` uses (or its pure-Python
     reference rules, for small histories and tests)."""
@@ -544,13 +544,14 @@ class Run:
 
     def _judge(self) -> None:
         options = self.options
-        with self.console.status(f"Checking the history ({options.engine})…"), \
+        choice = choose(self.history_dir, options.engine)
+        with self.console.status(f"Checking the history ({choice.summary})…"), \
                 stdout_to_stderr():
-            result, data = check_history(self.history_dir, options.guarantee, options.engine,
+            result, data = check_history(self.history_dir, options.guarantee, choice.engine,
                                          options.master)
         written = report.write_reports(self.dir / "report", result, data, str(self.history_dir),
-                                       manifest.Provenance(self.run_manifest()))
-        report.print_summary(self.console, result, str(self.history_dir))
+                                       manifest.Provenance(self.run_manifest()), choice.to_json())
+        report.print_summary(self.console, result, str(self.history_dir), judged_by=choice.summary)
         self.result.valid = result.valid
         soak_failed = bool(self.result.resources) and not self.result.resources["passed"]
         self.result.exit_code = VALID if result.valid and not soak_failed else INVALID

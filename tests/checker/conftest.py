@@ -42,7 +42,8 @@ def check_here(spark: Any, capfd: pytest.CaptureFixture[str], monkeypatch: pytes
                ) -> Callable[..., Run]:
     """`kafka-harness check ARGS` run in this process by the program's own entry point (the
     same options, exit code and two streams) on the shared Spark session, the default master
-    pointed at it: what a user's run does, less the JVM start the run_cli tests pay."""
+    pointed at it and ``--engine spark`` given (``auto`` would judge these small histories
+    with Python): what a user's run does, less the JVM start the run_cli tests pay."""
     from harness.cli import main
 
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
@@ -50,7 +51,7 @@ def check_here(spark: Any, capfd: pytest.CaptureFixture[str], monkeypatch: pytes
 
     def check(*args: str) -> Run:
         capfd.readouterr()
-        monkeypatch.setattr(sys, "argv", ["kafka-harness", "check", *args])
+        monkeypatch.setattr(sys, "argv", ["kafka-harness", "check", "--engine", "spark", *args])
         with pytest.raises(SystemExit) as done:
             main()
         out, err = capfd.readouterr()

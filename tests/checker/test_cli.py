@@ -24,10 +24,12 @@ def _counts(shape: dict) -> dict[str, int]:
 
 def test_each_planted_anomaly_is_counted_exactly(tmp_path):
     b, expected = zoo()
-    run = run_cli("check", str(b.write(tmp_path, split=True)), "--json")
+    run = run_cli("check", str(b.write(tmp_path, split=True)), "--json", "--engine", "spark")
     assert run.code == 1, run.stderr
     shape = run.json()
-    assert list(shape) == ["schema_version", "valid", "guarantee", "anomalies", "stats"]
+    assert list(shape) == ["schema_version", "valid", "guarantee", "anomalies", "stats", "engine"]
+    assert shape["engine"] == {"name": "spark", "asked": "spark", "rows": None,
+                               "threshold": None}
     assert shape["schema_version"] == SCHEMA_VERSION == 1
     assert (shape["valid"], shape["guarantee"]) == (False, "at-least-once")
     assert list(shape["anomalies"]) == list(ANOMALIES)
@@ -124,14 +126,14 @@ def test_usage_errors_exit_2(tmp_path):
 
 
 def test_spark_that_cannot_start_exits_3(tmp_path):
-    run = run_cli(
-        "check", str(clean().write(tmp_path)), "--json", env={"JAVA_HOME": "/nonexistent"}
-    )
+    run = run_cli("check", str(clean().write(tmp_path)), "--json", "--engine", "spark",
+                  env={"JAVA_HOME": "/nonexistent"})
     assert run.code == 3
     assert run.json()["exit_code"] == 3 and "cannot start Spark" in run.json()["error"]
 
 
 def test_unreachable_master_exits_3(tmp_path):
-    run = run_cli("check", str(clean().write(tmp_path)), "--master", "spark://127.0.0.1:9")
+    run = run_cli("check", str(clean().write(tmp_path)), "--master", "spark://127.0.0.1:9",
+                  "--engine", "spark")
     assert run.code == 3
     assert "cannot reach Spark master spark://127.0.0.1:9" in run.stderr
