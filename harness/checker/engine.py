@@ -39,9 +39,9 @@ PYTHON_MAX_ROWS = 300_000
 
 Measured on 2026-11-27 (docs/benchmarks.md, "Choosing the engine"): whole-process ``kafka-harness
 check --json`` of synthesized histories on the 2-core machine, Python against Spark. Python took
-0.04× Spark's time at 10k rows, 0.19× at 300k and 0.31× at 1M, but its memory grows with the
-history (≈ 1.4 KB a row: 577 MB at 300k, 1.5 GB at 1M) while Spark's is bounded by its heap;
-300k is where Python still answers at a fifth of Spark's time in under 600 MB."""
+0.04× Spark's time at 10k rows, 0.19× at 300k and 0.34× at 1M, but its memory grows with the
+history (≈ 1.4 KB a row: 577 MiB at 300k, 1.5 GiB at 1M) while Spark's is bounded by its heap;
+300k is where Python still answers at a fifth of Spark's time in under 600 MiB."""
 
 
 class Engine(StrEnum):
