@@ -169,6 +169,8 @@ def start(options: ClusterOptions, run_dir: Path | None) -> Target:
         caps = set(built.kind.capabilities)  # a recipe's kind claims fewer than the built-ins
         if options.brokers == 1:
             caps.discard(Capability.MULTI_BROKER)
+        if options.controllers:  # the metadata lives on controllers of their own
+            caps.add(Capability.LONE_BROKER)
         return Target(name.value, built.cluster.bootstrap, frozenset(caps), options.brokers,
                       built.cluster, built.faults, version=built.kind.version(),
                       _close=built.cluster.stop)
