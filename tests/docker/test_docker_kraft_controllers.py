@@ -20,30 +20,22 @@ import pytest
 from harness.cluster.docker.backend import DockerCluster
 from harness.cluster.docker.faults import IptablesPartitions
 from harness.cluster.docker.nodes import DATA_DIR
-from harness.cluster.errors import PeerStartError
 from harness.cluster.kraft import ApacheKafkaKraftKind
-from harness.cluster.kraft_state import KraftState, Quorum
 from harness.cluster.proxied import link_name
 from harness.cluster.spec import ClusterSpec
 from harness.supervisor.status import container_nodes
 
 from .kafka_clients import consume, create_topic, labelled, produce, produce_and_consume
+from .kafka_nodes import FORMATTED, new_leader, quorum, with_jars
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 WAIT_S = 90
 BROKERS, CONTROLLERS = [1, 2], [3, 4, 5]
-FORMATTED = "Formatting metadata directory"  # what StorageTool prints for each dir it formats
 
 
 @pytest.fixture(scope="module")
 def kind() -> ApacheKafkaKraftKind:
-    """The kind, skipping (with the reason) where set-up fetched no Kafka 4 jars."""
-    kind = ApacheKafkaKraftKind()
-    try:
-        kind.version()
-    except PeerStartError as exc:
-        pytest.skip(str(exc))
-    return kind
+    return with_jars(ApacheKafkaKraftKind())
 
 
 @pytest.fixture(scope="module")
@@ -60,12 +52,6 @@ def dedicated(engine: docker.DockerClient, project_image: str, kind: ApacheKafka
         yield cluster
     assert labelled(engine, cluster.run_id) == []
     assert cluster.controllers == {} and cluster.containers == {}
-
-
-def quorum(cluster: DockerCluster) -> Quorum:
-    reads = cluster.reads
-    assert isinstance(reads, KraftState)
-    return reads.quorum()
 
 
 def caught_up(cluster: DockerCluster) -> bool:
@@ -91,16 +77,6 @@ def healthy(dedicated: DockerCluster) -> Iterator[DockerCluster]:
         if not dedicated.broker(node_id).is_running():
             dedicated.start_broker(node_id)
     dedicated.wait_for(lambda: caught_up(dedicated), WAIT_S, "the quorum whole and caught up")
-
-
-def new_leader(cluster: DockerCluster, before: Quorum) -> Quorum:
-    """The quorum once a controller other than ``before``'s leader leads it at a higher
-    epoch."""
-    old = before.leader_id
-    return cluster.wait_for(
-        lambda: q if (q := quorum(cluster)).leader_id not in (None, old)
-        and q.leader_epoch > before.leader_epoch else None,
-        WAIT_S, f"a controller other than {old} to lead at an epoch above {before.leader_epoch}")
 
 
 def test_the_controllers_are_the_voters_and_the_brokers_observe_them(
@@ -164,7 +140,7 @@ def test_an_iptables_isolated_active_controller_is_replaced_at_a_higher_epoch(
         assert link_name(cluster.spec.node_name(other), isolated) in cut, (other, cut)
         if other in CONTROLLERS:
             assert link_name(isolated, cluster.spec.node_name(other)) in cut, (other, cut)
-    after = new_leader(cluster, before)
+    after = new_leader(cluster, before, WAIT_S)
     assert after.leader_id in set(CONTROLLERS) - {old}
     topic = create_topic(cluster, replication=2)
     values = [f"cut-{i}".encode() for i in range(50)]
@@ -187,7 +163,7 @@ def test_a_killed_controller_container_restarts_on_its_metadata_log(healthy: Doc
     assert cluster.kill(old) == 137
     assert not cluster.broker(old).is_running()
     assert cluster.running_broker_ids() == BROKERS  # brokers only, as on the local backend
-    new_leader(cluster, before)
+    new_leader(cluster, before, WAIT_S)
     cluster.start_broker(old)
     assert cluster.broker(old).is_running()
     cluster.wait_for(lambda: caught_up(cluster), WAIT_S, f"controller {old} caught up again")
