@@ -127,8 +127,16 @@ def test_an_iptables_isolated_active_controller_is_replaced_at_a_higher_epoch(
         healthy: DockerCluster):
     """The cut drops every link to and from the active controller in the kernel — the
     brokers' and the other controllers' — so the other two elect one of themselves; the
-    brokers, which reach the new leader, go on serving acks=all writes."""
+    brokers, untouched by the cut, fetch the metadata log from the new leader (their end
+    offsets, as it hears them, reach its high watermark), stay registered, and go on taking
+    acks=all writes to a topic made before the cut.
+
+    The topic is made before the cut on purpose: a broker forwards CreateTopics to the
+    controller it last knew, and a request already sent on a connection whose packets are
+    dropped waits out ``controller.socket.timeout.ms`` (30 s) — Kafka's behaviour, not the
+    quorum's — before the broker tries the new leader."""
     cluster = healthy
+    topic = create_topic(cluster, replication=2)
     before = quorum(cluster)
     old = before.leader_id
     assert old is not None
@@ -142,7 +150,10 @@ def test_an_iptables_isolated_active_controller_is_replaced_at_a_higher_epoch(
             assert link_name(isolated, cluster.spec.node_name(other)) in cut, (other, cut)
     after = new_leader(cluster, before, WAIT_S)
     assert after.leader_id in set(CONTROLLERS) - {old}
-    topic = create_topic(cluster, replication=2)
+    cluster.wait_for(lambda: all(quorum(cluster).log_end_offsets.get(b, -1)
+                                 >= after.high_watermark for b in BROKERS), WAIT_S,
+                     "both brokers to fetch the metadata log from the new leader")
+    assert cluster.registered_broker_ids() == BROKERS
     values = [f"cut-{i}".encode() for i in range(50)]
     produce(cluster, topic, values)
     assert consume(cluster, topic, 50, group=topic) == values

@@ -216,7 +216,7 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
                 self._start_zookeeper()
             for node_id in self.spec.node_ids:
                 node = self.spec.node_name(node_id)
-                self._new_node_handle(node_id)
+                self._add_node_handle(node_id)
                 launch = self.kind.container_launch(self._broker_properties(node_id),
                                                     DATA_DIR)
                 self._run_configured(node, launch, volume=self._create_volume(node))
@@ -233,7 +233,7 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
             raise
         return self
 
-    def _new_node_handle(self, node_id: int) -> None:
+    def _add_node_handle(self, node_id: int) -> None:
         """The handle of a broker (it serves once its Metadata lists itself) or of a dedicated
         controller (it serves no Metadata: it is up once its own listener accepts, as
         :class:`~harness.cluster.kraft.KraftNode` waits for one on the local backend)."""
