@@ -250,19 +250,32 @@ def allocate_ports(kind: BrokerKind, broker_ids: list[int], host: str = LOOPBACK
     return allocated
 
 
-def fixed_ports(kind: BrokerKind, broker_ids: list[int], client: int) -> dict[int, BrokerPorts]:
-    """The same ports for every broker, for backends that give each broker an address of its
+def fixed_ports(kind: BrokerKind, broker_ids: list[int], client: int, *,
+                controller_ids: list[int] | None = None) -> dict[int, BrokerPorts]:
+    """The same ports for every node, for backends that give each node an address of its
     own (containers): ``client`` for clients, and for a kind that takes every peer on a
     listener of its own, ``client + i`` for broker ``i``'s connections (ids start at 1); for
-    a quorum kind the controller listeners follow those, ``client + max(ids) + i`` for node
-    ``i``'s Raft and controller requests, so no two listeners of a node share a port."""
+    a quorum kind the voters' controller listeners follow those, ``client + max(ids) + i`` for
+    node ``i``'s Raft and controller requests, so no two listeners of a node share a port.
+    The voters are every broker (combined), or the dedicated ``controller_ids``: those have
+    only controller listeners, one per node, their own one their ``client`` port (the one the
+    harness asks, as :func:`allocate_ports` gives them) — and the brokers then none."""
+    controller_ids = list(controller_ids or [])
+    if controller_ids and not kind.controller_quorum:
+        raise ValueError(f"the {kind.name!r} kind has no controller quorum for dedicated "
+                         "controllers")
     inbound = ({source: client + source for source in broker_ids} if kind.listener_per_peer
                else dict.fromkeys(broker_ids, client))
     last = max(broker_ids, default=0)
-    controller = ({source: client + last + source for source in broker_ids}
+    nodes = broker_ids + controller_ids
+    controller = ({source: client + last + source for source in nodes}
                   if kind.controller_quorum else {})
-    return {broker_id: BrokerPorts(client, dict(inbound), dict(controller))
-            for broker_id in broker_ids}
+    ports = {broker_id: BrokerPorts(client, dict(inbound),
+                                    {} if controller_ids else dict(controller))
+             for broker_id in broker_ids}
+    for controller_id in controller_ids:
+        ports[controller_id] = BrokerPorts(controller[controller_id], {}, dict(controller))
+    return ports
 
 
 def properties_text(properties: Mapping[str, str | int]) -> str:

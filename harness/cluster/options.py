@@ -128,9 +128,6 @@ def check_options(target: str, bootstrap: str | None, brokers: int,
         raise ValueError(f"--controllers runs dedicated KRaft controllers, for the "
                          f"{TargetName.APACHE_KAFKA_KRAFT.value} target, not {target!r} (a "
                          f"ZooKeeper-mode cluster's controller is one of its brokers)")
-    if controllers and backend != Backend.LOCAL:
-        raise ValueError("--controllers runs on the local backend: the docker backend runs "
-                         "combined KRaft nodes only")
     if backend == Backend.DOCKER and name not in DOCKER_KINDS:
         raise ValueError(f"--backend docker runs the targets {', '.join(sorted(DOCKER_KINDS))}, "
                          f"not {target!r} (its image has no {target} build)")

@@ -90,6 +90,14 @@ def channel_name(link: str, channel: str) -> str:
     return f"{link}:{channel}"
 
 
+def controller_link(source: str, destination: str, *, dedicated: bool) -> str:
+    """The proxy carrying node ``source``'s Raft and controller requests to voter
+    ``destination`` (both node names): a ``dedicated`` controller's links carry nothing else,
+    a combined node's are a channel of the link between the two brokers."""
+    link = link_name(source, destination)
+    return link if dedicated else channel_name(link, CONTROLLER_CHANNEL)
+
+
 def link_of(proxy: str) -> str:
     """The link a proxy belongs to: its own name, or the link whose channel it carries."""
     return proxy.partition(":")[0]
@@ -323,12 +331,9 @@ class ProxiedCluster:
 
     def _controller_link(self, source: int, destination: int) -> str:
         """The proxy carrying ``source``'s Raft and controller requests to voter
-        ``destination``: a dedicated controller's links carry nothing else, a combined node's
-        are a channel of the link between the two brokers."""
-        link = link_name(self.spec.node_name(source), self.spec.node_name(destination))
-        if destination in self.spec.controller_ids:
-            return link
-        return channel_name(link, CONTROLLER_CHANNEL)
+        ``destination`` (:func:`controller_link`)."""
+        return controller_link(self.spec.node_name(source), self.spec.node_name(destination),
+                               dedicated=destination in self.spec.controller_ids)
 
     def lift_all_faults(self) -> None:
         """Remove every toxic and enable every proxy of this cluster (others' are untouched)."""

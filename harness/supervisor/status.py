@@ -59,9 +59,11 @@ def process_nodes(local: LocalCluster, zk_facts: dict[str, Any],
 def container_nodes(docker: DockerCluster, zk_facts: dict[str, Any],
                     client_address: Callable[[str, str], str]) -> dict[str, dict[str, Any]]:
     """Docker nodes: the container (not a pid of this host's process tree), its state as
-    the engine reports it, and its address on the run's network."""
+    the engine reports it, and its address on the run's network; a dedicated controller's
+    too, without the clients' address or a registration (it has neither)."""
     handles = {"zk": docker.zookeeper,
-               **{f"broker-{b}": handle for b, handle in docker.brokers.items()}}
+               **{f"broker-{b}": handle for b, handle in docker.brokers.items()},
+               **{docker.spec.node_name(c): handle for c, handle in docker.controllers.items()}}
     registered = zk_facts.get("registered")
     nodes: dict[str, dict[str, Any]] = {}
     for node, handle in handles.items():
@@ -71,7 +73,7 @@ def container_nodes(docker: DockerCluster, zk_facts: dict[str, Any],
         nodes[node] = {"container": handle.container_id, "name": handle.container.name,
                        "pid": None, "port": handle.port, "address": handle.bootstrap,
                        "status": status, "log": str(handle.log_path)}
-        if node != "zk":
+        if node.startswith("broker-"):
             broker_id = int(node.removeprefix("broker-"))
             nodes[node]["client_address"] = client_address(node, handle.bootstrap)
             nodes[node]["registered"] = (None if registered is None

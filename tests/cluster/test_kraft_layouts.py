@@ -74,13 +74,15 @@ def test_combined_nodes_are_brokers_and_voters() -> None:
         assert str(properties[node]["listeners"]).startswith("CLIENT://")
 
 
-def test_only_the_kraft_target_on_the_local_backend_takes_controllers() -> None:
+def test_only_the_kraft_target_takes_controllers_on_either_backend() -> None:
     check_options("apache-kafka-kraft", None, 3, controllers=3)
+    check_options("apache-kafka-kraft", None, 3, Network.PROXY, Backend.DOCKER, controllers=3)
     for target in ("reference", "apache-kafka"):
-        with pytest.raises(ValueError, match="for the apache-kafka-kraft target"):
-            check_options(target, None, 3, controllers=3)
-    with pytest.raises(ValueError, match="local backend"):
-        check_options("apache-kafka-kraft", None, 3, Network.PROXY, Backend.DOCKER,
+        for backend in Backend:
+            with pytest.raises(ValueError, match="for the apache-kafka-kraft target"):
+                check_options(target, None, 3, Network.PROXY, backend, controllers=3)
+    with pytest.raises(ValueError, match="--network kernel runs the ZooKeeper-mode"):
+        check_options("apache-kafka-kraft", None, 3, Network.KERNEL, Backend.LOCAL,
                       controllers=3)
     with pytest.raises(ValueError, match="at least 0"):
         check_options("apache-kafka-kraft", None, 3, controllers=-1)

@@ -20,7 +20,6 @@ from confluent_kafka.admin import AdminClient
 from harness.cluster.apache_kafka import CONTAINER_LIBS, ApacheKafkaKind, broker_listener
 from harness.cluster.docker.backend import DockerCluster
 from harness.cluster.docker.faults import IptablesPartitions
-from harness.cluster.errors import PeerStartError
 from harness.cluster.local import metadata_broker_ids
 from harness.cluster.proxied import CLIENT, broker_node, link_name
 from harness.cluster.proxy_faults import NetworkFaults
@@ -29,6 +28,7 @@ from harness.nemesis import process as process_faults
 from harness.net.ports import LOOPBACK
 
 from .kafka_clients import QUIET, create_topic, labelled, produce_and_consume
+from .kafka_nodes import with_jars
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
 LAG_MS = 3000  # replica.lag.time.max.ms: how long a follower may lag before the ISR drops it
@@ -42,13 +42,7 @@ def listen(cluster: DockerCluster, source: str, destination: str) -> str:
 
 @pytest.fixture(scope="module")
 def kind() -> ApacheKafkaKind:
-    """The kind, skipping (with the reason) where set-up fetched no Kafka 3.9 jars."""
-    kind = ApacheKafkaKind()
-    try:
-        kind.version()
-    except PeerStartError as exc:
-        pytest.skip(str(exc))
-    return kind
+    return with_jars(ApacheKafkaKind())
 
 
 @pytest.fixture(scope="module")

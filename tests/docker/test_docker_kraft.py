@@ -19,30 +19,22 @@ import pytest
 from harness.cluster.docker.backend import DockerCluster
 from harness.cluster.docker.faults import IptablesPartitions
 from harness.cluster.docker.nodes import DATA_DIR
-from harness.cluster.errors import PeerStartError
 from harness.cluster.kraft import CONTAINER_LIBS, ApacheKafkaKraftKind
-from harness.cluster.kraft_state import KraftState, Quorum
 from harness.cluster.proxied import CONTROLLER_CHANNEL, broker_node, channel_name, link_name
 from harness.cluster.proxy_faults import NetworkFaults
 from harness.cluster.spec import ClusterSpec
 from harness.raw_client import raw_metadata
 
 from .kafka_clients import consume, create_topic, labelled, produce, produce_and_consume
+from .kafka_nodes import FORMATTED, new_leader, quorum, with_jars
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 WAIT_S = 60
-FORMATTED = "Formatting metadata directory"  # what StorageTool prints for each dir it formats
 
 
 @pytest.fixture(scope="module")
 def kind() -> ApacheKafkaKraftKind:
-    """The kind, skipping (with the reason) where set-up fetched no Kafka 4 jars."""
-    kind = ApacheKafkaKraftKind()
-    try:
-        kind.version()
-    except PeerStartError as exc:
-        pytest.skip(str(exc))
-    return kind
+    return with_jars(ApacheKafkaKraftKind())
 
 
 @pytest.fixture(scope="module")
@@ -56,12 +48,6 @@ def kraft(engine: docker.DockerClient, project_image: str, kind: ApacheKafkaKraf
     with cluster:
         yield cluster
     assert labelled(engine, cluster.run_id) == []
-
-
-def quorum(cluster: DockerCluster) -> Quorum:
-    reads = cluster.reads
-    assert isinstance(reads, KraftState)
-    return reads.quorum()
 
 
 def caught_up(cluster: DockerCluster) -> bool:
@@ -93,15 +79,6 @@ def own_brokers(cluster: DockerCluster, node: int) -> set[int]:
     """The brokers node ``node``'s own metadata image lists, asked on its own listener."""
     broker = cluster.broker(node)
     return {b.node_id for b in raw_metadata(broker.host, broker.port, [], timeout=10).brokers}
-
-
-def new_leader(cluster: DockerCluster, before: Quorum) -> Quorum:
-    """The quorum once a voter other than ``before``'s leader leads it at a higher epoch."""
-    old = before.leader_id
-    return cluster.wait_for(
-        lambda: q if (q := quorum(cluster)).leader_id not in (None, old)
-        and q.leader_epoch > before.leader_epoch else None,
-        WAIT_S, f"a voter other than {old} to lead at an epoch above {before.leader_epoch}")
 
 
 def test_three_voters_without_zookeeper_reach_each_other_through_the_pair_channels(
@@ -155,7 +132,7 @@ def test_an_iptables_isolated_active_controller_is_replaced_at_a_higher_epoch(
         for link in (link_name(broker_node(old), broker_node(other)),
                      link_name(broker_node(other), broker_node(old))):
             assert channel_name(link, CONTROLLER_CHANNEL) in cut, (link, cut)
-    after = new_leader(kraft, before)
+    after = new_leader(kraft, before, WAIT_S)
     majority = sorted(set(kraft.spec.broker_ids) - {old})
     assert after.leader_id in majority
     for node in majority:
@@ -181,7 +158,7 @@ def test_a_proxy_isolated_active_controller_is_replaced_at_a_higher_epoch(
     faults.isolate(broker_node(old))
     toxics = faults.active()["partition"]
     assert [broker_node(old), broker_node(next(b for b in (1, 2, 3) if b != old))] in toxics
-    after = new_leader(kraft, before)
+    after = new_leader(kraft, before, WAIT_S)
     assert after.leader_id != old
     faults.heal()
     kraft.wait_for(lambda: caught_up(kraft), WAIT_S, f"node {old} back in the quorum")

@@ -1,5 +1,6 @@
 """The docker backend: ZooKeeper, N brokers of one kind and Toxiproxy, each in its own container
-(no ZooKeeper for a kind without one: a KRaft quorum's nodes are their own controllers).
+(no ZooKeeper for a kind without one: a KRaft quorum's nodes are their own controllers, or
+``spec.controllers`` dedicated ones, ``controller-<id>``, each in a container of its own too).
 
 The same cluster as :class:`~harness.cluster.proxied.ProxiedCluster`, with the same link names
 and the same Toxiproxy API, so :class:`~harness.cluster.proxy_faults.NetworkFaults` drives it
@@ -15,7 +16,9 @@ unchanged; only where the nodes run differs:
   into its own keys (``broker.peer.addresses`` for the reference broker; for Apache Kafka a
   listener per source broker, on port ``9092 + source``, each advertised at that pair's proxy;
   for KRaft also a controller listener per source node behind the link's ``:controller``
-  channel, :mod:`harness.cluster.docker.links`, so a cut reaches the quorum's Raft traffic);
+  channel — or, to a dedicated controller, behind the whole link ``broker-I->controller-J``
+  or ``controller-I->controller-J`` — :mod:`harness.cluster.docker.links`, so a cut reaches
+  the quorum's Raft traffic);
 * the cluster state is read where the local backend reads it: ZooKeeper through an observer
   link, a KRaft quorum on the nodes' own listeners on the run's network (:attr:`reads`);
 * what a broker container runs is the kind's too (:meth:`BrokerKind.container_launch`): the
@@ -26,7 +29,8 @@ unchanged; only where the nodes run differs:
 * process faults are the engine's: kill, stop (SIGTERM, then SIGKILL), pause and unpause (the
   cgroup freezer: a SIGSTOP no process can notice), start again with its data (each broker's
   log dir is a volume of the run, so lose-unflushed can cut it from the host);
-* every node has a :class:`DockerNode` handle (``zookeeper``, ``brokers``, ``broker(id)``)
+* every node has a :class:`DockerNode` handle (``zookeeper``, ``brokers``, ``controllers``,
+  ``broker(id)`` for either of the last two)
   offering what a local process handle offers, so the suites, ``Target.reset``, the supervisor
   and :mod:`harness.nemesis.process` drive either backend the same way.
 
@@ -87,7 +91,7 @@ from harness.cluster.spec import ClusterSpec
 from harness.cluster.state import AdminState, ClusterState, ZooKeeperState, ZooKeeperStateReads
 from harness.cluster.zookeeper import four_letter_word
 from harness.lifecycle import reaper
-from harness.net.ports import LOOPBACK
+from harness.net.ports import LOOPBACK, is_accepting
 from harness.waiting import wait_for
 
 NODE_LABEL = "kafka-harness.node"
@@ -117,9 +121,10 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
                  client: docker.DockerClient | None = None,
                  kind: BrokerKind = REFERENCE) -> None:
         super().__init__(spec, run_dir, kind=kind)
-        # Every container has an address of its own, so every broker has the same ports.
-        self.ports: dict[int, BrokerPorts] = fixed_ports(kind, self.spec.broker_ids,
-                                                         BROKER_PORT)
+        # Every container has an address of its own, so every node of a role has the same
+        # ports.
+        self.ports: dict[int, BrokerPorts] = fixed_ports(
+            kind, self.spec.broker_ids, BROKER_PORT, controller_ids=self.spec.controller_ids)
         self.image = image
         self.toxiproxy_image = toxiproxy_image or os.environ.get(TOXIPROXY_IMAGE_ENV)
         self.client = client
@@ -132,7 +137,7 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
         self._paused: set[int] = set()
         self.zookeeper: DockerNode | None = None
         self.brokers: dict[int, DockerNode] = {}
-        self.controllers: dict[int, DockerNode] = {}  # combined KRaft nodes only here
+        self.controllers: dict[int, DockerNode] = {}  # dedicated KRaft controllers
         self._state: ZooKeeperState | None = None
         self._kraft_state: KraftState | None = None
         self._admin_state: AdminState | None = None
@@ -186,8 +191,9 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
 
     def start(self) -> Self:
         """Network, Toxiproxy and its proxies, ZooKeeper (a kind that needs one), then every
-        broker at once; returns when each broker's Metadata (asked through its client proxy)
-        lists every broker."""
+        broker and dedicated controller at once; returns when each broker's Metadata (asked
+        through its client proxy) lists every broker — which, with dedicated controllers,
+        also means their quorum has a leader the brokers registered with."""
         if self._started:
             raise RuntimeError("the cluster is already started")
         self._run_dir = (self._given_run_dir if self._given_run_dir is not None
@@ -208,12 +214,10 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
             self._create_proxies_in_container()
             if self.kind.needs_zookeeper:
                 self._start_zookeeper()
-            for broker_id in self.spec.broker_ids:
-                node = broker_node(broker_id)
-                self.brokers[broker_id] = DockerNode(
-                    self, node, BROKER_PORT, partial(self.lists_brokers, broker_id, {broker_id}),
-                    stop_timeout=self.spec.broker_stop_timeout)
-                launch = self.kind.container_launch(self._broker_properties(broker_id),
+            for node_id in self.spec.node_ids:
+                node = self.spec.node_name(node_id)
+                self._add_node_handle(node_id)
+                launch = self.kind.container_launch(self._broker_properties(node_id),
                                                     DATA_DIR)
                 self._run_configured(node, launch, volume=self._create_volume(node))
             everyone = set(self.spec.broker_ids)
@@ -228,6 +232,21 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
             self.stop()
             raise
         return self
+
+    def _add_node_handle(self, node_id: int) -> None:
+        """The handle of a broker (it serves once its Metadata lists itself) or of a dedicated
+        controller (it serves no Metadata: it is up once its own listener accepts, as
+        :class:`~harness.cluster.kraft.KraftNode` waits for one on the local backend)."""
+        node = self.spec.node_name(node_id)
+        if node_id in self.spec.broker_ids:
+            self.brokers[node_id] = DockerNode(
+                self, node, BROKER_PORT, partial(self.lists_brokers, node_id, {node_id}),
+                stop_timeout=self.spec.broker_stop_timeout)
+            return
+        port = self.ports[node_id].client
+        self.controllers[node_id] = DockerNode(
+            self, node, port, lambda: is_accepting(self.addresses[node], port),
+            stop_timeout=self.spec.broker_stop_timeout)
 
     def _create_network(self) -> None:
         """A bridge network with a subnet the engine picked free, pinned so addresses can be
@@ -244,7 +263,7 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
         hosts = ipaddress.ip_network(self.subnet).hosts()
         for _ in range(9):
             next(hosts)  # the gateway and a few spare addresses come first
-        for node in (TOXIPROXY_NODE, ZOOKEEPER, *map(broker_node, self.spec.broker_ids)):
+        for node in (TOXIPROXY_NODE, ZOOKEEPER, *map(self.spec.node_name, self.spec.node_ids)):
             self.addresses[node] = str(next(hosts))
 
     def _create_volume(self, node: str) -> str:
@@ -301,7 +320,7 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
         With ZooKeeper, also the observer link to it, which no fault touches."""
         here = self.addresses[TOXIPROXY_NODE]
         wanted = wanted_proxies(self.kind, self.spec.broker_ids, self.ports, self.addresses,
-                                ZOOKEEPER_PORT)
+                                ZOOKEEPER_PORT, controller_ids=self.spec.controller_ids)
         client = self.toxiproxy
         for name, (port, upstream) in wanted.items():
             proxy = client.create(upstream=upstream, name=name, listen=f"{here}:{port}")
@@ -332,10 +351,12 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
         self.wait_for(self.zookeeper.ready, self.spec.startup_timeout, "ZooKeeper to serve")
 
     def _broker_properties(self, broker_id: int) -> dict[str, str | int]:
-        """The local backend's properties, pointed at the proxies (:func:`node_wiring`),
-        listening on the container's own address, the kind's wiring keys made from that."""
+        """The local backend's properties for a node (a broker or a dedicated controller),
+        pointed at the proxies (:func:`node_wiring`), listening on the container's own
+        address, the kind's wiring keys made from that."""
         wiring = node_wiring(self.kind, broker_id, self.spec.broker_ids, self.ports,
-                             self.addresses, self._listen)
+                             self.addresses, self._listen,
+                             controller_ids=self.spec.controller_ids)
         return {**self.spec.server_properties(broker_id, wiring.zookeeper_connect,
                                               self.kind.wiring_properties(wiring)),
                 "log.dirs": LOG_DIR}
@@ -353,8 +374,10 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
                               volume=volume)
 
     def stop(self) -> None:
-        """Save every node's log, then remove everything labelled with this run. Safe to call
-        twice, and from ``atexit`` or a signal."""
+        """Save every node's log, then remove everything labelled with this run — the brokers'
+        containers before the dedicated controllers' (as the local backend stops them: no
+        broker is left without a quorum), then the rest. Safe to call twice, and from
+        ``atexit`` or a signal."""
         if not self._started:
             return
         self._started = False
@@ -368,6 +391,10 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
                     self._save_logs()
         finally:
             if self.client is not None:
+                for node in map(self.spec.node_name, self.spec.node_ids):
+                    if node in self.containers:
+                        with contextlib.suppress(docker.errors.NotFound):
+                            self.containers[node].remove(force=True, v=True)
                 remove_run(self.client, self.run_id)
             reaper.release(self._ledger_entry)
             self._ledger_entry = None
@@ -375,6 +402,7 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
             self.containers.clear()
             self.zookeeper = None
             self.brokers.clear()
+            self.controllers.clear()
             self.proxies.clear()
             self.links.clear()
             self._paused.clear()
@@ -410,10 +438,12 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
     # --- process faults --------------------------------------------------------------------
 
     def broker(self, broker_id: int) -> DockerNode:
-        try:
-            return self.brokers[broker_id]
-        except KeyError:
-            raise KeyError(f"no broker {broker_id}; brokers are {self.spec.broker_ids}") from None
+        """The container of node ``broker_id``: a broker, or a dedicated controller (process
+        faults take either by its node id, as on the local backend)."""
+        node = self.brokers.get(broker_id) or self.controllers.get(broker_id)
+        if node is None:
+            raise KeyError(f"no node {broker_id}; nodes are {self.spec.node_ids}")
+        return node
 
     def kill(self, broker_id: int) -> int | None:
         """SIGKILL: a crash. Its ZooKeeper session lives on until the session timeout."""
@@ -433,7 +463,8 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
         session); then for the broker to be registered — in ZooKeeper, or on a KRaft quorum
         unfenced in the active controller's metadata image (a restarted node registers with a
         new incarnation and is unfenced once it has caught up with the metadata log) — and
-        for its own Metadata to list it."""
+        for its own Metadata to list it. A dedicated controller registers nowhere: once its
+        listener accepts, this waits for the quorum to have a leader."""
         broker = self.broker(broker_id)
         if broker.is_running():
             raise RuntimeError(f"broker {broker_id} is already running "
@@ -443,11 +474,21 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
             self.wait_for(lambda: self.broker_registration(broker_id) is None, timeout,
                           f"the old registration of broker {broker_id} to expire")
         broker.start()
+        if broker_id in self.controllers:
+            self.wait_for(self._quorum_has_leader, self.spec.startup_timeout,
+                          "the quorum to have a leader")
+            return
         where = "ZooKeeper" if self.kind.needs_zookeeper else "the quorum's metadata"
         self.wait_for(lambda: self.broker_registration(broker_id) is not None,
                       self.spec.startup_timeout, f"broker {broker_id} to register in {where}")
         self.wait_for(lambda: broker_id in self.broker_metadata(broker_id),
                       self.spec.startup_timeout, f"broker {broker_id}'s Metadata to list itself")
+
+    def _quorum_has_leader(self) -> bool:
+        try:
+            return self.controller_id() is not None
+        except ConnectionError:
+            return False
 
     def pause(self, broker_id: int) -> None:
         """Freeze every process of the container: it hangs with its connections open."""
@@ -499,21 +540,23 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
             self._admin_state = AdminState(self.bootstrap)
         return self._admin_state
 
-    def _serving(self) -> list[int]:
-        """The brokers whose container runs and is not paused (a frozen one answers nothing)."""
-        return [b for b in self.spec.broker_ids
-                if b in self.brokers and b not in self._paused
-                and self.brokers[b].status() == "running"]
+    def _serving(self, node_ids: list[int]) -> list[int]:
+        """Those of ``node_ids`` whose container runs and is not paused (a frozen one answers
+        nothing)."""
+        nodes = {**self.brokers, **self.controllers}
+        return [n for n in node_ids
+                if n in nodes and n not in self._paused and nodes[n].status() == "running"]
 
     def _running_addresses(self) -> dict[int, Address]:
         """The own client listeners of the serving brokers, by id."""
-        return {b: (self.brokers[b].host, self.brokers[b].port) for b in self._serving()}
+        return {b: (self.brokers[b].host, self.brokers[b].port)
+                for b in self._serving(self.spec.broker_ids)}
 
     def _running_controllers(self) -> list[Address]:
-        """The own controller listeners (each node's listener for itself) of the serving
-        quorum nodes."""
-        return [(self.brokers[b].host, self.ports[b].controller[b]) for b in self._serving()
-                if self.ports[b].controller]
+        """The own controller listeners (each voter's listener for itself) of the serving
+        voters: the dedicated controllers, or every broker of a combined quorum."""
+        return [(self.broker(v).host, self.ports[v].controller[v])
+                for v in self._serving(self.spec.voter_ids) if self.ports[v].controller]
 
     def lists_brokers(self, broker_id: int, expected: set[int]) -> bool:
         """Whether ``broker_id``'s Metadata, asked through its proxy, lists ``expected``."""

@@ -32,10 +32,12 @@ class IptablesPartitions(NetworkFaults):
     """:class:`NetworkFaults` whose partitions are cut in the kernel instead of in the proxies.
 
     The same directed pairs (from the same grudges and shapes), mapped to the same links and
-    streams, and each (link, stream) dropped where that link's opening end lives: a broker's
+    streams, and each (link, stream) dropped where that link's opening end lives: a node's
     outgoing packets to the link's port in the Toxiproxy container (upstream), or its incoming
-    packets from that port (downstream), inside the broker's own network namespace; for client
-    links, in the Toxiproxy container's namespace, since the client is the host. Rules live in
+    packets from that port (downstream), inside the node's own network namespace — a broker's,
+    or a dedicated controller's for its links to the other controllers (the links to a
+    controller open at the broker or controller that dials it); for client links, in the
+    Toxiproxy container's namespace, since the client is the host. Rules live in
     one chain, ``KAFKA-HARNESS``, per namespace, each commented with its link and stream, so
     healing is a flush and :meth:`active` reads the kernel: any instance sees and heals what
     another applied. Nothing is reset: to both ends it looks like lost packets. Toxics still
