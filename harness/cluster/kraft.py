@@ -1,5 +1,8 @@
 """Apache Kafka 4.x in KRaft mode as a broker kind: every node a broker and a voter of the
-controller quorum (Kafka's combined mode), N of them, every link behind the network mechanism.
+controller quorum (Kafka's combined mode), N of them — or N brokers and C dedicated controllers
+(``ClusterSpec.controllers``, Kafka's production layout) — every link behind the network
+mechanism. A node's roles follow from the listeners its wiring gives it
+(:attr:`~harness.cluster.kinds.BrokerPorts.roles`).
 
 Kafka 4 has no ZooKeeper: the controllers elect a leader among themselves with Raft over the
 ``__cluster_metadata`` log, and the brokers register with the active controller and fetch the
