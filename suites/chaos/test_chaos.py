@@ -1,9 +1,10 @@
-"""Randomized chaos: a seeded nemesis over a produce/consume workload, then the PySpark checker.
+"""Randomized chaos: a seeded nemesis over a produce/consume workload, then the checker.
 
 Jepsen's shape: producers (acks=all, idempotent) and group consumers record every operation in a
 history while the nemesis cuts the network into every shape, kills, pauses, cuts unflushed log
 tails and adds latency; then everything heals, a final read takes each partition from the start
-to its high watermark, and the checker judges the whole history against at-least-once. The run
+to its high watermark, and the checker judges the whole history against at-least-once (the
+runner's default engine, ``auto``: the pure-Python one for a history this size, no JVM). The run
 has a cluster of its own (the same kind as the target): its faults kill brokers and cut their
 logs, which the other suites' shared cluster must not inherit. Its brokers have
 min.insync.replicas=2, so every acknowledged record is on two replicas before the ack.
