@@ -57,7 +57,7 @@ def run(
     except history.HistoryError as exc:
         return _refuse(USAGE, str(exc), as_json, exc.location)
     size = sum(p.stat().st_size for p in files)
-    choice = choose(history_dir, engine)
+    choice = choose(history_dir, engine, master=master)
     with stdout_to_stderr() if as_json else nullcontext():
         outcome = _check(history_dir, len(files), size, guarantee, master, report_dir, choice)
     if isinstance(outcome, tuple):

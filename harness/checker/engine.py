@@ -60,11 +60,14 @@ class Choice:
     asked: Engine
     rows: int | None = None  # counted only for auto
     threshold: int | None = None
+    master: str | None = None  # auto with a Spark master named: Spark, uncounted
 
     @property
     def reason(self) -> str:
         if self.asked is not Engine.AUTO:
             return f"--engine {self.asked}"
+        if self.master is not None:
+            return f"auto: --master {self.master}"
         if self.rows is None:
             return "auto: the history's rows could not be counted"
         side = "≤" if self.engine is Engine.PYTHON else ">"
@@ -98,13 +101,17 @@ def count_rows(files: list[Path]) -> int:
 
 
 def choose(history_dir: Path, engine: Engine | str = Engine.AUTO, *,
-           threshold: int = PYTHON_MAX_ROWS) -> Choice:
+           threshold: int = PYTHON_MAX_ROWS, master: str | None = None) -> Choice:
     """The engine that judges the history in ``history_dir``: the one asked for, or for
-    ``auto`` Python up to ``threshold`` rows and Spark above. Never fails: a history that cannot
-    be counted goes to the Python engine, which names what is wrong without starting a JVM."""
+    ``auto`` Python up to ``threshold`` rows and Spark above — and Spark whatever the size when
+    a Spark ``master`` is named (``--master``: the user asked for that cluster). Never fails: a
+    history that cannot be counted goes to the Python engine, which names what is wrong without
+    starting a JVM."""
     asked = Engine(engine)
     if asked is not Engine.AUTO:
         return Choice(asked, asked)
+    if master:
+        return Choice(Engine.SPARK, asked, master=master)
     try:
         rows = count_rows(history.history_files(history_dir))
     except (history.HistoryError, OSError, pa.ArrowException):
@@ -151,7 +158,7 @@ def judge(history_dir: Path, guarantee: str, engine: Engine | str, *,
     a Spark check (a status line). Raises :class:`~harness.history.HistoryError` for a bad
     history and :class:`SparkError` when Spark cannot start or a job fails."""
     if Engine(engine) is Engine.AUTO:
-        engine = choose(history_dir).engine
+        engine = choose(history_dir, master=master).engine
     if Engine(engine) is Engine.PYTHON:
         return python_engine.check(history_dir, guarantee)
     # The Spark engine: pyspark, py4j and a JVM, only now that a check needs them.

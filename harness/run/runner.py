@@ -544,7 +544,7 @@ class Run:
 
     def _judge(self) -> None:
         options = self.options
-        choice = choose(self.history_dir, options.engine)
+        choice = choose(self.history_dir, options.engine, master=options.master)
         with self.console.status(f"Checking the history ({choice.summary})…"), \
                 stdout_to_stderr():
             result, data = check_history(self.history_dir, options.guarantee, choice.engine,

@@ -63,6 +63,14 @@ def test_forced_engines_are_taken_as_asked_without_counting(tmp_path):
         assert choice.summary == f"{engine} (--engine {engine})"
 
 
+def test_auto_with_a_spark_master_named_is_spark_whatever_the_size(tmp_path):
+    choice = choose(tmp_path / "nowhere", Engine.AUTO, master="spark://host:7077")
+    assert choice.engine is Engine.SPARK and choice.rows is None
+    assert choice.summary == "spark (auto: --master spark://host:7077)"
+    assert choose(tmp_path / "nowhere", Engine.PYTHON, master="spark://host:7077").engine \
+        is Engine.PYTHON
+
+
 def test_a_history_that_cannot_be_counted_goes_to_python_which_names_the_fault(tmp_path):
     (tmp_path / "h.parquet").write_bytes(b"not parquet")
     assert choose(tmp_path) == Choice(Engine.PYTHON, Engine.AUTO, None, PYTHON_MAX_ROWS)
