@@ -39,7 +39,7 @@ import signal
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -226,14 +226,22 @@ def kafka_admin(kafka_target: Target) -> Any:
     return AdminClient({"bootstrap.servers": kafka_target.bootstrap})
 
 
+def _client_config(target: Target, config: Mapping[str, Any] | None,
+                   more: Mapping[str, Any]) -> dict[str, Any]:
+    """A client factory's configuration: confluent-kafka's own convention, a dict with Kafka's
+    dotted keys (``{"enable.idempotence": True}``), and/or keywords for the undotted ones
+    (``acks="all"``); the keywords win, the target's bootstrap comes first."""
+    return {"bootstrap.servers": target.bootstrap, **(config or {}), **more}
+
+
 @pytest.fixture
 def kafka_producer(kafka_target: Target) -> Iterator[Callable[..., Any]]:
     from confluent_kafka import Producer
 
     made: list[Any] = []
 
-    def make(**config: Any) -> Any:
-        client = Producer({"bootstrap.servers": kafka_target.bootstrap, **config})
+    def make(config: Mapping[str, Any] | None = None, /, **more: Any) -> Any:
+        client = Producer(_client_config(kafka_target, config, more))
         made.append(client)
         return client
 
@@ -249,9 +257,10 @@ def kafka_consumer(kafka_target: Target,
 
     made: list[Any] = []
 
-    def make(**config: Any) -> Any:
-        config.setdefault("group.id", kafka_names("group"))
-        client = Consumer({"bootstrap.servers": kafka_target.bootstrap, **config})
+    def make(config: Mapping[str, Any] | None = None, /, **more: Any) -> Any:
+        merged = _client_config(kafka_target, config, more)
+        merged.setdefault("group.id", kafka_names("group"))
+        client = Consumer(merged)
         made.append(client)
         return client
 

@@ -55,7 +55,8 @@ def test_round_trip(kafka_target, kafka_admin, kafka_producer, kafka_consumer):
     p = kafka_producer(acks="all")
     p.produce("plugin", b"hello")
     assert p.flush(30) == 0
-    c = kafka_consumer(**{"auto.offset.reset": "earliest"})
+    # The dict's earliest reset is what lets a subscriber that comes after the record read it.
+    c = kafka_consumer({"auto.offset.reset": "earliest"}, **{"enable.auto.commit": False})
     c.subscribe(["plugin"])
     for _ in range(60):
         msg = c.poll(0.5)
