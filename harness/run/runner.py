@@ -28,9 +28,8 @@ import os
 import random
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -69,6 +68,7 @@ from harness.nemesis.schedule import FAULTS, QUIET_S, Step, plan
 from harness.net.netns_support import unavailable
 from harness.run import replay, resources
 from harness.run.latest import point_latest
+from harness.run.result import RunResult
 from harness.waiting import ClusterWaitTimeout
 from harness.workload.broker_apis import lacking_consumer_protocol
 from harness.workload.context import RunContext
@@ -203,32 +203,6 @@ SOAK_MIN_SPAN_S = 300.0  # a life is judged on at least five minutes after its w
 # it; the user's own settings win.
 SOAK_JVM_HEAPS = {"KAFKA_HEAP_OPTS": "-Xms512m -Xmx512m -XX:+AlwaysPreTouch",
                   "ZOOKEEPER_HEAP_OPTS": "-Xms256m -Xmx256m -XX:+AlwaysPreTouch"}
-
-
-@dataclass
-class RunResult:
-    run_id: str
-    dir: str
-    seed: int
-    exit_code: int
-    valid: bool | None
-    cluster: str
-    guarantee: str
-    schedule: list[dict[str, Any]] = field(default_factory=list)
-    nemesis: list[dict[str, Any]] = field(default_factory=list)
-    clients: list[dict[str, Any]] = field(default_factory=list)
-    final_read: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    anomalies: dict[str, int] = field(default_factory=dict)
-    stats: dict[str, Any] = field(default_factory=dict)
-    report: list[str] = field(default_factory=list)
-    suites: dict[str, Any] = field(default_factory=dict)
-    resources: dict[str, Any] = field(default_factory=dict)  # the soak judgement, if a soak
-    error: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """The run's result JSON (``run.json``, ``run --json``), versioned like report.json."""
-        return {"schema_version": SCHEMA_VERSION, **asdict(self)}
 
 
 def default_run_dir(seed: int) -> Path:
@@ -557,6 +531,7 @@ class Run:
         self.result.exit_code = VALID if result.valid and not soak_failed else INVALID
         self.result.anomalies = {name: a.count for name, a in result.anomalies.items()}
         self.result.stats = dict(result.stats)
+        self.result.engine = choice.to_json()
         self.result.report += [str(p) for p in written]
 
     def _write_summary(self) -> None:

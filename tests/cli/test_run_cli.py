@@ -30,13 +30,18 @@ def test_a_run_shows_the_suites_log_and_counts_and_becomes_the_latest(tmp_path: 
     """Run from an empty directory without --dir: its run lands in ./.harness/runs."""
     done = subprocess.run(
         [KAFKA_HARNESS, "run", "--suites", "protocol", "--duration", "3", "--brokers", "1",
-         "--nemesis", "none", "--engine", "python", "--producers", "1", "--consumers", "1",
+         "--nemesis", "none", "--producers", "1", "--consumers", "1",
          "--partitions", "1", "--rate", "20", "--json"],
         cwd=tmp_path, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
         env={**os.environ, "COLUMNS": "400"})  # the runner's console wraps at 80 otherwise
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     run_dir = Path(result["dir"])
+    # --engine auto, the default: a short run's history is judged without a JVM, and says so.
+    engine = result["engine"]
+    assert (engine["name"], engine["asked"]) == ("python", "auto") and 0 < engine["rows"] \
+        <= engine["threshold"]
+    assert json.loads((run_dir / "run.json").read_text())["engine"] == engine
     latest = tmp_path / ".harness" / "runs" / "latest"
     assert latest.is_symlink() and latest.resolve() == run_dir.resolve()
     # Still the run's own random seed: pointing `latest` did not make the CLI choose it.
