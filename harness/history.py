@@ -20,14 +20,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 TYPES = ("invoke", "ok", "fail", "info")
-FUNCTIONS = ("send", "poll", "commit", "assign", "revoke", "nemesis")
+FUNCTIONS = ("send", "poll", "commit", "assign", "revoke", "nemesis", "txn")
 # The consumer group protocols (the group_protocol column): a null one is classic, which is all
 # a history written before the column existed can be.
 GROUP_PROTOCOLS = ("classic", "consumer")
 CONSUMER_PROTOCOL = "consumer"
+# A poll's isolation level (the isolation column): a null one is read_uncommitted, Kafka's default.
+ISOLATIONS = ("read_committed", "read_uncommitted")
+READ_COMMITTED = "read_committed"
 COMPLETIONS = ("ok", "fail", "info")
 # Operations whose completion rows must follow an invoke row of the same op.
-INVOKED = ("send", "poll", "nemesis")
+INVOKED = ("send", "poll", "nemesis", "txn")
+# Operations with at most one completion row (a transaction with none is `info`).
+ONE_COMPLETION = ("send", "txn")
 # Columns whose null means "not known", stored as -1 as the contract says.
 UNKNOWN_AS_MINUS_ONE = ("partition", "generation")
 
@@ -69,6 +74,12 @@ COLUMNS: tuple[Column, ...] = (
 """The contract's columns: every history file has each of them."""
 OPTIONAL_COLUMNS: tuple[Column, ...] = (
     Column("group_protocol", "string", False),
+    # Transactions (docs/history.md, "Transactions"): the op of the producer transaction a send,
+    # poll or commit was made in; a poll's isolation level; the input value a
+    # consume-transform-produce step derived a send from.
+    Column("txn", "int64", False),
+    Column("isolation", "string", False),
+    Column("derived_from", "string", False),
 )
 """Columns added to the contract later: a file may lack one (every history written before it
 was added does), and a missing one reads as null, which means what the contract meant before."""
@@ -104,7 +115,7 @@ UNKNOWN = "unknown {column} '{value}' (allowed: {allowed})"
 OP_MIXED_F = "op {op} mixes f '{low}' and '{high}'"
 OP_NO_INVOKE = "completion row of {f} op {op} has no invoke row"
 OP_INVOKES = "op {op} has {invokes} invoke rows"
-OP_COMPLETIONS = "send op {op} has {completions} completion rows"
+OP_COMPLETIONS = "{f} op {op} has {completions} completion rows"
 OP_VALUES = "send op {op} has rows with different values"
 SEQ_REUSED = "process {process} has seq {seq} on {rows} rows (seq must increase strictly)"
 VALUE_REUSED = "send value '{value}' is used by {sends} sends (send values must be unique)"
@@ -123,6 +134,7 @@ ENUMERATED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("type", TYPES),
     ("f", FUNCTIONS),
     ("group_protocol", GROUP_PROTOCOLS),
+    ("isolation", ISOLATIONS),
 )
 
 
@@ -151,6 +163,9 @@ class Event:
     generation: int = -1
     error: str | None = None
     group_protocol: str | None = None
+    txn: int | None = None
+    isolation: str | None = None
+    derived_from: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(zip(COLUMN_NAMES, astuple(self), strict=True))
@@ -309,7 +324,7 @@ def op_problem(
         (low != high, OP_MIXED_F, False),
         (low in INVOKED and invokes == 0 and completions > 0, OP_NO_INVOKE, True),
         (invokes > 1, OP_INVOKES, False),
-        (low == "send" and completions > 1, OP_COMPLETIONS, False),
+        (low in ONE_COMPLETION and completions > 1, OP_COMPLETIONS, False),
         (low == "send" and len(send_values) > 1, OP_VALUES, False),
     )
     for failed, template, at_completion in checks:

@@ -66,7 +66,8 @@ def test_schema_is_the_contract():
     # a history written before one was added lacks it).
     assert [(f.name, str(f.type), f.nullable) for f in history.EVENT_SCHEMA] == [
         *((name, kind, name not in required) for name, kind in CONTRACT),
-        ("group_protocol", "string", True)]
+        ("group_protocol", "string", True),
+        ("txn", "int64", True), ("isolation", "string", True), ("derived_from", "string", True)]
 
 
 @pytest.mark.parametrize("suffix", ["parquet", "jsonl"])
@@ -192,7 +193,7 @@ def test_blank_lines_are_skipped_but_counted(tmp_path):
         (
             5,
             {"f": "crash"},
-            "unknown f 'crash' (allowed: send, poll, commit, assign, revoke, nemesis)",
+            "unknown f 'crash' (allowed: send, poll, commit, assign, revoke, nemesis, txn)",
         ),
         (3, {"offset": None}, "poll ok row needs an offset >= 0"),
         (3, {"partition": -1}, "poll ok row needs a partition >= 0"),

@@ -150,14 +150,15 @@ def op_problem() -> tuple[str, str]:
     mixed = "(bits & (bits - 1)) != 0"
     no_invoke = f"({low} IN ({_quoted(history.INVOKED)}) AND invokes = 0 AND completions > 0)"
     send = f"({low} = 'send')"
+    one_completion = f"({low} IN ({_quoted(history.ONE_COMPLETION)}))"
     differ = "(value_min0 != value_max0 OR value_min1 != value_max1)"
     cases = [
         (mixed, message(history.OP_MIXED_F, op=op, low=low, high=high)),
         (no_invoke, message(history.OP_NO_INVOKE, f=low, op=op)),
         ("invokes > 1", message(history.OP_INVOKES, op=op, invokes=invokes)),
         (
-            f"{send} AND completions > 1",
-            message(history.OP_COMPLETIONS, op=op, completions=completions),
+            f"{one_completion} AND completions > 1",
+            message(history.OP_COMPLETIONS, f=low, op=op, completions=completions),
         ),
         (f"{send} AND {differ}", message(history.OP_VALUES, op=op)),
     ]
