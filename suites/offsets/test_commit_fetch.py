@@ -74,8 +74,9 @@ def test_member_commits_are_checked_against_the_generation_and_member_id(
         request: pytest.FixtureRequest) -> None:
     """An OffsetCommit to a group with members is accepted only from a current member at the
     current generation: an unknown member id (or none) gets UNKNOWN_MEMBER_ID, a known member
-    at another generation ILLEGAL_GENERATION, and a generation on a group that does not exist
-    ILLEGAL_GENERATION [protocol guide, OffsetCommit errors; Kafka GroupCoordinator
+    at another generation ILLEGAL_GENERATION, a generation on a group that does not exist
+    ILLEGAL_GENERATION, while generation -1 on an empty group is a simple commit, accepted
+    whatever member id it names [protocol guide, OffsetCommit errors; Kafka GroupCoordinator
     handleCommitOffsets]."""
     topic = make_topic(partitions=1, exact=False)
     group = unique_name(request, "g-")
@@ -94,6 +95,10 @@ def test_member_commits_are_checked_against_the_generation_and_member_id(
     absent = unique_name(request, "absent-")
     assert commit(offsets_client(kafka_raw_client, absent, [topic]), absent, topic, {0: 1},
                   generation=4, member_id="m") == [ErrorCode.illegal_generation]
+    # Generation -1 on an Empty group is a simple commit, whatever member id it names.
+    empty = unique_name(request, "empty-")
+    assert commit(offsets_client(kafka_raw_client, empty, [topic]), empty, topic, {0: 1},
+                  member_id="m") == [ErrorCode.none]
 
 
 def test_commits_are_refused_with_rebalance_in_progress_while_completing_rebalance(
@@ -102,7 +107,11 @@ def test_commits_are_refused_with_rebalance_in_progress_while_completing_rebalan
     """While a group is CompletingRebalance (joined, assignment not yet synced) an OffsetCommit
     from its member is refused with REBALANCE_IN_PROGRESS; once SyncGroup completes the same
     commit is accepted [protocol guide, OffsetCommit errors; Kafka GroupCoordinator
-    handleCommitOffsets]."""
+    handleCommitOffsets]. The member and generation are validated first (Kafka's
+    validateOffsetCommit runs before it looks at the state): a wrong generation is
+    ILLEGAL_GENERATION, an unknown member UNKNOWN_MEMBER_ID, and a "simple" commit (generation
+    -1, no member id) to the non-empty group UNKNOWN_MEMBER_ID — answers after which a client
+    resets its membership, where REBALANCE_IN_PROGRESS would only make it rejoin."""
     topic = make_topic(partitions=1, exact=False)
     group = unique_name(request, "g-")
     client = offsets_client(kafka_raw_client, group, [topic], OFFSET_COMMIT, JOIN_GROUP,
@@ -111,6 +120,11 @@ def test_commits_are_refused_with_rebalance_in_progress_while_completing_rebalan
     assert err(joined) == ErrorCode.none
     as_member = {"generation": joined.generation_id, "member_id": joined.member_id}
     assert commit(client, group, topic, {0: 2}, **as_member) == [ErrorCode.rebalance_in_progress]
+    assert commit(client, group, topic, {0: 2}, generation=joined.generation_id + 1,
+                  member_id=joined.member_id) == [ErrorCode.illegal_generation]
+    assert commit(client, group, topic, {0: 2}, generation=joined.generation_id,
+                  member_id="ghost") == [ErrorCode.unknown_member_id]
+    assert commit(client, group, topic, {0: 2}) == [ErrorCode.unknown_member_id]
     assert _without_metadata(committed(client, group, topic, [0])) == {0: (-1, ErrorCode.none)}
     assert err(sync(client, group, joined, {joined.member_id: b"A"})) == ErrorCode.none
     assert commit(client, group, topic, {0: 2}, **as_member) == [ErrorCode.none]

@@ -15,9 +15,9 @@ The states, what each does and where it may go next:
   generation. Goes to CompletingRebalance when every member rejoined or the rebalance timeout
   passed with at least one member, to Empty when nobody is left, to Dead if deleted/unloaded.
 - **CompletingRebalance** — the generation is chosen and JoinGroup answered; waiting for the
-  leader's SyncGroup with the assignment. Commits get REBALANCE_IN_PROGRESS. Goes to Stable
-  on the leader's SyncGroup, back to PreparingRebalance if a member joins, leaves or expires,
-  to Dead if unloaded.
+  leader's SyncGroup with the assignment. Its members' commits at its generation get
+  REBALANCE_IN_PROGRESS. Goes to Stable on the leader's SyncGroup, back to PreparingRebalance
+  if a member joins, leaves or expires, to Dead if unloaded.
 - **Stable** — the assignment is handed out; heartbeats keep members alive and commits are
   accepted from the current generation. Goes to PreparingRebalance on any membership or
   metadata change, to Dead if unloaded.

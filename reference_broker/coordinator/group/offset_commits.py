@@ -1,8 +1,9 @@
 """OffsetCommit, OffsetFetch and OffsetDelete: who may commit, what is kept, what is answered.
 
-A commit is accepted from the current generation's members, or — with generation -1 and no
-member id — from a "simple" consumer into an Empty (or new) group. It is written to
-`__consumer_offsets` before it is acknowledged, so an acknowledged offset survives a restart.
+A commit is accepted from the current generation's members, or — with generation -1 — from a
+"simple" consumer into an Empty (or new) group; the member and generation are checked before
+the group's state, as Kafka does. It is written to `__consumer_offsets` before it is
+acknowledged, so an acknowledged offset survives a restart.
 """
 
 from __future__ import annotations
@@ -71,15 +72,18 @@ class OffsetCommits:
         if group.is_state(GroupState.DEAD):
             return ErrorCode.coordinator_not_available, None
         if generation_id < 0 and group.is_state(GroupState.EMPTY):
-            return ErrorCode.none, group
+            return ErrorCode.none, group  # a simple commit, whatever member id it names
+        # Who commits is checked before the state is (Kafka's validateOffsetCommit): a client
+        # told ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID resets its membership, where
+        # REBALANCE_IN_PROGRESS would only make it rejoin as the member it no longer is.
         if group.is_fenced(instance_id, member_id):
             return ErrorCode.fenced_instance_id, None
-        if group.is_state(GroupState.COMPLETING_REBALANCE):
-            return ErrorCode.rebalance_in_progress, None
         if not group.has_member(member_id):
             return ErrorCode.unknown_member_id, None
         if generation_id != group.generation_id:
             return ErrorCode.illegal_generation, None
+        if group.is_state(GroupState.COMPLETING_REBALANCE):
+            return ErrorCode.rebalance_in_progress, None
         return ErrorCode.none, group
 
     def fetch(self, group_id: str, partitions: list[TopicPartition] | None
