@@ -23,6 +23,8 @@ class SparkError(RuntimeError):
 
 
 SMALL_HISTORY = 1 << 20  # bytes of history files below which a check is tuned for latency
+# Spark's own logging is off (stderr belongs to the CLI), save the one line that says why a JVM
+# ended itself: a fatal error in a task (an OutOfMemoryError) exits the local driver.
 _LOG4J = """\
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = stderr
@@ -33,6 +35,8 @@ appender.stderr.layout.type = PatternLayout
 appender.stderr.layout.pattern = spark: %p %c{1}: %m%n%ex
 logger.quiet.name = org.apache.spark
 logger.quiet.level = off
+logger.fatal.name = org.apache.spark.util.SparkUncaughtExceptionHandler
+logger.fatal.level = error
 """
 
 

@@ -13,6 +13,7 @@ import threading
 from contextlib import suppress
 
 from py4j.protocol import Py4JError
+from pyspark import SparkContext
 from pyspark.errors import PySparkException
 from pyspark.find_spark_home import _find_spark_home
 from pyspark.sql import SparkSession
@@ -54,9 +55,44 @@ _shared_lock = threading.Lock()
 
 
 def _stopped(spark: SparkSession) -> bool:
+    """Whether the session can no longer serve: stopped, or its JVM gone (killed, or ended by
+    a fatal error in a task: in local mode the driver runs the tasks, and Spark exits on an
+    OutOfMemoryError). A dead JVM is forgotten too, so that the next session starts a new one
+    instead of calling a gateway nobody answers."""
     if is_connect(spark):
         return bool(getattr(spark, "is_stopped", False))
-    return spark.sparkContext._jsc is None
+    context = spark.sparkContext
+    if context._jsc is None:
+        return True
+    process = getattr(SparkContext._gateway, "proc", None)
+    try:
+        if process is not None and process.poll() is not None:
+            raise ConnectionError(f"the Spark JVM exited with {process.returncode}")
+        return bool(context._jsc.sc().isStopped())
+    except (Py4JError, OSError):
+        _forget_jvm()
+        return True
+
+
+def _forget_jvm() -> None:
+    """Drop pyspark's handles on a JVM that is gone, so that getOrCreate launches another;
+    what this process still holds of it (the pipe the JVM watched, the gateway's sockets) is
+    closed first."""
+    gateway = SparkContext._gateway
+    process = getattr(gateway, "proc", None)
+    if gateway is not None:
+        with suppress(Py4JError, OSError):
+            gateway.shutdown()
+    if process is not None:
+        with suppress(OSError):
+            process.stdin.close()
+        process.poll()
+    with SparkContext._lock:
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+        SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
 
 
 def shared_session(master: str | None = None, history_bytes: int | None = None) -> SparkSession:
@@ -67,12 +103,14 @@ def shared_session(master: str | None = None, history_bytes: int | None = None) 
     `kafka-harness run`, the CLI) shares one. Its start-up settings are those of the first
     caller, and a local session serves every local master (local[2] and local[*] alike: a
     pytest session's checker tests and its chaos runs must not stop each other's); asking for
-    another cluster stops this one first (a JVM holds one SparkContext)."""
+    another cluster stops this one first (a JVM holds one SparkContext). A session that can no
+    longer serve (its JVM died) is replaced, so one lost JVM fails one check, not every check
+    after it in a long-lived process."""
     target = cluster.resolve(master)
     url = "local" if target.local else target.url
     with _shared_lock:
         for other in [u for u, s in _shared.items() if u != url or _stopped(s)]:
-            with suppress(Py4JError, PySparkException):
+            with suppress(Py4JError, PySparkException, OSError):
                 _shared.pop(other).stop()
         if url not in _shared:
             _shared[url] = start_session(master, history_bytes)
@@ -84,7 +122,7 @@ def stop_shared() -> None:
     """Stop the shared session, if one was started; run at exit too."""
     with _shared_lock:
         for url in list(_shared):
-            with suppress(Py4JError, PySparkException):
+            with suppress(Py4JError, PySparkException, OSError):
                 _shared.pop(url).stop()
 
 

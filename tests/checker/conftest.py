@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,13 +16,15 @@ import pytest
 CLI = str(Path(sys.executable).with_name("kafka-harness"))
 
 
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+@pytest.fixture
+def spark() -> Any:
     """The process's shared session (started once: a JVM costs seconds, a check on a tiny
-    history a fraction of that); the CLI run in-process and judged runs use the same one."""
+    history a fraction of that); the CLI run in-process and judged runs use the same one.
+    Asked for anew by each test, so that a session replaced after its JVM died serves the
+    tests after it."""
     from harness.checker import spark_session
 
-    yield spark_session.shared_session("local[2]", history_bytes=0)
+    return spark_session.shared_session("local[2]", history_bytes=0)
 
 
 @dataclass

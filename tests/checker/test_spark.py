@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyspark import SparkContext
 from pyspark.sql.types import StringType, StructField, StructType
 
 from harness import history
@@ -194,3 +197,20 @@ def test_bad_rows_are_counted_exactly_as_the_reader_finds_them(spark, rows):
     expected = [history.row_problem(r) for r in rows]
     assert [r["problem"] for r in found] == expected
     assert [r["bad"] for r in found] == [p is not None for p in expected]
+
+
+def test_a_session_whose_jvm_died_is_replaced_and_judges_the_next_history(spark, tmp_path):
+    """A long-lived process (a pytest session, a `run` of many checks) outlives its JVM: were
+    the driver to die (killed, or a fatal error in a task, which exits a local driver), the
+    next check gets a new session instead of a gateway nobody answers. Last in this file: it
+    replaces the session every test after it shares."""
+    b, expected = zoo()
+    history = b.write(tmp_path)
+    jvm = SparkContext._gateway.proc
+    os.kill(jvm.pid, signal.SIGKILL)
+    jvm.wait(timeout=60)
+    fresh = spark_session.shared_session("local[2]", history_bytes=0)
+    assert fresh is not spark
+    found = engine.check(fresh, history).to_json()
+    assert {k: a["count"] for k, a in found["anomalies"].items()} == expected
+    assert spark_session.shared_session("local[*]") is fresh
