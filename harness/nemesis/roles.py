@@ -8,7 +8,10 @@ cluster's own state, never from a client's opinion:
 * ``leader:TOPIC/PARTITION`` — the partition's leader (``leader of TOPIC-PARTITION``, the
   schedules' older spelling, still reads);
 * ``coordinator:GROUP`` — the broker FindCoordinator names for the group, asked of a running
-  broker on its own listener.
+  broker on its own listener;
+* ``txn-coordinator:TRANSACTIONAL_ID`` — the transaction coordinator of a transactional id: the
+  leader of its ``__transaction_state`` partition, as FindCoordinator names it (the broker
+  whose fault tests what exactly-once rests on).
 
 The same names serve the shell (``kafka-harness kill controller``) and the seeded schedules
 (:mod:`harness.nemesis.schedule`), so a role means one thing wherever it is written.
@@ -32,6 +35,13 @@ class RoleKind(StrEnum):
     CONTROLLER = "controller"
     LEADER = "leader"
     COORDINATOR = "coordinator"
+    TXN_COORDINATOR = "txn-coordinator"
+
+
+# FindCoordinator's key types: what a coordinator role's key names.
+_KEY_TYPES = {RoleKind.COORDINATOR: 0, RoleKind.TXN_COORDINATOR: 1}
+_KEY_NAMES = {RoleKind.COORDINATOR: ("GROUP", "a consumer group"),
+              RoleKind.TXN_COORDINATOR: ("TRANSACTIONAL_ID", "a transactional id")}
 
 
 @dataclass(frozen=True)
@@ -39,13 +49,13 @@ class Role:
     kind: RoleKind
     topic: str = ""
     partition: int = 0
-    group: str = ""
+    group: str = ""  # the consumer group, or the transactional id, of a coordinator role
 
     def __str__(self) -> str:
         if self.kind is RoleKind.LEADER:
             return f"leader:{self.topic}/{self.partition}"
-        if self.kind is RoleKind.COORDINATOR:
-            return f"coordinator:{self.group}"
+        if self.kind in _KEY_TYPES:
+            return f"{self.kind}:{self.group}"
         return self.kind.value
 
 
@@ -62,11 +72,13 @@ def parse_role(target: str) -> Role | None:
     wrong (``leader:orders``), naming the forms there are."""
     if target == RoleKind.CONTROLLER:
         return Role(RoleKind.CONTROLLER)
-    if target.startswith(f"{RoleKind.COORDINATOR}:"):
-        group = target.partition(":")[2]
-        if not group:
-            raise ValueError("coordinator:GROUP names a consumer group")
-        return Role(RoleKind.COORDINATOR, group=group)
+    kind, colon, key = target.partition(":")
+    if colon and kind in _KEY_TYPES:
+        role = RoleKind(kind)
+        if not key:
+            spelling, meaning = _KEY_NAMES[role]
+            raise ValueError(f"{role}:{spelling} names {meaning}")
+        return Role(role, group=key)
     match = _LEADER.fullmatch(target) or _LEADER_OF.fullmatch(target)
     if match:
         return Role(RoleKind.LEADER, match["topic"], int(match["partition"]))
@@ -82,7 +94,7 @@ def holder(cluster: ClusterNodes, role: Role) -> int:
     elif role.kind is RoleKind.LEADER:
         broker = cluster.leader(role.topic, role.partition)
     else:
-        broker = _coordinator(cluster, role.group)
+        broker = _coordinator(cluster, role.group, _KEY_TYPES[role.kind])
     if broker is None or broker < 0:
         raise NoHolder(f"no broker is {role} now")
     return broker
@@ -95,9 +107,10 @@ def resolve(cluster: ClusterNodes, target: str) -> str:
     return target if role is None else cluster.spec.node_name(holder(cluster, role))
 
 
-def _coordinator(cluster: ClusterNodes, group: str) -> int | None:
-    """FindCoordinator for ``group``, asked of the running brokers on their own listeners, the
-    first that answers it (the offsets topic may still be being made: then nobody)."""
+def _coordinator(cluster: ClusterNodes, key: str, key_type: int) -> int | None:
+    """FindCoordinator for a group or transactional id, asked of the running brokers on their
+    own listeners, the first that answers it (the offsets or transaction state topic may still
+    be being made: then nobody)."""
     for broker_id in cluster.running_broker_ids():
         if broker_id in cluster.paused:
             continue
@@ -108,7 +121,7 @@ def _coordinator(cluster: ClusterNodes, group: str) -> int | None:
             with RawClient(node.host, node.port, timeout=_TIMEOUT_S,
                            client_id="kafka-harness-roles") as client:
                 answer = client.request(FIND_COORDINATOR, FIND_COORDINATOR_VERSION,
-                                        {"key": group, "key_type": 0})
+                                        {"key": key, "key_type": key_type})
         except OSError:
             continue
         if answer.error_code == ErrorCode.none:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.nodes import ClusterNodes
@@ -157,7 +158,8 @@ def test_killing_a_partition_leader_elects_one_from_the_isr_and_loses_nothing(
 
 def test_roles_resolve_to_the_nodes_that_hold_them_on_thequorum(cluster: Target) -> None:
     """``controller`` is the quorum's active leader; ``leader:T/P`` the partition's leader;
-    ``coordinator:G`` the broker FindCoordinator names — each read from the cluster now."""
+    ``coordinator:G`` and ``txn-coordinator:ID`` the broker FindCoordinator names for the group
+    and for a transactional producer's id — each read from the cluster now."""
     nodes = cluster.require_nodes()
     assert roles.resolve(nodes, "controller") == f"broker-{describe_quorum(nodes).leader_id}"
     topic = _topic(cluster, "roles")
@@ -166,14 +168,20 @@ def test_roles_resolve_to_the_nodes_that_hold_them_on_thequorum(cluster: Target)
     assert roles.resolve(nodes, f"leader:{topic}/0") == f"broker-{state['leader']}"
     group = "roles-group"
     coordinator = nodes.wait_for(
-        lambda: _found(nodes, group), WAIT_S, f"a coordinator for {group}")
+        lambda: _found(nodes, group, 0), WAIT_S, f"a coordinator for {group}")
     assert roles.resolve(nodes, f"coordinator:{group}") == f"broker-{coordinator}"
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "roles-tx"})
+    producer.init_transactions(WAIT_S)  # the id now has a coordinator, and state there
+    coordinator = nodes.wait_for(
+        lambda: _found(nodes, "roles-tx", 1), WAIT_S, "a coordinator for roles-tx")
+    assert roles.resolve(nodes, "txn-coordinator:roles-tx") == f"broker-{coordinator}"
 
 
-def _found(nodes: ClusterNodes, group: str) -> int | None:
-    """FindCoordinator asked of node 1 directly, as a client would, once it answers NONE."""
+def _found(nodes: ClusterNodes, key: str, key_type: int) -> int | None:
+    """FindCoordinator (key type 0 a group, 1 a transactional id) asked of node 1 directly, as
+    a client would, once it answers NONE."""
     broker = nodes.broker(1)
     assert broker.port is not None
     with RawClient(broker.host, broker.port, timeout=10) as client:
-        answer = client.request(10, 3, {"key": group, "key_type": 0})
+        answer = client.request(10, 3, {"key": key, "key_type": key_type})
     return int(answer.node_id) if answer.error_code == 0 else None

@@ -15,15 +15,18 @@ def test_each_role_form_parses_and_prints_back_as_the_shell_writes_it():
     assert parse_role("leader:a/b/0") == Role(RoleKind.LEADER, "a/b", 0)
     assert parse_role("leader of orders-3") == Role(RoleKind.LEADER, "orders", 3)
     assert parse_role("coordinator:my-group") == Role(RoleKind.COORDINATOR, group="my-group")
-    for text in ("controller", "leader:orders/3", "coordinator:my-group"):
+    assert parse_role("txn-coordinator:tx-1") == Role(RoleKind.TXN_COORDINATOR, group="tx-1")
+    for text in ("controller", "leader:orders/3", "coordinator:my-group", "txn-coordinator:t:1"):
         assert str(parse_role(text)) == text
     for node in ("broker-1", "zk", "client"):
         assert parse_role(node) is None
 
 
-@pytest.mark.parametrize("wrong", ["leader:orders", "leader:orders/x", "coordinator:"])
+@pytest.mark.parametrize("wrong", ["leader:orders", "leader:orders/x", "coordinator:",
+                                   "txn-coordinator:"])
 def test_a_role_spelt_wrong_is_refused_with_the_forms_there_are(wrong):
-    with pytest.raises(ValueError, match="leader:TOPIC/PARTITION|coordinator:GROUP"):
+    forms = "leader:TOPIC/PARTITION|coordinator:(GROUP|TRANSACTIONAL_ID)"
+    with pytest.raises(ValueError, match=forms):
         parse_role(wrong)
 
 
