@@ -454,8 +454,8 @@ class Run:
                        kinds.TxnIdPolicy(options.txn_id_policy), self.seed)
         try:
             clients.prepare()
-        except KafkaException as exc:
-            raise RunError(INFRASTRUCTURE, f"no transaction coordinator answered: {exc}") from exc
+        except ClusterWaitTimeout as exc:
+            raise RunError(INFRASTRUCTURE, f"no coordinator answered: {exc}") from exc
         self._run_start_ns = time.monotonic_ns()
         context = RunContext(str(self.history_dir), self.run_id, NEMESIS_PROCESS + 1,
                              self._run_start_ns, int(options.duration_s * 1e9))

@@ -42,6 +42,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from harness.waiting import wait_for
 from harness.workload.context import QUIET, RunContext
 from harness.workload.group_protocol import CLASSIC_ONLY, GroupProtocol
 from harness.workload.kinds import Isolation
@@ -81,12 +82,14 @@ def open_group_coordinator(bootstrap: str, group: str, topic: str, *,
 
     Kafka creates its offsets topic (50 partitions by default) when a group's coordinator is
     first looked up: on a small machine that held up a short run's first group members for
-    seconds. KafkaException when no coordinator answered in time.
+    seconds. Asked again while the answer is an error (NOT_COORDINATOR while the topic's
+    partitions are being loaded); ClusterWaitTimeout when none came in time.
     """
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                          "enable.auto.commit": False, **QUIET})
     try:
-        consumer.committed([TopicPartition(topic, 0)], timeout=timeout_s)
+        wait_for(lambda: consumer.committed([TopicPartition(topic, 0)], timeout=10), timeout_s,
+                 f"the coordinator of group {group}", retry_on=(KafkaException,))
     finally:
         consumer.close()
 

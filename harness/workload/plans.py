@@ -56,7 +56,7 @@ class Plan:
         """What must exist before a transactional kind's clients start: Kafka's transaction
         and offsets topics, which it makes on first use (:func:`open_coordinator`,
         :func:`open_group_coordinator`), so a short run's clock does not pay for them.
-        KafkaException if no coordinator answers."""
+        ClusterWaitTimeout if no coordinator answers."""
         if self.kind.transactional:
             open_coordinator(self.base.bootstrap, f"{self.id_prefix}-prepare")
             open_group_coordinator(self.base.bootstrap, self.base.group, self.topic)

@@ -32,6 +32,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
+from harness.waiting import wait_for
 from harness.workload.context import QUIET, RunContext
 from harness.workload.kinds import DEFAULT_ABORT_P, TxnIdPolicy
 from harness.workload.outcomes import error_name, send_outcome
@@ -85,12 +86,19 @@ def open_coordinator(bootstrap: str, txn_id: str, *, timeout_s: float = 60.0) ->
 
     Kafka creates its transaction state topic (50 partitions by default) when a transactional
     id's coordinator is first looked up, which took 3-6 s of a short run's first clients on a
-    small machine; a run pays it here instead. KafkaException when no coordinator answered.
+    small machine; a run pays it here instead. Tried again while librdkafka gives up with an
+    error (NOT_COORDINATOR while the topic loads); ClusterWaitTimeout when it never answered.
     """
     producer = Producer(transactional_config(bootstrap, txn_id, transaction_timeout_ms=10_000,
                                              delivery_timeout_ms=10_000,
                                              request_timeout_ms=5_000, config={}))
-    producer.init_transactions(timeout_s)
+
+    def initialised() -> bool:
+        producer.init_transactions(10)
+        return True
+
+    wait_for(initialised, timeout_s, f"the transaction coordinator of {txn_id}",
+             retry_on=(KafkaException,))
 
 
 def _error(exc: KafkaException) -> KafkaError:
