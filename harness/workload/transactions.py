@@ -196,6 +196,7 @@ class RecordedTransactions:
         self._current()
         if self._fatal is not None:  # fenced or fatal before commit was asked: never committed
             self.usable = False
+            self._settle()
             return self._complete(TxnOutcome.FAIL, self._fatal)
         if abort or self._must_abort is not None:
             self.producer.flush(self.timeout_s)  # the sends complete before the transaction
@@ -207,6 +208,7 @@ class RecordedTransactions:
             if error.txn_requires_abort():
                 return self._abort(error, commit_tried=True)
             self.usable = False
+            self._settle()
             return self._complete(TxnOutcome.INFO, error)
         return self._complete(TxnOutcome.OK, None)
 
@@ -223,8 +225,16 @@ class RecordedTransactions:
         self.producer.poll(0)  # the purged sends' reports, before the completion row
         if failure is not None:
             self.usable = False
+            self._settle()
             return self._complete(TxnOutcome.INFO if commit_tried else TxnOutcome.FAIL, failure)
         return self._complete(TxnOutcome.FAIL, cause)
+
+    def _settle(self) -> None:
+        """A producer that cannot go on: purge what it still holds, so every send of the
+        transaction completes (``fail`` if never sent, ``info`` if in flight) before the
+        transaction's own completion row."""
+        self.producer.purge()
+        self.producer.poll(0)
 
     def _retrying(self, call: Callable[[float], None]) -> None:
         """Call ``call(timeout)`` again while it raises a retriable error and time is left."""
