@@ -24,6 +24,7 @@ would itself lose or repeat work.
 from __future__ import annotations
 
 import random
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -101,7 +102,8 @@ def open_coordinator(bootstrap: str, txn_id: str, *, timeout_s: float = 60.0) ->
              retry_on=(KafkaException,))
 
 
-def _error(exc: KafkaException) -> KafkaError:
+def error_of(exc: KafkaException) -> KafkaError:
+    """The KafkaError a KafkaException carries (one of our own if it carries none)."""
     error = exc.args[0]
     return error if isinstance(error, KafkaError) else KafkaError(KafkaError._FAIL, str(error))
 
@@ -125,6 +127,7 @@ class RecordedTransactions:
         self._op: int | None = None
         self._must_abort: KafkaError | None = None  # a send or offset commit failed inside
         self._fatal: KafkaError | None = None
+        self._commit_asked = False
 
     # --- the operations ------------------------------------------------------------------
 
@@ -137,12 +140,12 @@ class RecordedTransactions:
         """Begin a transaction; its op, or None when the producer refused (it is then no longer
         usable and the transaction is recorded ``fail``: nothing was sent in it)."""
         op = self.recorder.next_op()
-        self._op, self._must_abort = op, None
+        self._op, self._must_abort, self._commit_asked = op, None, False
         self.recorder.record("invoke", "txn", op, value=self.txn_id)
         try:
             self.producer.begin_transaction()
         except KafkaException as exc:
-            self._complete(TxnOutcome.FAIL, _error(exc))
+            self._complete(TxnOutcome.FAIL, error_of(exc))
             self.usable = False
             return None
         return op
@@ -161,26 +164,28 @@ class RecordedTransactions:
             self.recorder.record("fail", "send", op, topic=topic, partition=partition,
                                  value=value, txn=txn, error="_QUEUE_FULL", **fields)
         except KafkaException as exc:
-            error = _error(exc)
+            error = error_of(exc)
             self._note_failure(error)
             self.recorder.record(send_outcome(error, single_attempt=True), "send", op,
                                  topic=topic, partition=partition, value=value, txn=txn,
                                  error=error_name(error), **fields)
         self.producer.poll(0)
 
-    def send_offsets(self, positions: dict[tuple[str, int], int], group_metadata: object,
-                     fields: dict[str, Any]) -> bool:
-        """``send_offsets_to_transaction`` of the next positions to read; one commit row per
-        partition, ``ok`` when the offsets joined the transaction (they take effect only if it
-        commits) and ``fail`` when they did not (the transaction must then abort)."""
+    def send_offsets(self, positions: dict[tuple[str, int], int],
+                     group_metadata: Callable[[], object], fields: dict[str, Any]) -> bool:
+        """``send_offsets_to_transaction`` of the next positions to read, with the consumer's
+        group metadata as ``group_metadata()`` gives it now; one commit row per partition,
+        ``ok`` when the offsets joined the transaction (they take effect only if it commits)
+        and ``fail`` when they did not (the transaction must then abort)."""
         op, txn = self.recorder.next_op(), self._current()
         partitions = [TopicPartition(t, p, o) for (t, p), o in sorted(positions.items())]
         failure: KafkaError | None = None
         try:
+            metadata = group_metadata()
             self._retrying(lambda timeout: self.producer.send_offsets_to_transaction(
-                partitions, group_metadata, timeout))
+                partitions, metadata, timeout))
         except KafkaException as exc:
-            failure = _error(exc)
+            failure = error_of(exc)
             self._note_failure(failure)
             self._must_abort = self._must_abort or failure
         for tp in partitions:
@@ -201,16 +206,26 @@ class RecordedTransactions:
         if abort or self._must_abort is not None:
             self.producer.flush(self.timeout_s)  # the sends complete before the transaction
             return self._abort(self._must_abort, commit_tried=False)
+        self._commit_asked = True
         try:
             self._retrying(lambda timeout: self.producer.commit_transaction(timeout))
         except KafkaException as exc:
-            error = _error(exc)
+            error = error_of(exc)
             if error.txn_requires_abort():
                 return self._abort(error, commit_tried=True)
             self.usable = False
             self._settle()
             return self._complete(TxnOutcome.INFO, error)
         return self._complete(TxnOutcome.OK, None)
+
+    def give_up(self, error: KafkaError) -> None:
+        """The client ends on an error its transaction's steps did not catch (a consumer's
+        fatal error, say): the open transaction, if any, completes ``fail`` when commit was
+        never asked — nobody can commit it now; its coordinator aborts it — else ``info``."""
+        self.usable = False
+        if self._op is not None:
+            self._settle()
+            self._complete(TxnOutcome.INFO if self._commit_asked else TxnOutcome.FAIL, error)
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -221,7 +236,7 @@ class RecordedTransactions:
         try:
             self._retrying(lambda timeout: self.producer.abort_transaction(timeout))
         except KafkaException as exc:
-            failure = _error(exc)
+            failure = error_of(exc)
         self.producer.poll(0)  # the purged sends' reports, before the completion row
         if failure is not None:
             self.usable = False
@@ -244,7 +259,7 @@ class RecordedTransactions:
                 call(max(0.1, deadline - time.monotonic()))
                 return
             except KafkaException as exc:
-                error = _error(exc)
+                error = error_of(exc)
                 if not error.retriable() or time.monotonic() >= deadline:
                     self._note_failure(error)
                     raise
@@ -383,8 +398,10 @@ class TxnProducer:
                     self.producer.poll(pause)
                 else:
                     next_at = time.monotonic()  # behind: do not burst
-        except KafkaException:
-            return REPLACE_ME  # init failed: nothing begun, nothing to record
+        except KafkaException as exc:  # init failed, or a step no transaction step caught
+            self.transactions.give_up(error_of(exc))
+            print(f"ended: {exc}", file=sys.stderr)  # the client's log says why
+            return REPLACE_ME
         finally:
             self.producer.purge()
             self.producer.poll(0)

@@ -19,6 +19,7 @@ What the processor does after each outcome is what an application must do:
 from __future__ import annotations
 
 import random
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,7 @@ from harness.workload.transactions import (
     REPLACE_ME,
     RecordedTransactions,
     TxnOutcome,
+    error_of,
     transactional_config,
     transactional_id,
 )
@@ -122,7 +124,7 @@ class Processor(RecordingConsumer):
             self.transactions.send(self.processor.output_topic, partition, output,
                                    derived_from=value.decode(errors="replace"), group=self.group)
         fields = self._group_fields()
-        self.transactions.send_offsets(positions, self.consumer.consumer_group_metadata(),
+        self.transactions.send_offsets(positions, self.consumer.consumer_group_metadata,
                                        fields)
         outcome = self.transactions.finish(abort=self.rng.random() < self.processor.abort_p)
         if outcome is TxnOutcome.FAIL:
@@ -152,7 +154,9 @@ class Processor(RecordingConsumer):
                 if outcome is TxnOutcome.INFO:
                     break
             self.consumer.close()
-        except KafkaException:
+        except KafkaException as exc:  # init failed, or the consumer's fatal error
+            self.transactions.give_up(error_of(exc))
+            print(f"ended: {exc}", file=sys.stderr)  # the client's log says why
             return REPLACE_ME
         finally:
             self.producer.purge()
