@@ -5,6 +5,9 @@ and which options are refused before anything starts."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -135,3 +138,21 @@ def test_the_cli_refuses_a_transactional_workload_on_the_reference_broker(tmp_pa
     unknown = kafka_harness("run", "--workload", "exactly-twice", "--dir", str(run_dir),
                             timeout=120)
     assert unknown.returncode == 2 and "exactly-twice" in unknown.stderr
+
+
+def _pytest(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+                          capture_output=True, text=True, timeout=300, check=False,
+                          cwd=Path(__file__).parents[2])
+
+
+def test_the_chaos_suite_takes_a_workload_and_skips_transactions_without_them():
+    refused = _pytest("suites/chaos/test_chaos.py", "--kafka-chaos-workload", "twice",
+                      "--collect-only")
+    assert refused.returncode == 4 and "invalid choice: 'twice'" in refused.stderr
+    done = _pytest("suites/chaos/test_chaos.py", "-k", "short", "-rs",
+                   "--kafka-chaos-workload", "transactions")
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "1 skipped" in done.stdout
+    assert "--kafka-chaos-workload transactions: the reference broker implements no " \
+           "transactions" in done.stdout
