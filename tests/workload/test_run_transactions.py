@@ -179,3 +179,31 @@ def test_a_transactions_run_on_kafka_4_kraft_reuses_transactional_ids(tmp_path):
     shape.check_no_aborted_read(events, aborted)
     first_final = min(read["process"] for read in result["final_read"])
     shape.check_final_read_exactly_once(events, first_final, committed, aborted)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workload", ["transactions", "consume-transform-produce"])
+def test_under_kills_every_transaction_is_read_whole_or_not_at_all(tmp_path, workload):
+    """Brokers and clients killed, successors taking over transactional ids: outcomes may be
+    unknown, but the history keeps its shape and no transaction is torn in the final read."""
+    done = kafka_harness("run", "--target", "apache-kafka", "--suites", "none",
+                         "--workload", workload, "--txn-id-policy", "reuse", "--duration", "25",
+                         "--nemesis", "kill,crash-client", "--seed", "1", "--engine", "python",
+                         "--dir", str(tmp_path / "run"), "--json", timeout=900)
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["error"] is None and result["final_wait"]["stable"], result
+    assert any(step["what"].startswith("kill broker-") for step in result["nemesis"])
+    events = history.read_history(tmp_path / "run" / "history")
+    clients = _roles(result, "txn-producer", "processor")
+    txns = shape.transactions(events)
+    shape.check_txn_columns(events, txns, clients)
+    shape.check_isolation(events)
+    committed, aborted = shape.committed_and_aborted(events, txns)
+    shape.check_no_aborted_read(events, aborted)
+    first_final = min(read["process"] for read in result["final_read"])
+    shape.check_final_read_exactly_once(events, first_final, committed, aborted)
+    read = set(shape.final_reads(events, first_final))
+    for txn in txns.values():
+        values = {e.value for e in events if e.f == "send" and e.type == "ok" and e.txn == txn.op}
+        assert values <= read or not values & read, f"torn in the final read: {txn}"
