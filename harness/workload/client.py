@@ -19,7 +19,7 @@ from harness.workload.consumer import run as run_consumer
 from harness.workload.context import RunContext
 from harness.workload.producer import ProducerSpec
 from harness.workload.producer import run as run_producer
-from harness.workload.transactions import TxnProducerSpec
+from harness.workload.transactions import TxnProducerSpec, TxnSettings
 from harness.workload.transactions import run as run_txn_producer
 from harness.workload.transform import ProcessorSpec
 from harness.workload.transform import run as run_processor
@@ -42,7 +42,8 @@ def command(role: str, spec: ClientSpec, context: RunContext) -> list[str]:
 
 
 def _as_spec(cls: type, data: dict[str, Any]) -> Any:
-    """JSON has lists where the specs hold tuples (they are frozen and hashable)."""
+    """JSON has lists where the specs hold tuples (they are frozen and hashable), and dicts
+    where they hold a dataclass."""
     values = {}
     for spec_field in fields(cls):
         value = data[spec_field.name]
@@ -50,6 +51,8 @@ def _as_spec(cls: type, data: dict[str, Any]) -> Any:
             value = tuple(value)
         elif spec_field.name == "assignment":
             value = tuple((topic, partition) for topic, partition in value)
+        elif spec_field.name == "txn":  # a transactional client's settings, a dataclass too
+            value = TxnSettings(**value)
         values[spec_field.name] = value
     return cls(**values)
 

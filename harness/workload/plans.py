@@ -20,7 +20,7 @@ from harness.workload.kinds import (
     WorkloadKind,
     workload_topics,
 )
-from harness.workload.transactions import TxnProducerSpec, open_coordinator
+from harness.workload.transactions import TxnProducerSpec, TxnSettings, open_coordinator
 from harness.workload.transform import ProcessorSpec
 
 UNCOMMITTED_GROUP_SUFFIX = "-uncommitted"
@@ -72,10 +72,8 @@ class Plan:
         base = replace(self.base, topics=self.topics)
         roles: list[tuple[str, ClientSpec]] = [
             ("txn-producer", TxnProducerSpec(
-                bootstrap=base.bootstrap, topics=self.topics,
-                transactional_id=f"{self.id_prefix}-txn-{n}", id_policy=self.id_policy,
-                abort_p=self.abort_p, partitions=self.partitions,
-                rate=base.rate / max(1, base.producers), seed=self.seed))
+                bootstrap=base.bootstrap, topics=self.topics, txn=self._txn(f"txn-{n}"),
+                partitions=self.partitions, rate=base.rate / max(1, base.producers)))
             for n in range(base.producers)]
         uncommitted = uncommitted_readers(base.consumers)
         for n in range(base.consumers):
@@ -95,7 +93,11 @@ class Plan:
                                                for _ in range(base.producers)]
         roles += [("processor", ProcessorSpec(
             bootstrap=base.bootstrap, input_topic=source, output_topic=sink, group=base.group,
-            transactional_id=f"{self.id_prefix}-processor-{n}", id_policy=self.id_policy,
-            abort_p=self.abort_p, seed=self.seed, group_protocol=base.group_protocol))
+            txn=self._txn(f"processor-{n}"), group_protocol=base.group_protocol))
             for n in range(base.consumers)]
         return roles
+
+    def _txn(self, slot: str) -> TxnSettings:
+        """The transaction settings of one client slot: its transactional.id prefix is the
+        run's and the slot's (a replacement takes the slot's)."""
+        return TxnSettings(f"{self.id_prefix}-{slot}", self.id_policy, self.abort_p, self.seed)

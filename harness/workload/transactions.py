@@ -310,43 +310,65 @@ class RecordedTransactions:
 
 
 @dataclass(frozen=True)
+class TxnSettings:
+    """What every transactional client is told: its ``transactional.id`` (the slot's prefix,
+    see :func:`transactional_id`) and the policy naming it, the share of transactions it aborts
+    on purpose — drawn from a generator seeded by ``seed`` and its process number — and its
+    timeouts (``timeout_s`` for each of init, send_offsets, commit and abort)."""
+
+    transactional_id: str
+    id_policy: TxnIdPolicy = TxnIdPolicy.FRESH
+    abort_p: float = DEFAULT_ABORT_P
+    seed: int = 0
+    transaction_timeout_ms: int = 10_000
+    delivery_timeout_ms: int = 10_000
+    request_timeout_ms: int = 5_000
+    timeout_s: float = 10.0
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.abort_p <= 1.0:
+            raise ValueError(f"abort_p must be within [0, 1], got {self.abort_p}")
+        try:  # the settings also arrive as JSON, where the policy is its value
+            object.__setattr__(self, "id_policy", TxnIdPolicy(self.id_policy))
+        except ValueError:
+            raise ValueError(f"id_policy must be one of {', '.join(TxnIdPolicy)}; got "
+                             f"{self.id_policy!r}") from None
+
+    def start(self, bootstrap: str, recorder: Recorder
+              ) -> tuple[RecordedTransactions, random.Random]:
+        """The client process's recorded transactional producer (not yet initialised) and the
+        generator that decides which of its transactions to abort."""
+        txn_id = transactional_id(self.transactional_id, self.id_policy, recorder.process)
+        producer = Producer(transactional_config(
+            bootstrap, txn_id, transaction_timeout_ms=self.transaction_timeout_ms,
+            delivery_timeout_ms=self.delivery_timeout_ms,
+            request_timeout_ms=self.request_timeout_ms, config=self.config))
+        transactions = RecordedTransactions(producer, recorder, txn_id, timeout_s=self.timeout_s)
+        return transactions, random.Random(f"{self.seed}-{recorder.process}")
+
+
+@dataclass(frozen=True)
 class TxnProducerSpec:
     """One transactional producer's settings.
 
     Each transaction sends ``sends_per_txn`` records, going round ``topics`` and, per topic,
     ``partitions`` partitions, so one transaction always spans several partitions of every
-    topic it names; ``rate`` is sends per second for this process. ``abort_p`` of the
-    transactions are aborted on purpose, drawn from a generator seeded by ``seed`` and the
-    process number. ``transactional_id`` is the slot's id prefix (see :func:`transactional_id`).
+    topic it names; ``rate`` is sends per second for this process.
     """
 
     bootstrap: str
     topics: tuple[str, ...]
-    transactional_id: str
-    id_policy: TxnIdPolicy = TxnIdPolicy.FRESH
-    abort_p: float = DEFAULT_ABORT_P
+    txn: TxnSettings
     partitions: int = 3
     sends_per_txn: int = 4
     rate: float = 50.0
-    seed: int = 0
-    transaction_timeout_ms: int = 10_000
-    delivery_timeout_ms: int = 10_000
-    request_timeout_ms: int = 5_000
-    timeout_s: float = 10.0  # for each of init, commit, abort, send_offsets
-    config: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if len(self.topics) < 1 or self.partitions < 1 or self.sends_per_txn < 1:
             raise ValueError("a transactional producer needs topics, partitions and sends")
-        if not 0.0 <= self.abort_p <= 1.0:
-            raise ValueError(f"abort_p must be within [0, 1], got {self.abort_p}")
         if self.rate <= 0:
             raise ValueError(f"rate must be > 0, got {self.rate}")
-        try:  # the spec also arrives as JSON, where the policy is its value
-            object.__setattr__(self, "id_policy", TxnIdPolicy(self.id_policy))
-        except ValueError:
-            raise ValueError(f"id_policy must be one of {', '.join(TxnIdPolicy)}; got "
-                             f"{self.id_policy!r}") from None
 
     def placement(self, txn_index: int, send_index: int) -> tuple[str, int]:
         """(topic, partition) of one send: round the topics, then a partition that moves on
@@ -364,14 +386,8 @@ class TxnProducer:
         self.context = context
         self.recorder = Recorder(context.history_dir, context.run_id, context.process,
                                  context.run_start_ns)
-        txn_id = transactional_id(spec.transactional_id, spec.id_policy, context.process)
-        self.producer = Producer(transactional_config(
-            spec.bootstrap, txn_id, transaction_timeout_ms=spec.transaction_timeout_ms,
-            delivery_timeout_ms=spec.delivery_timeout_ms,
-            request_timeout_ms=spec.request_timeout_ms, config=spec.config))
-        self.transactions = RecordedTransactions(self.producer, self.recorder, txn_id,
-                                                 timeout_s=spec.timeout_s)
-        self.rng = random.Random(f"{spec.seed}-{context.process}")
+        self.transactions, self.rng = spec.txn.start(spec.bootstrap, self.recorder)
+        self.producer = self.transactions.producer
 
     def one_transaction(self, index: int) -> TxnOutcome | None:
         if self.transactions.begin() is None:
@@ -380,7 +396,7 @@ class TxnProducer:
             topic, partition = self.spec.placement(index, n)
             value = f"{self.context.process}-{self.transactions.sent}"
             self.transactions.send(topic, partition, value)
-        return self.transactions.finish(abort=self.rng.random() < self.spec.abort_p)
+        return self.transactions.finish(abort=self.rng.random() < self.spec.txn.abort_p)
 
     def run(self) -> int:
         """0 when the run ended; :data:`REPLACE_ME` when the producer could not go on."""

@@ -18,60 +18,40 @@ What the processor does after each outcome is what an application must do:
 
 from __future__ import annotations
 
-import random
 import sys
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from confluent_kafka import KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 
 from harness.workload.consumer import ConsumerSpec, RecordingConsumer
 from harness.workload.context import RunContext
 from harness.workload.group_protocol import GroupProtocol
-from harness.workload.kinds import DEFAULT_ABORT_P, Isolation, TxnIdPolicy
-from harness.workload.transactions import (
-    REPLACE_ME,
-    RecordedTransactions,
-    TxnOutcome,
-    error_of,
-    transactional_config,
-    transactional_id,
-)
+from harness.workload.kinds import Isolation
+from harness.workload.transactions import REPLACE_ME, TxnOutcome, TxnSettings, error_of
 
 
 @dataclass(frozen=True)
 class ProcessorSpec:
     """One processor's settings: ``input_topic`` → ``output_topic`` (the same number of
     partitions: an output goes to its input's partition number), at most ``max_records`` input
-    records per transaction; the transaction settings are the transactional producer's
-    (:class:`harness.workload.transactions.TxnProducerSpec`)."""
+    records per transaction, and the transactional producer's settings (``txn``)."""
 
     bootstrap: str
     input_topic: str
     output_topic: str
     group: str
-    transactional_id: str
-    id_policy: TxnIdPolicy = TxnIdPolicy.FRESH
-    abort_p: float = DEFAULT_ABORT_P
-    seed: int = 0
+    txn: TxnSettings
     max_records: int = 100
     poll_timeout_s: float = 0.5
     session_timeout_ms: int = 10_000
-    transaction_timeout_ms: int = 10_000
-    delivery_timeout_ms: int = 10_000
-    request_timeout_ms: int = 5_000
-    timeout_s: float = 10.0
     group_protocol: GroupProtocol = GroupProtocol.CLASSIC
-    config: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.abort_p <= 1.0:
-            raise ValueError(f"abort_p must be within [0, 1], got {self.abort_p}")
-        try:  # the spec also arrives as JSON, where the enums are their values
-            object.__setattr__(self, "id_policy", TxnIdPolicy(self.id_policy))
+        try:  # the spec also arrives as JSON, where the protocol is its value
             object.__setattr__(self, "group_protocol", GroupProtocol(self.group_protocol))
-        except ValueError as exc:
-            raise ValueError(f"bad processor spec: {exc}") from None
+        except ValueError:
+            raise ValueError(f"group_protocol must be one of {', '.join(GroupProtocol)}; got "
+                             f"{self.group_protocol!r}") from None
 
     def consumer_spec(self) -> ConsumerSpec:
         """The input side: a group member reading committed records, committing nothing by
@@ -91,14 +71,8 @@ class Processor(RecordingConsumer):
     def __init__(self, spec: ProcessorSpec, context: RunContext) -> None:
         super().__init__(spec.consumer_spec(), context)
         self.processor = spec
-        txn_id = transactional_id(spec.transactional_id, spec.id_policy, context.process)
-        self.producer = Producer(transactional_config(
-            spec.bootstrap, txn_id, transaction_timeout_ms=spec.transaction_timeout_ms,
-            delivery_timeout_ms=spec.delivery_timeout_ms,
-            request_timeout_ms=spec.request_timeout_ms, config=spec.config))
-        self.transactions = RecordedTransactions(self.producer, self.recorder, txn_id,
-                                                 timeout_s=spec.timeout_s)
-        self.rng = random.Random(f"{spec.seed}-{context.process}")
+        self.transactions, self.rng = spec.txn.start(spec.bootstrap, self.recorder)
+        self.producer = self.transactions.producer
 
     def one_transaction(self) -> TxnOutcome | None:
         """Begin, wait for a batch of input (the run may end first: the empty transaction is
@@ -126,7 +100,7 @@ class Processor(RecordingConsumer):
         fields = self._group_fields()
         self.transactions.send_offsets(positions, self.consumer.consumer_group_metadata,
                                        fields)
-        outcome = self.transactions.finish(abort=self.rng.random() < self.processor.abort_p)
+        outcome = self.transactions.finish(abort=self.rng.random() < self.processor.txn.abort_p)
         if outcome is TxnOutcome.FAIL:
             self._rewind(first)
         return outcome

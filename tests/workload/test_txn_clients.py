@@ -24,7 +24,7 @@ from harness.workload.context import RunContext
 from harness.workload.final_read import final_read, wait_until_stable
 from harness.workload.kinds import Isolation, TxnIdPolicy
 from harness.workload.recorder import journal_path, salvage
-from harness.workload.transactions import REPLACE_ME, TxnProducerSpec
+from harness.workload.transactions import REPLACE_ME, TxnProducerSpec, TxnSettings
 
 from . import txn_history as shape
 
@@ -50,9 +50,9 @@ class Clients:
         for made in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in self.topics]
                                         ).values():
             made.result(30)
-        self.spec = TxnProducerSpec(kafka.bootstrap, self.topics, name,
-                                    id_policy=TxnIdPolicy.REUSE, abort_p=0.2,
-                                    partitions=PARTITIONS, rate=400.0, seed=5)
+        self.spec = TxnProducerSpec(kafka.bootstrap, self.topics,
+                                    TxnSettings(name, TxnIdPolicy.REUSE, abort_p=0.2, seed=5),
+                                    partitions=PARTITIONS, rate=400.0)
         self.history = tmp_path / "history"
         self.history.mkdir()
         self.logs = tmp_path / "logs"

@@ -16,9 +16,10 @@ from harness.workload import client
 from harness.workload.consumer import ConsumerSpec
 from harness.workload.context import RunContext
 from harness.workload.generator import WorkloadSpec
+from harness.workload.group_protocol import GroupProtocol
 from harness.workload.kinds import Isolation, TxnIdPolicy, WorkloadKind, workload_problems
 from harness.workload.plans import Plan
-from harness.workload.transactions import TxnProducerSpec, transactional_id
+from harness.workload.transactions import TxnProducerSpec, TxnSettings, transactional_id
 from harness.workload.transform import ProcessorSpec
 
 from .test_run import kafka_harness
@@ -34,7 +35,7 @@ def _plan(kind: WorkloadKind, *, producers: int = 2, consumers: int = 3,
 
 
 def test_a_transaction_spans_both_topics_and_several_partitions():
-    spec = TxnProducerSpec(NOWHERE, ("a", "b"), "t", partitions=3, sends_per_txn=4)
+    spec = TxnProducerSpec(NOWHERE, ("a", "b"), TxnSettings("t"), partitions=3, sends_per_txn=4)
     for txn in range(6):
         placed = [spec.placement(txn, n) for n in range(4)]
         assert {topic for topic, _ in placed} == {"a", "b"}
@@ -57,9 +58,9 @@ def test_a_transactions_plan_has_transactional_producers_and_a_read_uncommitted_
     consumers = [spec for role, spec in roles if role == "consumer"]
     assert len(roles) == 5 and len(producers) == 2 and len(consumers) == 3
     assert all(isinstance(p, TxnProducerSpec) and p.topics == ("workload", "workload-2")
-               and p.abort_p == 0.25 and p.rate == 50.0 and p.partitions == 3
-               for p in producers)
-    assert [p.transactional_id for p in producers] == ["run-1-txn-0", "run-1-txn-1"]
+               and p.txn.abort_p == 0.25 and p.txn.seed == 7 and p.rate == 50.0
+               and p.partitions == 3 for p in producers)
+    assert [p.txn.transactional_id for p in producers] == ["run-1-txn-0", "run-1-txn-1"]
     assert [(c.group, c.isolation) for c in consumers] == [
         ("run-1-group", Isolation.READ_COMMITTED), ("run-1-group", Isolation.READ_COMMITTED),
         ("run-1-group-uncommitted", Isolation.READ_UNCOMMITTED)]
@@ -78,7 +79,9 @@ def test_a_consume_transform_produce_plan_feeds_the_input_and_processes_it_in_on
     processors = [spec for _, spec in roles[1:]]
     assert all(isinstance(p, ProcessorSpec) and p.input_topic == "workload"
                and p.output_topic == "workload-out" and p.group == "run-1-group"
-               and p.id_policy is TxnIdPolicy.REUSE for p in processors)
+               and p.txn.id_policy is TxnIdPolicy.REUSE for p in processors)
+    assert [p.txn.transactional_id for p in processors] == ["run-1-processor-0",
+                                                             "run-1-processor-1"]
     assert processors[0].consumer_spec().isolation is Isolation.READ_COMMITTED
     assert processors[0].consumer_spec().client_config(3)["isolation.level"] == "read_committed"
     assert processors[0].consumer_spec().client_config(3)["enable.auto.commit"] is False
@@ -92,8 +95,9 @@ def test_the_first_workload_plan_is_unchanged():
 
 
 @pytest.mark.parametrize("spec", [
-    TxnProducerSpec(NOWHERE, ("a", "b"), "t", id_policy=TxnIdPolicy.REUSE, abort_p=0.5),
-    ProcessorSpec(NOWHERE, "in", "out", "g", "t", id_policy=TxnIdPolicy.REUSE),
+    TxnProducerSpec(NOWHERE, ("a", "b"), TxnSettings("t", TxnIdPolicy.REUSE, 0.5, 3)),
+    ProcessorSpec(NOWHERE, "in", "out", "g", TxnSettings("t", TxnIdPolicy.REUSE),
+                  group_protocol=GroupProtocol.CONSUMER),
     ConsumerSpec(NOWHERE, ("a",), isolation=Isolation.READ_UNCOMMITTED),
 ], ids=["txn-producer", "processor", "consumer"])
 def test_specs_reach_the_client_process_unchanged(spec):
