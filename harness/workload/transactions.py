@@ -201,7 +201,7 @@ class RecordedTransactions:
         self._current()
         if self._fatal is not None:  # fenced or fatal before commit was asked: never committed
             self.usable = False
-            self._settle()
+            self.settle()
             return self._complete(TxnOutcome.FAIL, self._fatal)
         if abort or self._must_abort is not None:
             self.producer.flush(self.timeout_s)  # the sends complete before the transaction
@@ -214,7 +214,7 @@ class RecordedTransactions:
             if error.txn_requires_abort():
                 return self._abort(error, commit_tried=True)
             self.usable = False
-            self._settle()
+            self.settle()
             return self._complete(TxnOutcome.INFO, error)
         return self._complete(TxnOutcome.OK, None)
 
@@ -224,7 +224,7 @@ class RecordedTransactions:
         never asked — nobody can commit it now; its coordinator aborts it — else ``info``."""
         self.usable = False
         if self._op is not None:
-            self._settle()
+            self.settle()
             self._complete(TxnOutcome.INFO if self._commit_asked else TxnOutcome.FAIL, error)
 
     # --- helpers -------------------------------------------------------------------------
@@ -240,14 +240,21 @@ class RecordedTransactions:
         self.producer.poll(0)  # the purged sends' reports, before the completion row
         if failure is not None:
             self.usable = False
-            self._settle()
+            self.settle()
             return self._complete(TxnOutcome.INFO if commit_tried else TxnOutcome.FAIL, failure)
         return self._complete(TxnOutcome.FAIL, cause)
 
-    def _settle(self) -> None:
-        """A producer that cannot go on: purge what it still holds, so every send of the
-        transaction completes (``fail`` if never sent, ``info`` if in flight) before the
-        transaction's own completion row."""
+    def end(self, exc: KafkaException) -> int:
+        """A client ends on ``exc``, which no step caught: the open transaction completes
+        (:meth:`give_up`), the client's log says why, and the exit code asks for a successor."""
+        self.give_up(error_of(exc))
+        print(f"ended: {exc}", file=sys.stderr)
+        return REPLACE_ME
+
+    def settle(self) -> None:
+        """Purge what the producer still holds, so every send completes (``fail`` if never
+        sent, ``info`` if in flight) — before its transaction's completion row, when the
+        producer cannot go on, and when the client ends."""
         self.producer.purge()
         self.producer.poll(0)
 
@@ -415,12 +422,9 @@ class TxnProducer:
                 else:
                     next_at = time.monotonic()  # behind: do not burst
         except KafkaException as exc:  # init failed, or a step no transaction step caught
-            self.transactions.give_up(error_of(exc))
-            print(f"ended: {exc}", file=sys.stderr)  # the client's log says why
-            return REPLACE_ME
+            return self.transactions.end(exc)
         finally:
-            self.producer.purge()
-            self.producer.poll(0)
+            self.transactions.settle()
             self.recorder.close()
         return 0 if self.transactions.usable else REPLACE_ME
 

@@ -18,7 +18,6 @@ What the processor does after each outcome is what an application must do:
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaException, TopicPartition
@@ -27,7 +26,7 @@ from harness.workload.consumer import ConsumerSpec, RecordingConsumer
 from harness.workload.context import RunContext
 from harness.workload.group_protocol import GroupProtocol
 from harness.workload.kinds import Isolation
-from harness.workload.transactions import REPLACE_ME, TxnOutcome, TxnSettings, error_of
+from harness.workload.transactions import REPLACE_ME, TxnOutcome, TxnSettings
 
 
 @dataclass(frozen=True)
@@ -129,12 +128,9 @@ class Processor(RecordingConsumer):
                     break
             self.consumer.close()
         except KafkaException as exc:  # init failed, or the consumer's fatal error
-            self.transactions.give_up(error_of(exc))
-            print(f"ended: {exc}", file=sys.stderr)  # the client's log says why
-            return REPLACE_ME
+            return self.transactions.end(exc)
         finally:
-            self.producer.purge()
-            self.producer.poll(0)
+            self.transactions.settle()
             self.recorder.close()
         return 0 if self.transactions.usable and outcome is not TxnOutcome.INFO else REPLACE_ME
 
