@@ -173,7 +173,9 @@ class RunOptions:
         problems += self._group_protocol_problems()
         problems += kinds.workload_problems(self.workload, self.txn_id_policy, target=self.target,
                                             abort_p=self.abort_p, producers=self.producers,
-                                            consumers=self.consumers)
+                                            consumers=self.consumers, acks=self.acks,
+                                            idempotence=self.idempotence,
+                                            consumer_mode=self.consumer_mode)
         if self.compression not in COMPRESSIONS:
             problems.append(f"compression must be one of {', '.join(COMPRESSIONS)}, "
                             f"got {self.compression!r}")

@@ -79,9 +79,12 @@ a recipe's broker is tried: its clients fail, and the run says so, if it has non
 
 
 def workload_problems(workload: str, txn_id_policy: str, *, target: str, abort_p: float,
-                      producers: int, consumers: int) -> list[str]:
+                      producers: int, consumers: int, acks: str = "all",
+                      idempotence: bool = True, consumer_mode: str = "group") -> list[str]:
     """What is wrong with running ``workload`` with these options, in the CLI's words (the
-    runner takes its options from library callers too, as plain strings)."""
+    runner takes its options from library callers too, as plain strings). An option a kind
+    would have to ignore is refused rather than silently dropped: transactional producers are
+    always acks=all and idempotent, and processors always a group."""
     if workload not in tuple(WorkloadKind):
         return [f"--workload must be one of {', '.join(WorkloadKind)}, got {workload!r}"]
     if txn_id_policy not in tuple(TxnIdPolicy):
@@ -94,7 +97,14 @@ def workload_problems(workload: str, txn_id_policy: str, *, target: str, abort_p
     if kind.transactional and target in NO_TRANSACTIONS:
         problems.append(f"--workload {kind} needs transactions, which --target {target} lacks: "
                         f"{NO_TRANSACTIONS[target]} (--target apache-kafka has them)")
+    if kind is WorkloadKind.TRANSACTIONS and (acks not in ("all", "-1") or not idempotence):
+        problems.append("--workload transactions: transactional producers are acks=all and "
+                        "idempotent (Kafka requires it); drop --acks and --no-idempotence")
     if kind is WorkloadKind.CONSUME_TRANSFORM_PRODUCE and min(producers, consumers) < 1:
         problems.append("--workload consume-transform-produce needs at least one producer (to "
                         "fill the input topic) and one consumer (a processor)")
+    if kind is WorkloadKind.CONSUME_TRANSFORM_PRODUCE and consumer_mode != "group":
+        problems.append("--workload consume-transform-produce: its processors are one consumer "
+                        "group (their offsets commit with their transactions); drop "
+                        "--consumer-mode assign")
     return problems

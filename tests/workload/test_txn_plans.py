@@ -125,7 +125,22 @@ def test_options_a_transactional_workload_cannot_run_with_are_refused():
     assert workload_problems("nope", "fresh", target="apache-kafka", abort_p=0.1,
                              producers=1, consumers=1)[0].startswith("--workload must be one of")
     assert workload_problems("produce-consume", "fresh", target="reference", abort_p=0.1,
-                             producers=1, consumers=1) == []
+                             producers=1, consumers=1, acks="1", idempotence=False,
+                             consumer_mode="assign") == []
+    assert workload_problems("transactions", "fresh", target="apache-kafka", abort_p=0.1,
+                             producers=1, consumers=1, acks="1") == [
+        "--workload transactions: transactional producers are acks=all and idempotent (Kafka "
+        "requires it); drop --acks and --no-idempotence"]
+    assert workload_problems("transactions", "fresh", target="apache-kafka", abort_p=0.1,
+                             producers=1, consumers=1, idempotence=False, acks="-1",
+                             consumer_mode="assign") == [
+        "--workload transactions: transactional producers are acks=all and idempotent (Kafka "
+        "requires it); drop --acks and --no-idempotence"]
+    assert workload_problems("consume-transform-produce", "fresh", target="apache-kafka",
+                             abort_p=0.1, producers=1, consumers=1, acks="1",
+                             idempotence=False, consumer_mode="assign") == [
+        "--workload consume-transform-produce: its processors are one consumer group (their "
+        "offsets commit with their transactions); drop --consumer-mode assign"]
     with pytest.raises(RunError) as refused:
         RunOptions(workload=WorkloadKind.TRANSACTIONS).validate()
     assert refused.value.code == USAGE
