@@ -44,14 +44,15 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
 class Clients:
     """Client processes of one test, killed at its end whatever happened."""
 
-    def __init__(self, kafka: Target, name: str, tmp_path: Path, duration_s: float) -> None:
+    def __init__(self, kafka: Target, name: str, tmp_path: Path, duration_s: float,
+                 policy: TxnIdPolicy = TxnIdPolicy.REUSE) -> None:
         self.topics = (f"{name}-left", f"{name}-right")  # each test's own, values are reused
         admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
         for made in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in self.topics]
                                         ).values():
             made.result(30)
         self.spec = TxnProducerSpec(kafka.bootstrap, self.topics,
-                                    TxnSettings(name, TxnIdPolicy.REUSE, abort_p=0.2, seed=5),
+                                    TxnSettings(name, policy, abort_p=0.2, seed=5),
                                     partitions=PARTITIONS, rate=400.0)
         self.history = tmp_path / "history"
         self.history.mkdir()
@@ -81,8 +82,12 @@ class Clients:
             popen.wait()
         salvage(self.history)
 
+    @property
+    def partitions(self) -> list[tuple[str, int]]:
+        return [(t, p) for t in self.topics for p in range(PARTITIONS)]
+
     def read_back(self, bootstrap: str) -> list[Event]:
-        partitions = [(t, p) for t in self.topics for p in range(PARTITIONS)]
+        partitions = self.partitions
         wait = wait_until_stable(bootstrap, partitions, timeout_s=40)
         assert wait.stable, wait.describe()
         reads = final_read(bootstrap, partitions, self.history, "run-t",
@@ -147,3 +152,36 @@ def test_a_successor_resolves_the_transaction_a_killed_producer_left_open(kafka,
     open_at_kill = [t for t in txns.values() if t.process == 1 and t.outcome is None]
     assert len(open_at_kill) <= 1
     assert any(t.outcome == "ok" for t in txns.values() if t.process == 2)
+
+
+def test_the_final_read_waits_until_a_dead_producers_transaction_is_aborted(kafka, tmp_path):
+    """A fresh transactional.id per process: nobody takes over a killed producer's id, so its
+    open transaction holds back the last stable offset until the coordinator aborts it
+    (transaction.timeout.ms, 10 s) — the final read's wait sees it, then sees it go."""
+    clients = Clients(kafka, "fresh-test", tmp_path, duration_s=60, policy=TxnIdPolicy.FRESH)
+    try:
+        for process in range(1, 6):  # a kill may land between two transactions: try again
+            producer = clients.start(process)
+            wait_for(lambda: clients.committed_txns(process) >= 3, 30,  # noqa: B023
+                     "three committed transactions")
+            producer.kill()
+            producer.wait()
+            # A committed transaction's markers take milliseconds; a dead one's stay 10 s.
+            held = wait_until_stable(kafka.bootstrap, clients.partitions, timeout_s=3)
+            if not held.stable:
+                break
+        else:
+            pytest.fail("five kills and none inside a transaction")
+        assert all("LSO" in what for what in held.unstable), held
+        assert "in vain" in held.describe()
+        released = wait_until_stable(kafka.bootstrap, clients.partitions, timeout_s=60)
+        assert released.stable and 1 < released.waited_s < 40, released
+    finally:
+        clients.stop()
+    events = clients.read_back(kafka.bootstrap)
+    txns, _, _ = _check_common(events, set(range(1, 6)))
+    killed = [t for t in txns.values() if t.process == process and t.outcome is None]
+    assert len(killed) == 1 and killed[0].txn_id == f"fresh-test-p{process}"
+    read = set(shape.final_reads(events, 100))
+    aborted_by_coordinator = {e.value for e in events if e.f == "send" and e.txn == killed[0].op}
+    assert aborted_by_coordinator and not aborted_by_coordinator & read
