@@ -24,6 +24,7 @@ from harness.conformance.matrix import SUITES, parse_list
 from harness.errors import UsageError
 from harness.nemesis.schedule import FAULTS, parse_faults
 from harness.workload.group_protocol import GroupProtocol
+from harness.workload.kinds import DEFAULT_ABORT_P, TxnIdPolicy, WorkloadKind
 
 
 def _parse_suites(text: str, allowed: tuple[str, ...], default: tuple[str, ...]
@@ -113,6 +114,20 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option(metavar="FILE", help="Instead of --target: a cluster of "
                                       "the broker a recipe file describes (docs/recipes.md).")
         ] = None,
+        workload: Annotated[WorkloadKind, typer.Option(
+            help="What the clients do: produce-consume (idempotent producers, consumers); "
+                 "transactions (transactional producers over two topics, read_committed "
+                 "consumers and a read_uncommitted group); consume-transform-produce "
+                 "(processors turn an input topic into an output topic, offsets committed in "
+                 "each transaction). The transactional ones need a target with transactions "
+                 "(apache-kafka, apache-kafka-kraft).")] = WorkloadKind.PRODUCE_CONSUME,
+        abort_p: Annotated[float, typer.Option(
+            help="Transactional workloads: the share of transactions aborted on purpose.")
+        ] = DEFAULT_ABORT_P,
+        txn_id_policy: Annotated[TxnIdPolicy, typer.Option(
+            help="Transactional workloads: fresh (a transactional.id per client process, as "
+                 "Jepsen's) or reuse (a replacement takes over its predecessor's id, fencing "
+                 "it).")] = TxnIdPolicy.FRESH,
         soak: Annotated[
             bool, typer.Option(help="A soak (e.g. --duration 1800): faults 30-60 s apart, and "
                                     "the run fails when a broker's, ZooKeeper's or the "
@@ -153,7 +168,7 @@ def register(app: typer.Typer) -> None:
             network=network.value, backend=backend.value,
             target="recipe" if recipe is not None else target.value,
             recipe=str(recipe.resolve()) if recipe is not None else None, suites=chosen_suites,
-            soak=soak,
+            soak=soak, workload=workload, abort_p=abort_p, txn_id_policy=txn_id_policy,
         )
         raise typer.Exit(runner.run(options, as_json=json_output))
 

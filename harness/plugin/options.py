@@ -22,6 +22,7 @@ import pytest
 
 from harness.cluster.options import Backend, Network, TargetName, check_options
 from harness.cluster.recipe import load_recipe
+from harness.workload.kinds import WorkloadKind
 
 _OPTIONS = pytest.StashKey["KafkaOptions"]()
 
@@ -53,6 +54,8 @@ class KafkaOptions:
     chaos_duration_s: float
     chaos_long_duration_s: float
     chaos_seed: int | None
+    chaos_workload: WorkloadKind
+    """What the chaos suite's clients do (``--kafka-chaos-workload``, harness.workload.kinds)."""
     controllers: int
     """Dedicated KRaft controllers (``--kafka-controllers``); 0 for a combined quorum."""
     name_prefix: str
@@ -98,6 +101,11 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--kafka-chaos-seed", type=int, default=None, metavar="N",
                     help="the nemesis seed (default: a new one per run, printed so a failing "
                          "run can be replayed)")
+    group.addoption("--kafka-chaos-workload", choices=[k.value for k in WorkloadKind],
+                    default=WorkloadKind.PRODUCE_CONSUME.value,
+                    help="what the chaos suite's clients do: produce-consume (default), "
+                         "transactions or consume-transform-produce (these two need a target "
+                         "with transactions; the chaos tests skip on one without)")
     for old, new in RENAMED.items():
         typed: dict[str, Callable[[str], object]] = {}
         if new in ("--kafka-brokers", "--kafka-chaos-seed"):
@@ -157,6 +165,7 @@ def configure(config: pytest.Config) -> KafkaOptions:
         chaos_duration_s=get("--kafka-chaos-duration"),
         chaos_long_duration_s=get("--kafka-chaos-long-duration"),
         chaos_seed=get("--kafka-chaos-seed"),
+        chaos_workload=WorkloadKind(get("--kafka-chaos-workload")),
         controllers=get("--kafka-controllers"),
         name_prefix=f"kh-{uuid.uuid4().hex[:8]}-")
     config.stash[_OPTIONS] = options

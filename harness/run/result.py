@@ -25,6 +25,9 @@ class RunResult:
     nemesis: list[dict[str, Any]] = field(default_factory=list)
     clients: list[dict[str, Any]] = field(default_factory=list)
     final_read: list[dict[str, Any]] = field(default_factory=list)
+    # After a transactional workload: how long the final read waited for no transaction to be
+    # open, and where it waited in vain (harness.workload.final_read.StableWait).
+    final_wait: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
     anomalies: dict[str, int] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)

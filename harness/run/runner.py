@@ -68,13 +68,15 @@ from harness.nemesis.schedule import FAULTS, QUIET_S, Step, plan
 from harness.net.netns_support import unavailable
 from harness.run import replay, resources
 from harness.run.latest import point_latest
+from harness.run.read_back import read_back
 from harness.run.result import RunResult
 from harness.waiting import ClusterWaitTimeout
+from harness.workload import kinds
 from harness.workload.broker_apis import lacking_consumer_protocol
 from harness.workload.context import RunContext
-from harness.workload.final_read import final_read
 from harness.workload.generator import Generator, WorkloadSpec
 from harness.workload.group_protocol import CONSUMER_GROUP_HEARTBEAT, GroupProtocol
+from harness.workload.plans import Plan
 from harness.workload.recorder import Recorder
 
 VALID, INVALID, USAGE, INFRASTRUCTURE, INTERRUPTED = 0, 1, 2, 3, 130
@@ -131,6 +133,10 @@ class RunOptions:
     # A soak: faults spaced so brokers live for minutes, and the run fails when a process's
     # RSS or open files grew past resources.GROWTH_LIMIT after warm-up (docs/soak.md).
     soak: bool = False
+    # What the clients do; transactional kinds abort abort_p of their transactions on purpose.
+    workload: kinds.WorkloadKind = kinds.WorkloadKind.PRODUCE_CONSUME
+    abort_p: float = kinds.DEFAULT_ABORT_P
+    txn_id_policy: kinds.TxnIdPolicy = kinds.TxnIdPolicy.FRESH
 
     def validate(self) -> None:
         """Raise RunError(USAGE) naming the bad option and what is allowed."""
@@ -165,6 +171,11 @@ class RunOptions:
         if self.static_members and self.consumer_mode != "group":
             problems.append("static members need --consumer-mode group")
         problems += self._group_protocol_problems()
+        problems += kinds.workload_problems(self.workload, self.txn_id_policy, target=self.target,
+                                            abort_p=self.abort_p, producers=self.producers,
+                                            consumers=self.consumers, acks=self.acks,
+                                            idempotence=self.idempotence,
+                                            consumer_mode=self.consumer_mode)
         if self.compression not in COMPRESSIONS:
             problems.append(f"compression must be one of {', '.join(COMPRESSIONS)}, "
                             f"got {self.compression!r}")
@@ -279,17 +290,19 @@ def _create_topic(bootstrap: str, cluster: ClusterNodes, topic: str, partitions:
                      30, f"leaders for every partition of {topic}")
 
 
-def _wait_for_isr(cluster: ClusterNodes, topic: str, partitions: int, replication: int,
-                  notes: list[str]) -> None:
+def _wait_for_isr(cluster: ClusterNodes, topics: tuple[str, ...], partitions: int,
+                  replication: int, notes: list[str]) -> None:
     def recovered() -> bool:
-        for p in range(partitions):
-            state = cluster.partition_state(topic, p)
-            if state is None or state["leader"] < 0 or len(state["isr"]) < replication:
-                return False
+        for topic in topics:
+            for p in range(partitions):
+                state = cluster.partition_state(topic, p)
+                if state is None or state["leader"] < 0 or len(state["isr"]) < replication:
+                    return False
         return True
 
     try:
-        cluster.wait_for(recovered, _ISR_TIMEOUT_S, f"full ISRs for every partition of {topic}")
+        cluster.wait_for(recovered, _ISR_TIMEOUT_S,
+                         f"full ISRs for every partition of {', '.join(topics)}")
     except ClusterWaitTimeout as exc:
         notes.append(f"ISR did not fully recover before the final read: {exc}")
 
@@ -408,21 +421,18 @@ class Run:
                 _require_consumer_protocol(cluster)
             bootstrap = _client_bootstrap(handle)
             self._say(f"cluster ({kind}) up: bootstrap {bootstrap}; run dir {self.dir}")
-            _create_topic(bootstrap, cluster, options.topic, options.partitions, self.replication)
+            topics = kinds.workload_topics(kinds.WorkloadKind(options.workload), options.topic)
+            for topic in topics:
+                _create_topic(bootstrap, cluster, topic, options.partitions, self.replication)
             first_final = self._workload(bootstrap, cluster, network)
             with self.console.status("Waiting for every partition's ISR to recover…"):
-                _wait_for_isr(cluster, options.topic, options.partitions, self.replication,
+                _wait_for_isr(cluster, topics, options.partitions, self.replication,
                               self.result.notes)
-            with self.console.status("Final read…"):
-                reads = final_read(bootstrap, [(options.topic, p)
-                                               for p in range(options.partitions)],
-                                   self.history_dir, self.run_id, self._run_start_ns,
-                                   first_final)
-            self.result.final_read = [asdict(r) for r in reads]
-            incomplete = [f"{r.topic}/{r.partition}" for r in reads if not r.complete]
-            if incomplete:
-                self.result.notes.append(f"final read did not reach the high watermark of "
-                                         f"{', '.join(incomplete)}")
+            read_back(self.console, self.result, bootstrap,
+                      [(t, p) for t in topics for p in range(options.partitions)],
+                      transactional=kinds.WorkloadKind(options.workload).transactional,
+                      history_dir=self.history_dir, run_start_ns=self._run_start_ns,
+                      first_process=first_final)
         finally:
             with self.console.status("Stopping the cluster…"):
                 handle.stop()
@@ -432,9 +442,6 @@ class Run:
         """Clients and nemesis for the run's duration, then heal; returns the next free
         process number."""
         options = self.options
-        self._run_start_ns = time.monotonic_ns()
-        context = RunContext(str(self.history_dir), self.run_id, NEMESIS_PROCESS + 1,
-                             self._run_start_ns, int(options.duration_s * 1e9))
         workload = WorkloadSpec(
             bootstrap=bootstrap, topics=(options.topic,), producers=options.producers,
             consumers=options.consumers, rate=options.rate, acks=options.acks,
@@ -444,7 +451,17 @@ class Run:
             producer_config={"compression.type": options.compression},
             group_protocol=GroupProtocol(options.group_protocol),
         )
-        generator = Generator(workload, context, self.dir / "logs")
+        clients = Plan(kinds.WorkloadKind(options.workload), workload, options.topic,
+                       options.partitions, self.run_id, options.abort_p,
+                       kinds.TxnIdPolicy(options.txn_id_policy), self.seed)
+        try:
+            clients.prepare()
+        except ClusterWaitTimeout as exc:
+            raise RunError(INFRASTRUCTURE, f"no coordinator answered: {exc}") from exc
+        self._run_start_ns = time.monotonic_ns()
+        context = RunContext(str(self.history_dir), self.run_id, NEMESIS_PROCESS + 1,
+                             self._run_start_ns, int(options.duration_s * 1e9))
+        generator = Generator(clients.roles(), context, self.dir / "logs")
 
         def crash_client(rng: random.Random, role: str) -> str | None:
             running = sorted(process for process, client in generator.running.items()

@@ -33,10 +33,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
 
+from harness.waiting import wait_for
 from harness.workload.context import QUIET, RunContext
 from harness.workload.group_protocol import CLASSIC_ONLY, GroupProtocol
+from harness.workload.kinds import Isolation
 from harness.workload.outcomes import commit_outcome, error_name
 from harness.workload.recorder import Recorder
 
@@ -67,6 +76,24 @@ def group_generation(consumer: Consumer) -> int:
     return generation
 
 
+def open_group_coordinator(bootstrap: str, group: str, topic: str, *,
+                           timeout_s: float = 60.0) -> None:
+    """Ask for ``group``'s committed offset of ``topic``-0 once, before a run's clock starts.
+
+    Kafka creates its offsets topic (50 partitions by default) when a group's coordinator is
+    first looked up: on a small machine that held up a short run's first group members for
+    seconds. Asked again while the answer is an error (NOT_COORDINATOR while the topic's
+    partitions are being loaded); ClusterWaitTimeout when none came in time.
+    """
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False, **QUIET})
+    try:
+        wait_for(lambda: consumer.committed([TopicPartition(topic, 0)], timeout=10), timeout_s,
+                 f"the coordinator of group {group}", retry_on=(KafkaException,))
+    finally:
+        consumer.close()
+
+
 @dataclass(frozen=True)
 class ConsumerSpec:
     """One consumer's settings.
@@ -74,6 +101,8 @@ class ConsumerSpec:
     ``assignment`` (assign mode): the (topic, partition) pairs to read, from the beginning; empty
     means every partition of ``topics``. ``crash_after_commits``: a planted fault for tests — the
     process exits abruptly (no close, no further rows) right after its N-th commit returns.
+    ``isolation``: the ``isolation.level`` to ask for and to record on every poll row; None
+    leaves librdkafka's default and the column null (the first workload's histories).
     """
 
     bootstrap: str
@@ -89,8 +118,11 @@ class ConsumerSpec:
     crash_after_commits: int | None = None
     config: dict[str, Any] = field(default_factory=dict)
     group_protocol: GroupProtocol = GroupProtocol.CLASSIC
+    isolation: Isolation | None = None
 
     def __post_init__(self) -> None:
+        if self.isolation is not None:  # JSON carries the value
+            object.__setattr__(self, "isolation", Isolation(self.isolation))
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
         if self.commit not in COMMITS:
@@ -135,6 +167,8 @@ class ConsumerSpec:
             config["group.protocol"] = GroupProtocol.CONSUMER.value
         else:
             config["session.timeout.ms"] = self.session_timeout_ms
+        if self.isolation is not None:
+            config["isolation.level"] = self.isolation.value
         return {**config, **self.config}
 
 
@@ -242,8 +276,12 @@ class RecordingConsumer:
 
     # --- reading ---------------------------------------------------------------------------
 
-    def _record_reads(self, op: int, started_ns: int, messages: list) -> None:
-        fields = self._group_fields()
+    def _record_reads(self, op: int, started_ns: int, messages: list, *,
+                      txn: int | None = None) -> None:
+        """One poll's rows; ``txn`` is the producer transaction the poll was made in."""
+        fields: dict[str, Any] = {**self._group_fields(), "txn": txn}
+        if self.spec.isolation is not None:
+            fields["isolation"] = self.spec.isolation.value
         self.recorder.record("invoke", "poll", op, time_ns=started_ns, **fields)
         for message in messages:
             key = message.key()
@@ -252,7 +290,9 @@ class RecordingConsumer:
                                  key=None if key is None else key.decode(errors="replace"),
                                  value=message.value().decode(errors="replace"), **fields)
 
-    def poll_once(self) -> int:
+    def consume(self) -> tuple[int, list[Message], dict[tuple[str, int], int]]:
+        """One consume call: (when it started, the records it returned, the next position to
+        read of each t/p they came from). Raises on a fatal error of the client."""
         started_ns = self.recorder.now_ns()
         messages = self.consumer.consume(num_messages=self.spec.max_records,
                                          timeout=self.spec.poll_timeout_s)
@@ -263,8 +303,6 @@ class RecordingConsumer:
                 records.append(message)
             elif error.fatal():
                 raise KafkaException(error)
-        if not records:
-            return 0
         positions: dict[tuple[str, int], int] = {}
         for message in records:
             topic, partition, offset = message.topic(), message.partition(), message.offset()
@@ -272,6 +310,12 @@ class RecordingConsumer:
                 raise RuntimeError(f"a consumed record without topic, partition or offset: "
                                    f"{topic}-{partition}@{offset}")
             positions[(topic, partition)] = offset + 1
+        return started_ns, records, positions
+
+    def poll_once(self) -> int:
+        started_ns, records, positions = self.consume()
+        if not records:
+            return 0
         op = self.recorder.next_op()
         manual = self.group is not None and self.spec.commit != "auto"
         if manual and self.spec.commit == "before":

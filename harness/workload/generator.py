@@ -82,7 +82,7 @@ class WorkloadSpec:
             group_protocol=self.group_protocol,
         )
 
-    def roles(self) -> list[tuple[str, ProducerSpec | ConsumerSpec]]:
+    def roles(self) -> list[tuple[str, client.ClientSpec]]:
         return ([("producer", self.producer_spec())] * self.producers
                 + [("consumer", self.consumer_spec(n)) for n in range(self.consumers)])
 
@@ -91,7 +91,7 @@ class WorkloadSpec:
 class Client:
     process: int
     role: str
-    spec: ProducerSpec | ConsumerSpec
+    spec: client.ClientSpec
     popen: subprocess.Popen
     log_path: Path
     ledger_entry: int | None = None  # the reaper's, released once the client is reaped
@@ -108,7 +108,7 @@ class Ended:
 class Generator:
     """Starts the clients, replaces the ones that die, waits for the rest to finish."""
 
-    def __init__(self, spec: WorkloadSpec | list[tuple[str, ProducerSpec | ConsumerSpec]],
+    def __init__(self, spec: WorkloadSpec | list[tuple[str, client.ClientSpec]],
                  context: RunContext, log_dir: Path | str) -> None:
         self.roles = spec.roles() if isinstance(spec, WorkloadSpec) else list(spec)
         self.context = context
@@ -118,7 +118,7 @@ class Generator:
         self.running: dict[int, Client] = {}
         self.ended: list[Ended] = []
 
-    def _launch(self, role: str, spec: ProducerSpec | ConsumerSpec) -> Client:
+    def _launch(self, role: str, spec: client.ClientSpec) -> Client:
         process = self.next_process
         self.next_process += 1
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -185,7 +185,7 @@ class Generator:
         self.running.clear()
 
 
-def _without_planted_crash(spec: ProducerSpec | ConsumerSpec) -> ProducerSpec | ConsumerSpec:
+def _without_planted_crash(spec: client.ClientSpec) -> client.ClientSpec:
     """A planted crash happens once: the client that replaces a crashed one runs clean."""
     if isinstance(spec, ConsumerSpec) and spec.crash_after_commits is not None:
         return replace(spec, crash_after_commits=None)

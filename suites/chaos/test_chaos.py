@@ -25,6 +25,7 @@ from harness.checker.result import GUARANTEES
 from harness.cluster.targets import Target
 from harness.plugin.options import kafka_options
 from harness.run.runner import INFRASTRUCTURE, Run, RunOptions, RunResult
+from harness.workload.kinds import NO_TRANSACTIONS
 
 from ..support import own_cluster_options
 
@@ -35,18 +36,23 @@ LONG_FAULTS = (*SHORT_FAULTS, "stop", "crash-client")
 
 def _chaos(cluster: Target, request: pytest.FixtureRequest, tmp_path: Path, duration_s: float,
            faults: tuple[str, ...]) -> RunResult:
-    seed = kafka_options(request.config).chaos_seed
-    seed = random.randrange(2**31) if seed is None else seed
+    chosen = kafka_options(request.config)
+    seed = random.randrange(2**31) if chosen.chaos_seed is None else chosen.chaos_seed
+    if chosen.chaos_workload.transactional and cluster.kind in NO_TRANSACTIONS:
+        pytest.skip(f"--kafka-chaos-workload {chosen.chaos_workload}: "
+                    f"{NO_TRANSACTIONS[cluster.kind]}")
     options = RunOptions(
         duration_s=duration_s, brokers=max(3, cluster.brokers), nemesis=faults, seed=seed,
         guarantee=GUARANTEE, run_dir=tmp_path / f"chaos-seed{seed}", partitions=3,
         producers=2, consumers=2, rate=50.0, consumer_mode="group", commit="after", acks="all",
-        idempotence=True, **own_cluster_options(cluster, request))
+        idempotence=True, workload=chosen.chaos_workload,
+        **own_cluster_options(cluster, request))
     result = Run(options, Console(stderr=True)).execute()
     option = ("--kafka-chaos-duration" if faults == SHORT_FAULTS
               else "--kafka-chaos-long-duration")
     replay = (f"replay: pytest {request.node.nodeid} --kafka-chaos-seed {seed} "
-              f"{option} {duration_s:g}; run directory {result.dir}")
+              f"{option} {duration_s:g} --kafka-chaos-workload {chosen.chaos_workload}; "
+              f"run directory {result.dir}")
     assert result.exit_code != INFRASTRUCTURE, f"the run could not be carried out: " \
                                                f"{result.error}; {replay}"
     forbidden = {name: count for name, count in result.anomalies.items()
