@@ -19,6 +19,8 @@ set +e
 status=$?
 set -e
 failed_tests="$(.venv/bin/python ci/junit_failures.py "$junit")"
+echo "== where pytest's time went"
+.venv/bin/python ci/junit_times.py "$junit" || true
 rm -f "$junit"
 if [ "$status" -eq 5 ]; then
   echo "pytest collected no tests: that is a failure, not a pass" >&2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import runpy
 import shlex
 from pathlib import Path
 
@@ -47,3 +48,23 @@ def test_every_script_and_tool_it_calls_exists():
 def test_lint_is_the_same_as_the_test_command():
     ruff = next(c for c in _commands() if "ruff check" in c)
     assert ruff in (ROOT / "ci" / "test.sh").read_text()
+
+
+def test_the_test_command_says_where_its_time_went(tmp_path):
+    """ci/test.sh prints ci/junit_times.py's summary: seconds summed per file and directory
+    from pytest's JUnit XML, setup and teardown included, costliest first."""
+    assert "ci/junit_times.py" in (ROOT / "ci" / "test.sh").read_text()
+    junit_times = runpy.run_path(str(ROOT / "ci" / "junit_times.py"))
+    junit = tmp_path / "junit.xml"
+    junit.write_text(
+        '<testsuites><testsuite>'
+        '<testcase classname="tests.a.test_x" name="one" time="3.5"/>'
+        '<testcase classname="tests.a.test_x" name="two[p]" time="1.5"/>'
+        '<testcase classname="suites.b.test_y" name="three" time="60"/>'
+        '</testsuite></testsuites>')
+    spent = junit_times["seconds_by_file"](junit)
+    assert spent == {"tests/a/test_x.py": 5.0, "suites/b/test_y.py": 60.0}
+    lines = junit_times["summary"](spent)
+    assert lines[0] == "1.1 min in 2 files; by directory:"
+    assert lines[1].split() == ["1.0", "min", "suites/b"]
+    assert lines[-1].split() == ["5", "s", "tests/a/test_x.py"]
