@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from harness import history
 from harness.checker import python_engine
 from harness.checker.cluster import SparkError
-from harness.checker.result import CheckResult, ReportData
+from harness.checker.result import MAX_EXAMPLES, CheckResult, ReportData
 
 __all__ = ["PYTHON_MAX_ROWS", "Choice", "Engine", "Phase", "SparkError", "choose", "count_rows",
            "judge", "stdout_to_stderr"]
@@ -149,25 +149,26 @@ def _quiet(_phase: Phase) -> AbstractContextManager[object]:
 def judge(history_dir: Path, guarantee: str, engine: Engine | str, *,
           master: str | None = None, history_bytes: int | None = None, report: bool = True,
           progress: Callable[[Phase], AbstractContextManager[object]] = _quiet,
-          ) -> tuple[CheckResult, ReportData | None]:
+          max_examples: int = MAX_EXAMPLES) -> tuple[CheckResult, ReportData | None]:
     """The verdict on the history in ``history_dir`` and, with ``report``, what its report
     shows (the Python engine always gathers it: it costs nothing more there). ``auto`` judges
     with :func:`choose`'s engine; callers that name it call :func:`choose` first.
 
     ``history_bytes`` tunes Spark for the history's size; ``progress`` wraps each slow step of
-    a Spark check (a status line). Raises :class:`~harness.history.HistoryError` for a bad
-    history and :class:`SparkError` when Spark cannot start or a job fails."""
+    a Spark check (a status line); ``max_examples`` bounds each anomaly's examples. Raises
+    :class:`~harness.history.HistoryError` for a bad history and :class:`SparkError` when
+    Spark cannot start or a job fails."""
     if Engine(engine) is Engine.AUTO:
         engine = choose(history_dir, master=master).engine
     if Engine(engine) is Engine.PYTHON:
-        return python_engine.check(history_dir, guarantee)
+        return python_engine.check(history_dir, guarantee, max_examples=max_examples)
     # The Spark engine: pyspark, py4j and a JVM, only now that a check needs them.
     from harness.checker import spark, spark_session
 
     with progress(Phase.STARTING):
         session = spark_session.shared_session(master, history_bytes)
     with progress(Phase.CHECKING):
-        result = spark.check(session, history_dir, guarantee)
+        result = spark.check(session, history_dir, guarantee, max_examples=max_examples)
     if not report:
         return result, None
     with progress(Phase.REPORTING):

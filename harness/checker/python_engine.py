@@ -14,13 +14,14 @@ from pathlib import Path
 from harness import history
 from harness.checker import nemesis_ops, rules, timeline
 from harness.checker.nemesis_ops import NemesisRow
-from harness.checker.result import CheckResult, ReportData
+from harness.checker.result import MAX_EXAMPLES, CheckResult, ReportData
 
 
-def check(history_dir: Path, guarantee: str) -> tuple[CheckResult, ReportData]:
+def check(history_dir: Path, guarantee: str, *,
+          max_examples: int = MAX_EXAMPLES) -> tuple[CheckResult, ReportData]:
     """The verdict on a history and what its report shows; HistoryError on a bad history."""
     events = history.read_history(history_dir)
-    result = rules.check_events(events, guarantee)
+    result = rules.check_events(events, guarantee, max_examples=max_examples)
     nemesis = nemesis_ops.operations(NemesisRow(e.time_ns, e.op, e.type, e.value, e.error)
                                      for e in events if e.f == "nemesis")
     first, last = result.stats.get("first_time_ns"), result.stats.get("last_time_ns") or 0

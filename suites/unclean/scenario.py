@@ -25,7 +25,7 @@ moments — what the issue means by "both settings on the same scenario":
 9. *after* — records written to *on* and *flip*; they take the offsets of the lost ones;
 10. the cut heals and ``in_sync`` starts again: *off* (and *flip* if still offline) is led by
     it, with everything it acknowledged;
-11. a final read of every topic, and the harness's PySpark checker over the whole history.
+11. a final read of every topic, and the harness's checker over the whole history.
 
 At most one broker is down at any moment and the controller's node is never touched, so the
 same scenario runs where the metadata lives in ZooKeeper and where it lives in a KRaft quorum
@@ -48,7 +48,6 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +56,8 @@ import pytest
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from harness import history
-from harness.checker.result import CheckResult
+from harness.checker.engine import Engine, judge
+from harness.checker.result import DEFAULT_GUARANTEE, CheckResult
 from harness.cluster.targets import Target
 from harness.history import Event
 from harness.waiting import wait_for
@@ -79,7 +79,6 @@ BEFORE, UNREPLICATED = 5, 4
 AFTER = UNREPLICATED + 2  # past the lost offsets, so the final read reads beyond each of them
 NEMESIS_PROCESS = 0
 MAX_EXAMPLES = 100  # more than the scenario's anomalies: the checker lists every one
-SPARK_START_TIMEOUT_S = 180.0
 
 State = dict[str, Any]
 
@@ -216,20 +215,9 @@ class _Recording:
 
 
 def run(request: pytest.FixtureRequest, cluster: Target, admin: Any, root: Path) -> Outcome:
-    """Steps 1-10 above; the process's shared PySpark session (started once per pytest
-    session, stopped at exit) starts in the background meanwhile if it is not up yet."""
-    from harness.checker import spark_session
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="spark-start") as pool:
-        starting = pool.submit(spark_session.shared_session, "local[2]", 0)
-        return _run(request, cluster, admin, root, lambda: starting.result(
-            SPARK_START_TIMEOUT_S))
-
-
-def _run(request: pytest.FixtureRequest, cluster: Target, admin: Any, root: Path,
-         spark: Callable[[], Any]) -> Outcome:
-    from harness.checker import spark as engine
-
+    """Steps 1-10 above, the history judged by the checker's automatic engine (a few hundred
+    rows: the Python one, held equal to Spark's by the checker's property test, with no JVM to
+    start)."""
     who = roles(cluster)
     replicas = [who.first, who.second]
     in_sync, out_of_sync = replicas
@@ -304,7 +292,8 @@ def _run(request: pytest.FixtureRequest, cluster: Target, admin: Any, root: Path
             next(s for s in stories.values() if s.topic == topic).read_complete = complete
     finally:
         recording.close()
-    result = engine.check(spark(), recording.history_dir, max_examples=MAX_EXAMPLES)
+    result, _ = judge(recording.history_dir, DEFAULT_GUARANTEE, Engine.AUTO, report=False,
+                      max_examples=MAX_EXAMPLES)
     return Outcome(replicas, recording.history_dir, stories, result)
 
 

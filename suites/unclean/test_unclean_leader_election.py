@@ -3,7 +3,7 @@ leader replicas, judged on one scenario.
 
 The scenario (:mod:`suites.unclean.scenario`) stops the only in-sync replica of four topics
 while an out-of-sync replica lives, and records everything in a harness history. The verdict on
-what was lost is the PySpark checker's: ``lost_write`` must list exactly the records the ISR
+what was lost is the checker's: ``lost_write`` must list exactly the records the ISR
 acknowledged while the out-of-sync replica was away (the records written after its election
 take their offsets, which makes them ``lost_write`` rather than ``unseen``, and
 ``inconsistent_offset`` at the same offsets) — and nothing for the topic that kept it off.
@@ -97,7 +97,7 @@ def test_enabled_elects_the_out_of_sync_replica_and_loses_exactly_what_it_never_
 
     With unclean.leader.election.enable=true and the ISR dead, the live out-of-sync replica is
     elected as soon as it is back, and exactly the acknowledged records it never received are
-    lost — the PySpark checker lists them."""
+    lost — the checker lists them."""
     story = unclean_outcome.stories[ON]
     assert story.alone is not None and story.alone["leader"] == unclean_outcome.out_of_sync, \
         f"{story.topic}-0 with its ISR dead: {story.alone}"
