@@ -16,6 +16,7 @@ from ._helpers import (
     JOIN_GROUP,
     LEAVE_GROUP,
     SYNC_GROUP,
+    WAIT_S,
     BackgroundJoin,
     RawFactory,
     coordinator_client,
@@ -34,9 +35,10 @@ MIN_SESSION_MS = 6000  # Kafka's default group.min.session.timeout.ms
 def test_a_joining_member_makes_heartbeats_answer_rebalance_in_progress(
         kafka_target: Target, kafka_raw_client: RawFactory, request: pytest.FixtureRequest) -> None:
     """When a new member joins a Stable group, the members' heartbeats answer
-    REBALANCE_IN_PROGRESS until they rejoin; the rebalance completes with generation + 1 and
-    the followers get their share from the leader's SyncGroup [protocol guide, Heartbeat and
-    JoinGroup; Kafka's consumer rebalance protocol]."""
+    REBALANCE_IN_PROGRESS until they rejoin — but one at a wrong generation ILLEGAL_GENERATION,
+    the generation being checked before the state; the rebalance completes with generation + 1
+    and the followers get their share from the leader's SyncGroup [protocol guide, Heartbeat
+    and JoinGroup; Kafka's consumer rebalance protocol, GroupCoordinator handleHeartbeat]."""
     group = unique_name(request, "g-")
     first = coordinator_client(kafka_raw_client, group, *GROUP_APIS)
     second = coordinator_client(kafka_raw_client, group, *GROUP_APIS)
@@ -44,6 +46,10 @@ def test_a_joining_member_makes_heartbeats_answer_rebalance_in_progress(
     assert heartbeat(first, group, leader.member_id, leader.generation_id) == ErrorCode.none
 
     joining = BackgroundJoin(second, group)
+    wait_for(lambda: heartbeat(first, group, leader.member_id, leader.generation_id)
+             == ErrorCode.rebalance_in_progress, WAIT_S, "the rebalance to begin", retry_on=())
+    assert heartbeat(first, group, leader.member_id, leader.generation_id + 1) \
+        == ErrorCode.illegal_generation
     rejoined = rejoin_when_rebalancing(first, group, leader, joining)
     follower = joining.answer()
     second_id = follower.member_id

@@ -382,12 +382,13 @@ class GroupCoordinator:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.unknown_member_id
-        if group.is_state(GroupState.PREPARING_REBALANCE):
-            self._schedule_session_expiry(group, member_id, member.session_timeout_ms)
-            return ErrorCode.rebalance_in_progress
+        # The generation before the state, as Kafka: a member a generation behind is told so
+        # even while a rebalance is being prepared, and rejoins without its old assignment.
         if generation_id != group.generation_id:
             return ErrorCode.illegal_generation
         self._schedule_session_expiry(group, member_id, member.session_timeout_ms)
+        if group.is_state(GroupState.PREPARING_REBALANCE):
+            return ErrorCode.rebalance_in_progress
         return ErrorCode.none
 
     def leave_group(self, group_id: str,

@@ -259,6 +259,8 @@ class GroupMetadataManager:
 
     def delete_offsets(self, group: GroupMetadata,
                        partitions: list[TopicPartition]) -> ErrorCode:
+        """Tombstone the partitions' offsets (OffsetDelete, expiry). An Empty group left with
+        none is deleted too, as Kafka's cleanupGroupMetadata does: nothing would keep it."""
         records: list[KeyValue] = [(encode_offset_key(group.group_id, t, p), None)
                                    for t, p in partitions if (t, p) in group.offsets]
         if records:
@@ -266,7 +268,14 @@ class GroupMetadataManager:
             if error is not ErrorCode.none:
                 return error
         group.remove_offsets(partitions)
+        if records and self._abandoned(group):
+            return self.delete_group(group)
         return ErrorCode.none
+
+    @staticmethod
+    def _abandoned(group: GroupMetadata) -> bool:
+        return group.is_state(GroupState.EMPTY) and not group.offsets \
+            and not group.pending_members
 
     def delete_group(self, group: GroupMetadata) -> ErrorCode:
         """Tombstone the group and all its offsets, then forget it (DeleteGroups, expiry)."""
@@ -290,8 +299,7 @@ class GroupMetadataManager:
             expired = group.expired_offsets(now, retention_ms)
             if expired and self.delete_offsets(group, expired) is ErrorCode.none:
                 removed += len(expired)
-            if group.is_state(GroupState.EMPTY) and not group.offsets \
-                    and not group.pending_members:
+            if group.group_id in self.groups and self._abandoned(group):
                 self.delete_group(group)
         if removed:
             log.info("Removed %d expired offset(s)", removed)
