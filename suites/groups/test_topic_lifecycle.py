@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from confluent_kafka.admin import NewPartitions
 
 from harness.cluster.targets import Target
 from harness.waiting import wait_for
@@ -55,3 +56,37 @@ def test_a_regex_subscribed_group_whose_topic_is_deleted_is_assigned_nothing(
         return not consumer.assignment()
 
     wait_for(unassigned, SETTLE_S, f"the member to be assigned nothing once {topic} is deleted")
+
+
+@pytest.mark.requires_create_topics
+def test_partitions_added_to_a_consumed_topic_are_assigned_and_read(
+        kafka_admin: Any, kafka_producer: Callable[..., Any],
+        kafka_consumer: Callable[..., Any], make_topic: Callable[..., str]) -> None:
+    """A group member subscribed to a topic by name is assigned the partitions CreatePartitions
+    adds to it, at its next metadata refresh, and reads what is produced there from the start
+    [KIP-195 CreatePartitions; the consumer rejoins when a subscribed topic's partition count
+    changes — Kafka's ConsumerCoordinator, librdkafka alike]."""
+    topic = make_topic(partitions=1)
+    consumer = kafka_consumer({"auto.offset.reset": "earliest",
+                               "topic.metadata.refresh.interval.ms": REFRESH_MS})
+    consumer.subscribe([topic])
+
+    def assigned() -> list[int]:
+        consumer.poll(0.2)
+        return sorted(tp.partition for tp in consumer.assignment())
+
+    assert wait_for(assigned, SETTLE_S, f"the member to be assigned {topic}") == [0]
+    kafka_admin.create_partitions([NewPartitions(topic, 2)], operation_timeout=30)[topic] \
+        .result(60)
+    wait_for(lambda: assigned() == [0, 1], SETTLE_S, f"the member to be assigned {topic}/1")
+    producer = kafka_producer()
+    producer.produce(topic, b"new", partition=1)
+    assert producer.flush(30) == 0
+
+    def read() -> tuple[int, bytes] | None:
+        message = consumer.poll(0.2)
+        if message is None or message.error() is not None:
+            return None
+        return message.partition(), message.value()
+
+    assert wait_for(read, SETTLE_S, f"the record produced to {topic}/1") == (1, b"new")
