@@ -24,7 +24,8 @@ one more release and warn.
 
 Markers declare what a test needs — ``requires_faults``, ``requires_process_faults``,
 ``requires_zookeeper``, ``requires_controller``, ``requires_multi_broker``,
-``requires_create_topics``, ``requires_lone_broker``, ``requires_quorum`` — and a target without
+``requires_create_topics``, ``requires_lone_broker``, ``requires_quorum``,
+``requires_transactions`` — and a target without
 it skips the test with the precise reason.
 When a test fails, the paths of the target's logs are printed and the run directory is kept. On
 a broker the harness did not start, the topics and groups the session made (all under its

@@ -1,0 +1,118 @@
+"""Transactional producer ids: the coordinator, InitProducerId's epochs and fencing (KIP-98)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from harness.wire.errors import ErrorCode
+
+from ._helpers import FENCED, RETRIABLE_INIT, Transactions, TxnProducer, code
+
+pytestmark = pytest.mark.requires_transactions
+
+
+def test_find_coordinator_key_type_1_names_a_live_broker(
+        txn: Transactions, kafka_names: Callable[[str], str]) -> None:
+    """FindCoordinator with key type 1 names the transactional id's coordinator, a broker of the cluster [KIP-98; protocol guide, FindCoordinator].
+
+    COORDINATOR_NOT_AVAILABLE is retried while ``__transaction_state`` is created on the first
+    lookup; the coordinator found answers InitProducerId for the id (a NOT_COORDINATOR there
+    would mean FindCoordinator named the wrong broker).
+    """  # noqa: E501
+    transactional_id = kafka_names("txn")
+    found = txn.find_coordinator(transactional_id)
+    brokers = {b.node_id: (b.host, b.port) for b in txn.wire.metadata().brokers}
+    assert brokers.get(found.node_id) == (found.host, found.port), (found, brokers)
+    assert code(txn.init_producer_id(transactional_id)) == ErrorCode.none
+
+
+def test_init_producer_id_again_keeps_the_id_and_bumps_the_epoch(
+        txn: Transactions, kafka_names: Callable[[str], str]) -> None:
+    """A second InitProducerId for a transactional id answers the same producer id with the next epoch [KIP-98, "InitPidRequest"].
+
+    That is how a restarted producer fences its previous incarnation; another transactional
+    id gets a producer id of its own.
+    """  # noqa: E501
+    transactional_id = kafka_names("txn")
+    first = txn.init_producer_id(transactional_id)
+    again = txn.init_producer_id(transactional_id)
+    other = txn.init_producer_id(kafka_names("txn-other"))
+    assert code(first) == code(again) == code(other) == ErrorCode.none, (first, again, other)
+    assert first.producer_id >= 0 and first.producer_epoch >= 0, first
+    assert (again.producer_id, again.producer_epoch) == (
+        first.producer_id, first.producer_epoch + 1), (first, again)
+    assert other.producer_id != first.producer_id, (first, other)
+
+
+def test_the_previous_epoch_is_fenced_and_its_open_transaction_aborted(
+        txn: Transactions, txn_topic: Callable[..., str],
+        kafka_names: Callable[[str], str]) -> None:
+    """After a new InitProducerId the old epoch is fenced on AddPartitionsToTxn, AddOffsetsToTxn and EndTxn (PRODUCER_FENCED, or INVALID_PRODUCER_EPOCH before KIP-588) and on Produce (INVALID_PRODUCER_EPOCH), and its open transaction is aborted [KIP-98, "fencing"; KIP-588].
+
+    The old incarnation had begun a transaction with one record: the new InitProducerId
+    aborts it, so the record is never read committed and the LSO moves past it.
+    """  # noqa: E501
+    topic = txn_topic(1)
+    transactional_id = kafka_names("txn")
+    old = txn.producer(transactional_id)
+    old.begin(topic)
+    assert code(old.send(topic, [b"zombie"])) == ErrorCode.none
+    new = txn.producer(transactional_id)
+    assert new.epoch > old.epoch, (old, new)
+    assert set(old.add_partitions(topic).values()) <= FENCED
+    assert old.add_offsets(kafka_names("group")) in FENCED
+    assert code(old.send(topic, [b"late"])) == ErrorCode.invalid_producer_epoch
+    assert old.end(True) in FENCED
+    end = txn.wire.list_offset(topic, -1).offset
+    txn.wait_stable(topic, end)
+    assert txn.read_committed(topic, end).committed_values() == []
+
+
+def test_init_producer_id_while_a_transaction_completes_is_concurrent_transactions(
+        txn: Transactions, txn_topic: Callable[..., str],
+        kafka_names: Callable[[str], str]) -> None:
+    """InitProducerId while the previous transaction's markers are being written answers CONCURRENT_TRANSACTIONS, retriably, and succeeds once it completed [KIP-98; protocol guide, error codes].
+
+    The window between EndTxn's answer (PrepareCommit written) and CompleteCommit is the time
+    the markers take to be written: milliseconds on a healthy cluster, so the test cannot hold
+    it open without faulting the partition's leader. It asks at once and accepts only the two
+    answers Kafka may give — NONE if the window had closed, CONCURRENT_TRANSACTIONS if not
+    (both Kafka 3.9 and 4.4 answered CONCURRENT_TRANSACTIONS here, from PrepareCommit) — then
+    retries to the bumped epoch.
+    """  # noqa: E501
+    topic = txn_topic(1)
+    transactional_id = kafka_names("txn")
+    producer = txn.producer(transactional_id)
+    producer.begin(topic)
+    assert code(producer.send(topic, [b"v"])) == ErrorCode.none
+    producer.commit()
+    at_once = txn.init_producer_id(transactional_id, retry=frozenset())
+    assert code(at_once) in {ErrorCode.none, ErrorCode.concurrent_transactions}, at_once
+    if code(at_once) == ErrorCode.concurrent_transactions:
+        assert ErrorCode.concurrent_transactions in RETRIABLE_INIT
+        at_once = txn.init_producer_id(transactional_id)
+    assert code(at_once) == ErrorCode.none, at_once
+    assert (at_once.producer_id, at_once.producer_epoch > producer.epoch) == (
+        producer.producer_id, True), (producer, at_once)
+
+
+def test_an_unknown_transactional_id_or_producer_id_is_invalid_producer_id_mapping(
+        txn: Transactions, txn_topic: Callable[..., str],
+        kafka_names: Callable[[str], str]) -> None:
+    """AddPartitionsToTxn, AddOffsetsToTxn and EndTxn for a transactional id never initialised, or with a producer id that is not the id's, answer INVALID_PRODUCER_ID_MAPPING [KIP-98; TransactionCoordinator].
+
+    The known id is idle (no transaction) when asked with the wrong producer id: Kafka 4.4
+    answered CONCURRENT_TRANSACTIONS to a wrong producer id while the id's transaction was
+    completing, checking the state first.
+    """  # noqa: E501
+    topic = txn_topic(1)
+    known = txn.producer(kafka_names("txn"))
+    unknown = TxnProducer(txn, kafka_names("txn-never"), known.producer_id, 0)
+    wrong_pid = TxnProducer(txn, known.transactional_id, known.producer_id + 1, known.epoch)
+    for producer in (unknown, wrong_pid):
+        assert producer.add_partitions(topic) == {0: ErrorCode.invalid_producer_id_mapping}
+        assert producer.add_offsets(kafka_names("group")) == \
+            ErrorCode.invalid_producer_id_mapping
+        assert producer.end(True) == ErrorCode.invalid_producer_id_mapping
