@@ -262,6 +262,16 @@ class Transactions:
                             base_sequence=0)
         return self.wire.produce(topic, batch, partition=partition)
 
+    def wait_leaders_serve(self, topic: str) -> None:
+        """Wait (bounded) until each partition's leader answers ListOffsets for it: Kafka 4.4
+        answered a Produce NOT_LEADER_OR_FOLLOWER just after every broker's Metadata named
+        that very leader (a one-node KRaft cluster), before the node had become it."""
+        (described,) = self.wire.metadata(topic).topics
+        partitions = [p.partition_index for p in described.partitions]
+        wait_for(lambda: all(code(self.wire.list_offset(topic, LATEST, p)) == ErrorCode.none
+                             for p in partitions),
+                 WAIT_S, f"the leaders of {topic}'s partitions to serve them")
+
     def stable_offset(self, topic: str, partition: int = 0) -> int:
         """ListOffsets latest with read_committed: the last stable offset."""
         return self.wire.list_offset(topic, LATEST, partition, READ_COMMITTED).offset

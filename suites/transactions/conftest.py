@@ -1,7 +1,7 @@
 """Fixtures of the transactions suite: ``txn`` (raw transactional producers and the
 coordinator's view, see _helpers.py) and ``txn_topic`` (``make_topic`` that returns once every
-broker knows the topic, so a leader or a coordinator never answers for a topic it has not
-heard of yet).
+broker knows the topic and each leader serves it, so a leader or a coordinator never answers
+for a topic it has not taken on yet).
 
 Every test module of the suite is marked ``requires_transactions`` (``pytestmark``): the
 reference broker has no transaction coordinator yet, and skips them all with that reason.
@@ -34,6 +34,7 @@ def txn_topic(txn: Transactions, make_topic: Callable[..., str]) -> Callable[...
     def make(*args: Any, **kwargs: Any) -> str:
         topic = make_topic(*args, **kwargs)
         txn.wire.wait_known_everywhere(topic)
+        txn.wait_leaders_serve(topic)
         return topic
 
     return make

@@ -1,0 +1,58 @@
+"""Offsets committed in a transaction: TxnOffsetCommit and require_stable (KIP-98, KIP-447)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from harness.wire.errors import ErrorCode
+
+from ..offsets._helpers import commit
+from ._helpers import Transactions
+
+pytestmark = pytest.mark.requires_transactions
+
+
+def test_transactional_offsets_are_unstable_until_the_commit(
+        txn: Transactions, txn_topic: Callable[..., str],
+        kafka_names: Callable[[str], str]) -> None:
+    """An offset committed with TxnOffsetCommit is invisible until the transaction commits: OffsetFetch answers the group's previous offset, and with ``require_stable`` UNSTABLE_OFFSET_COMMIT for the partition; after the commit it answers the new offset [KIP-98, "TxnOffsetCommitRequest"; KIP-447, "require_stable"].
+
+    The group first has offset 3 from a plain OffsetCommit (a consumer outside the group).
+    AddOffsetsToTxn comes first, as a client sends it, so the coordinator writes a marker to
+    the group's offsets partition.
+    """  # noqa: E501
+    topic, group = txn_topic(1), kafka_names("group")
+    assert commit(txn.group_coordinator(group), group, topic, {0: 3}) == [ErrorCode.none]
+    producer = txn.producer(kafka_names("txn"))
+    assert producer.add_offsets(group) == ErrorCode.none
+    assert producer.commit_offsets(group, topic, {0: 7}) == {0: ErrorCode.none}
+
+    assert txn.committed(group, topic, require_stable=False) == (3, ErrorCode.none)
+    offset, error = txn.committed(group, topic, require_stable=True)
+    assert error == ErrorCode.unstable_offset_commit, (offset, error)
+
+    producer.commit()
+    txn.wait_state(producer.transactional_id, "CompleteCommit")
+    assert txn.committed(group, topic, require_stable=True) == (7, ErrorCode.none)
+
+
+def test_an_aborted_transaction_leaves_the_group_offsets_as_they_were(
+        txn: Transactions, txn_topic: Callable[..., str],
+        kafka_names: Callable[[str], str]) -> None:
+    """An abort drops the transaction's offsets: the group keeps the offset it had, and a group that had none still has none [KIP-98, "TxnOffsetCommitRequest"; GroupMetadata's pending transactional offsets].
+
+    Partition 0 had offset 5; partition 1 had no offset (-1). Both are committed in the
+    transaction, which aborts.
+    """  # noqa: E501
+    topic, group = txn_topic(2), kafka_names("group")
+    assert commit(txn.group_coordinator(group), group, topic, {0: 5}) == [ErrorCode.none]
+    producer = txn.producer(kafka_names("txn"))
+    assert producer.add_offsets(group) == ErrorCode.none
+    assert producer.commit_offsets(group, topic, {0: 9, 1: 9}) == {0: ErrorCode.none,
+                                                                   1: ErrorCode.none}
+    producer.abort()
+    txn.wait_state(producer.transactional_id, "CompleteAbort")
+    assert txn.committed(group, topic, 0, require_stable=True) == (5, ErrorCode.none)
+    assert txn.committed(group, topic, 1, require_stable=True) == (-1, ErrorCode.none)
