@@ -62,8 +62,11 @@ __all__ = ["SUITE_BROKER_PROPERTIES", "KafkaOptions", "kafka_options", "new_name
 # Broker settings of a target the harness starts, as Kafka's own integration tests set them:
 # groups start at once (no group.initial.rebalance.delay.ms, 3 s otherwise), and a group is full
 # at 6 members (the suites use at most 3), so the groups suite can see GROUP_MAX_SIZE_REACHED:
-# Kafka's default, 2147483647, cannot be reached.
-SUITE_BROKER_PROPERTIES = {"group.initial.rebalance.delay.ms": 0, "group.max.size": 6}
+# Kafka's default, 2147483647, cannot be reached. The transaction coordinator looks for
+# transactions past their timeout every 0.5 s instead of every 10 s, so the transactions
+# suite's abandoned transaction is aborted within a second of its timeout.
+SUITE_BROKER_PROPERTIES = {"group.initial.rebalance.delay.ms": 0, "group.max.size": 6,
+                           "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500}
 
 MARKERS = {
     "slow": "long-running tests kept out of the default CI run",
