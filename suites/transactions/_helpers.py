@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -187,8 +187,16 @@ class TxnProducer:
         assert (error := self.end(False)) == ErrorCode.none, f"EndTxn(abort): {error!r}"
 
     def begin(self, topic: str, *partitions: int) -> None:
-        """Add the partitions to the transaction, asserting each is added."""
-        added = self.add_partitions(topic, *partitions)
+        """Add the partitions to the transaction, asserting each is added. As a client does,
+        CONCURRENT_TRANSACTIONS is retried (bounded): the previous transaction's markers may
+        be written — its LSO moved — before the coordinator has recorded it complete (Kafka
+        4.4 answered it so)."""
+        def add() -> dict[int, ErrorCode] | None:
+            added = self.add_partitions(topic, *partitions)
+            return None if ErrorCode.concurrent_transactions in added.values() else added
+
+        added = wait_for(add, WAIT_S, f"{self.transactional_id}'s previous transaction to "
+                         "complete", retry_on=())
         assert set(added.values()) == {ErrorCode.none}, f"AddPartitionsToTxn: {added}"
 
 
@@ -218,6 +226,16 @@ class Transactions:
             return found
 
         return wait_for(ask, WAIT_S, f"the coordinator of {transactional_id}", retry_on=())
+
+    def id_coordinated_elsewhere(self, new_name: Callable[[], str], broker: int) -> str:
+        """A new transactional id (from `new_name`) whose coordinator is not `broker`: ids hash
+        over ``__transaction_state``'s partitions, whose leaders are spread over the brokers."""
+        def pick() -> str | None:
+            name = new_name()
+            return name if self.find_coordinator(name).node_id != broker else None
+
+        return wait_for(pick, WAIT_S, f"a transactional id not coordinated by broker {broker}",
+                        retry_on=())
 
     def coordinator(self, transactional_id: str) -> RawClient:
         """The test's connection to the transactional id's coordinator."""

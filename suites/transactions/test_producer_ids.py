@@ -6,11 +6,15 @@ from collections.abc import Callable
 
 import pytest
 
+from harness.cluster.factory import Faults
+from harness.cluster.targets import Target
 from harness.wire.errors import ErrorCode
 
-from ._helpers import FENCED, RETRIABLE_INIT, Transactions, TxnProducer, code
+from ._helpers import FENCED, Transactions, TxnProducer, code
 
 pytestmark = pytest.mark.requires_transactions
+
+MARKER_DELAY_MS = 3_000  # long enough to observe the coordinator waiting on its markers
 
 
 def test_find_coordinator_key_type_1_names_a_live_broker(
@@ -70,17 +74,15 @@ def test_the_previous_epoch_is_fenced_and_its_open_transaction_aborted(
     assert txn.read_committed(topic, end).committed_values() == []
 
 
-def test_init_producer_id_while_a_transaction_completes_is_concurrent_transactions(
+def test_init_producer_id_right_after_end_txn_is_none_or_concurrent_transactions(
         txn: Transactions, txn_topic: Callable[..., str],
         kafka_names: Callable[[str], str]) -> None:
-    """InitProducerId while the previous transaction's markers are being written answers CONCURRENT_TRANSACTIONS, retriably, and succeeds once it completed [KIP-98; protocol guide, error codes].
+    """InitProducerId sent at once after EndTxn answers NONE, or CONCURRENT_TRANSACTIONS while the markers are still being written — retriable, then the epoch is bumped [KIP-98; protocol guide, error codes].
 
-    The window between EndTxn's answer (PrepareCommit written) and CompleteCommit is the time
-    the markers take to be written: milliseconds on a healthy cluster, so the test cannot hold
-    it open without faulting the partition's leader. It asks at once and accepts only the two
-    answers Kafka may give — NONE if the window had closed, CONCURRENT_TRANSACTIONS if not
-    (both Kafka 3.9 and 4.4 answered CONCURRENT_TRANSACTIONS here, from PrepareCommit) — then
-    retries to the bumped epoch.
+    The window between EndTxn's answer (PrepareCommit recorded) and CompleteCommit is the
+    markers' write, milliseconds on a healthy cluster: this test, which runs on any target,
+    accepts either answer (Kafka 3.9 and 4.4 both answered CONCURRENT_TRANSACTIONS here);
+    the next one holds the window open with a slow link and requires it.
     """  # noqa: E501
     topic = txn_topic(1)
     transactional_id = kafka_names("txn")
@@ -90,12 +92,47 @@ def test_init_producer_id_while_a_transaction_completes_is_concurrent_transactio
     producer.commit()
     at_once = txn.init_producer_id(transactional_id, retry=frozenset())
     assert code(at_once) in {ErrorCode.none, ErrorCode.concurrent_transactions}, at_once
-    if code(at_once) == ErrorCode.concurrent_transactions:
-        assert ErrorCode.concurrent_transactions in RETRIABLE_INIT
-        at_once = txn.init_producer_id(transactional_id)
-    assert code(at_once) == ErrorCode.none, at_once
-    assert (at_once.producer_id, at_once.producer_epoch > producer.epoch) == (
-        producer.producer_id, True), (producer, at_once)
+    again = txn.init_producer_id(transactional_id)
+    assert code(again) == ErrorCode.none, again
+    assert (again.producer_id, again.producer_epoch > producer.epoch) == (
+        producer.producer_id, True), (producer, again)
+
+
+@pytest.mark.requires_faults
+@pytest.mark.requires_multi_broker
+def test_a_transaction_whose_markers_are_delayed_is_concurrent_transactions(
+        txn: Transactions, txn_topic: Callable[..., str], kafka_target: Target,
+        kafka_faults: Faults, kafka_names: Callable[[str], str]) -> None:
+    """While a committed transaction's markers cannot reach the partition's leader, the coordinator holds it in PrepareCommit and answers InitProducerId and AddPartitionsToTxn for the id CONCURRENT_TRANSACTIONS; once they arrive it completes and InitProducerId bumps the epoch [KIP-98; TransactionCoordinator].
+
+    The transactional id is chosen so that its coordinator is not the leader, and a latency
+    toxic on the coordinator's link to the leader (its requests only: the leader's own fetches
+    from the coordinator, which replicate ``__transaction_state``, are not slowed) delays the
+    WriteTxnMarkers request by seconds — a window the test can observe deterministically.
+    """  # noqa: E501
+    topic = txn_topic(1)
+    leader = txn.wire.metadata(topic).topics[0].partitions[0].leader_id
+    transactional_id = txn.id_coordinated_elsewhere(lambda: kafka_names("txn"), leader)
+    producer = txn.producer(transactional_id)
+    producer.begin(topic)
+    assert code(producer.send(topic, [b"v"])) == ErrorCode.none
+
+    spec = kafka_target.require_nodes().spec
+    coordinator = txn.find_coordinator(transactional_id).node_id
+    link = f"{spec.node_name(coordinator)}->{spec.node_name(leader)}"
+    toxic = kafka_faults.add_toxic(link, "latency", {"latency": MARKER_DELAY_MS},
+                                   stream="upstream")
+    producer.commit()
+    held = txn.init_producer_id(transactional_id, retry=frozenset())
+    assert code(held) == ErrorCode.concurrent_transactions, held
+    assert producer.add_partitions(topic) == {0: ErrorCode.concurrent_transactions}
+    assert txn.describe(transactional_id).transaction_state == "PrepareCommit"
+    kafka_faults.remove_toxic(link, toxic)
+
+    txn.wait_state(transactional_id, "CompleteCommit")
+    again = txn.init_producer_id(transactional_id, retry=frozenset())
+    assert code(again) == ErrorCode.none, again
+    assert again.producer_epoch > producer.epoch, (producer, again)
 
 
 def test_an_unknown_transactional_id_or_producer_id_is_invalid_producer_id_mapping(
