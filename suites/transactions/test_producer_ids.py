@@ -53,10 +53,12 @@ def test_init_producer_id_again_keeps_the_id_and_bumps_the_epoch(
 def test_the_previous_epoch_is_fenced_and_its_open_transaction_aborted(
         txn: Transactions, txn_topic: Callable[..., str],
         kafka_names: Callable[[str], str]) -> None:
-    """After a new InitProducerId the old epoch is fenced on AddPartitionsToTxn, AddOffsetsToTxn and EndTxn (PRODUCER_FENCED, or INVALID_PRODUCER_EPOCH before KIP-588) and on Produce (INVALID_PRODUCER_EPOCH), and its open transaction is aborted [KIP-98, "fencing"; KIP-588].
+    """After a new InitProducerId the old epoch is fenced on AddPartitionsToTxn, AddOffsetsToTxn and EndTxn (PRODUCER_FENCED, or INVALID_PRODUCER_EPOCH before KIP-588), on TxnOffsetCommit and Produce (INVALID_PRODUCER_EPOCH), and its open transaction is aborted [KIP-98, "fencing"; KIP-588].
 
     The old incarnation had begun a transaction with one record: the new InitProducerId
-    aborts it, so the record is never read committed and the LSO moves past it.
+    aborts it, so the record is never read committed and the LSO moves past it. Measured:
+    Kafka 3.9 and 4.4 answer PRODUCER_FENCED from the coordinator, INVALID_PRODUCER_EPOCH from
+    the leader and from the group coordinator (TxnOffsetCommit, v4 and v5 alike).
     """  # noqa: E501
     topic = txn_topic(1)
     transactional_id = kafka_names("txn")
@@ -66,7 +68,10 @@ def test_the_previous_epoch_is_fenced_and_its_open_transaction_aborted(
     new = txn.producer(transactional_id)
     assert new.epoch > old.epoch, (old, new)
     assert set(old.add_partitions(topic).values()) <= FENCED
-    assert old.add_offsets(kafka_names("group")) in FENCED
+    group = kafka_names("group")
+    assert old.add_offsets(group) in FENCED
+    assert new.add_offsets(group) == ErrorCode.none  # the group's partition is in the new one's
+    assert set(old.commit_offsets(group, topic, {0: 1}).values()) <= FENCED
     assert code(old.send(topic, [b"late"])) == ErrorCode.invalid_producer_epoch
     assert old.end(True) in FENCED
     end = txn.wire.list_offset(topic, -1).offset
@@ -96,6 +101,26 @@ def test_init_producer_id_right_after_end_txn_is_none_or_concurrent_transactions
     assert code(again) == ErrorCode.none, again
     assert (again.producer_id, again.producer_epoch > producer.epoch) == (
         producer.producer_id, True), (producer, again)
+
+
+def test_an_epoch_above_the_coordinators_is_fenced_too(
+        txn: Transactions, txn_topic: Callable[..., str],
+        kafka_names: Callable[[str], str]) -> None:
+    """An epoch the coordinator never gave — above the current one — is refused like a stale one: PRODUCER_FENCED on AddPartitionsToTxn and EndTxn, INVALID_PRODUCER_EPOCH on Produce [KIP-98; TransactionCoordinator's epoch checks].
+
+    Only InitProducerId moves the epoch (and, at transaction version 2, EndTxn): a client
+    cannot jump ahead of it. Measured on Kafka 3.9 and 4.4 alike.
+    """  # noqa: E501
+    topic = txn_topic(1)
+    producer = txn.producer(kafka_names("txn"))
+    ahead = producer.epoch + 5
+    assert set(producer.add_partitions(topic, epoch=ahead).values()) <= FENCED
+    assert producer.end(True, epoch=ahead) in FENCED
+    assert code(producer.send(topic, [b"ahead"], epoch=ahead)) == \
+        ErrorCode.invalid_producer_epoch
+    producer.begin(topic)  # the real epoch still works
+    assert code(producer.send(topic, [b"v"])) == ErrorCode.none
+    producer.commit()
 
 
 @pytest.mark.requires_faults

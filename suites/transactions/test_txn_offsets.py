@@ -9,7 +9,9 @@ import pytest
 from harness.wire.errors import ErrorCode
 
 from ..offsets._helpers import commit
-from ._helpers import Transactions
+from ._helpers import TXN_OFFSET_COMMIT, Transactions, transaction_version
+
+IMPLICIT_ADD_OFFSETS = 5  # TxnOffsetCommit v5 adds the offsets partition itself (KIP-890 part 2)
 
 pytestmark = pytest.mark.requires_transactions
 
@@ -56,3 +58,31 @@ def test_an_aborted_transaction_leaves_the_group_offsets_as_they_were(
     txn.wait_state(producer.transactional_id, "CompleteAbort")
     assert txn.committed(group, topic, 0, require_stable=True) == (5, ErrorCode.none)
     assert txn.committed(group, topic, 1, require_stable=True) == (-1, ErrorCode.none)
+
+
+def test_txn_offset_commit_before_add_offsets_to_txn(
+        txn: Transactions, txn_topic: Callable[..., str],
+        kafka_names: Callable[[str], str]) -> None:
+    """TxnOffsetCommit for a group whose offsets partition is not in the transaction is refused up to v4 — TRANSACTION_ABORTABLE, INVALID_TXN_STATE before KIP-1050 — and from v5, at transaction version 2, adds that partition to the transaction itself [KIP-890 parts 1 and 2; KIP-1050].
+
+    Measured: Kafka 3.9 (v4) answers TRANSACTION_ABORTABLE and the transaction stays Empty;
+    Kafka 4.4 (v5, ``transaction.version`` 2) answers NONE and DescribeTransactions lists the
+    ``__consumer_offsets`` partition.
+    """  # noqa: E501
+    topic, group = txn_topic(1), kafka_names("group")
+    producer = txn.producer(kafka_names("txn"))
+    answer = producer.commit_offsets(group, topic, {0: 4})
+    state = txn.describe(producer.transactional_id)
+    implicit = (txn.wire.version(TXN_OFFSET_COMMIT) >= IMPLICIT_ADD_OFFSETS
+                and transaction_version(txn.wire) >= 2)
+    if implicit:
+        assert answer == {0: ErrorCode.none}
+        assert [t.topic for t in state.topics] == ["__consumer_offsets"], state
+        producer.commit()
+        txn.wait_state(producer.transactional_id, "CompleteCommit")
+        assert txn.committed(group, topic, require_stable=True) == (4, ErrorCode.none)
+    else:
+        assert set(answer.values()) <= {ErrorCode.transaction_abortable,
+                                        ErrorCode.invalid_txn_state}, answer
+        assert (state.transaction_state, state.topics) == ("Empty", ()), state
+        assert txn.committed(group, topic, require_stable=True) == (-1, ErrorCode.none)
