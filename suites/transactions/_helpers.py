@@ -23,6 +23,7 @@ import re
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import Any
 
 import pytest
@@ -65,7 +66,7 @@ RETRIABLE_INIT = frozenset({ErrorCode.coordinator_load_in_progress,
 FENCED = frozenset({ErrorCode.producer_fenced, ErrorCode.invalid_producer_epoch})
 
 
-class ControlType:
+class ControlType(IntEnum):
     """The key of a control record (a transaction marker): version, then this type."""
 
     ABORT, COMMIT = 0, 1
@@ -142,7 +143,7 @@ class TxnProducer:
             topic, self.batch(topic, values, partition, epoch), partition=partition)
         version = highest if version is None else version
         body["transactional_id"] = self.transactional_id
-        response = self.wire.leader(topic, partition).request(0, version, body)
+        response = self.wire.leader(topic, partition).request(PRODUCE, version, body)
         answer = response.responses[0].partition_responses[0]
         if code(answer) == ErrorCode.none:
             key = (topic, partition)
@@ -298,8 +299,12 @@ class Transactions:
                     timeout: float = WAIT_S) -> int:
         """Wait (bounded) until the partition's LSO reaches `end` — the markers of a finished
         transaction are written after EndTxn is answered — and return it."""
-        return wait_for(lambda: (lso := self.stable_offset(topic, partition)) >= end and lso,
-                        timeout, f"the LSO of {topic}-{partition} to reach {end}") or end
+        def reached() -> tuple[int] | None:
+            lso = self.stable_offset(topic, partition)
+            return (lso,) if lso >= end else None
+
+        (lso,) = wait_for(reached, timeout, f"the LSO of {topic}-{partition} to reach {end}")
+        return lso
 
     def describe(self, transactional_id: str) -> Any:
         """DescribeTransactions at the id's coordinator: its one transaction state."""
@@ -395,7 +400,10 @@ class ReadCommitted:
 
 
 def transaction_version(wire: Wire) -> int:
-    """The cluster's finalized ``transaction.version`` feature level (0 when not listed)."""
+    """The cluster's finalized ``transaction.version`` feature level (0 when not listed, or
+    when the target speaks no ApiVersions version that lists features)."""
+    if wire.advertised.get(API_VERSIONS, (0, 0))[1] < FEATURES_API_VERSIONS:
+        return 0
     response = wire.bootstrap.request(API_VERSIONS, FEATURES_API_VERSIONS, {
         "client_software_name": "kafka-harness-suites", "client_software_version": "1.0"})
     return max((f.max_version_level for f in response.finalized_features
