@@ -210,6 +210,13 @@ class Transactions:
         self._groups: dict[str, RawClient] = {}
         self._coordinators: dict[str, RawClient] = {}
 
+    def require_transaction_apis(self) -> None:
+        """Skip the test unless the target advertises what every transaction needs:
+        InitProducerId, AddPartitionsToTxn and EndTxn (``Wire.version`` names the missing
+        one)."""
+        for api_key in (INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, END_TXN):
+            self.wire.version(api_key)
+
     def find_coordinator(self, transactional_id: str) -> Any:
         """FindCoordinator key type 1 (the transaction coordinator), waiting (bounded) while
         it is not available — Kafka creates ``__transaction_state`` on the first lookup — and

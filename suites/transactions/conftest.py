@@ -27,6 +27,13 @@ def txn(kafka_target: Target, kafka_raw_client: Callable[..., RawClient]) -> Tra
                         kafka_raw_client)
 
 
+@pytest.fixture(autouse=True)
+def _transaction_apis(txn: Transactions) -> None:
+    """Skip, naming the API, on a target that does not advertise the transaction APIs (a
+    broker the harness only reaches by address is held to what it advertises)."""
+    txn.require_transaction_apis()
+
+
 @pytest.fixture
 def txn_topic(txn: Transactions, make_topic: Callable[..., str]) -> Callable[..., str]:
     """``make_topic`` (same arguments), returning only once every broker knows the topic."""
