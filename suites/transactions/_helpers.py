@@ -348,6 +348,18 @@ class Transactions:
         ((answer,),) = (t.partitions for t in response.topics)
         return answer.committed_offset, code(answer)
 
+    def stable_committed(self, group: str, topic: str,
+                         partition: int = 0) -> tuple[int, ErrorCode]:
+        """:meth:`committed` with ``require_stable`` once it is no longer
+        UNSTABLE_OFFSET_COMMIT (a consumer's wait after a transaction ended: the coordinator
+        applies its offsets when the marker reaches the offsets partition)."""
+        def settled() -> tuple[int, ErrorCode] | None:
+            answer = self.committed(group, topic, partition, require_stable=True)
+            return None if answer[1] == ErrorCode.unstable_offset_commit else answer
+
+        return wait_for(settled, WAIT_S, f"{group}'s offsets of {topic}-{partition} to be "
+                        "stable", retry_on=())
+
     def read_committed(self, topic: str, end: int, partition: int = 0) -> ReadCommitted:
         """Fetch with read_committed from offset 0 until `end` (at most the LSO), fetching on
         from the last batch as a consumer does (Kafka answered an aborted batch and its marker

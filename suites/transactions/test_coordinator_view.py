@@ -110,11 +110,11 @@ def test_an_abandoned_transaction_is_aborted_at_its_timeout(
     assert code(producer.send(topic, [b"abandoned"])) == ErrorCode.none
     assert txn.stable_offset(topic) == 0
 
-    aborted = txn.wait_state(producer.transactional_id, "CompleteAbort", timeout=ABORT_WAIT_S)
-    assert aborted.producer_epoch > producer.epoch, (producer, aborted)
     assert txn.wait_stable(topic, 2, timeout=ABORT_WAIT_S) == 2
     assert txn.wire.list_offset(topic, LATEST).offset == 2
     read = txn.read_committed(topic, 2)
     assert (read.committed_values(), read.markers) == ([], {1: ControlType.ABORT}), read
+    aborted = txn.wait_state(producer.transactional_id, "CompleteAbort")
+    assert aborted.producer_epoch > producer.epoch, (producer, aborted)
     assert producer.end(True) in FENCED | {ErrorCode.invalid_txn_state}
     assert txn.read_committed(topic, 2).committed_values() == []

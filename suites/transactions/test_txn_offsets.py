@@ -36,8 +36,7 @@ def test_transactional_offsets_are_unstable_until_the_commit(
     assert error == ErrorCode.unstable_offset_commit, (offset, error)
 
     producer.commit()
-    txn.wait_state(producer.transactional_id, "CompleteCommit")
-    assert txn.committed(group, topic, require_stable=True) == (7, ErrorCode.none)
+    assert txn.stable_committed(group, topic) == (7, ErrorCode.none)
 
 
 def test_an_aborted_transaction_leaves_the_group_offsets_as_they_were(
@@ -55,9 +54,8 @@ def test_an_aborted_transaction_leaves_the_group_offsets_as_they_were(
     assert producer.commit_offsets(group, topic, {0: 9, 1: 9}) == {0: ErrorCode.none,
                                                                    1: ErrorCode.none}
     producer.abort()
-    txn.wait_state(producer.transactional_id, "CompleteAbort")
-    assert txn.committed(group, topic, 0, require_stable=True) == (5, ErrorCode.none)
-    assert txn.committed(group, topic, 1, require_stable=True) == (-1, ErrorCode.none)
+    assert txn.stable_committed(group, topic, 0) == (5, ErrorCode.none)
+    assert txn.stable_committed(group, topic, 1) == (-1, ErrorCode.none)
 
 
 def test_txn_offset_commit_before_add_offsets_to_txn(
@@ -72,17 +70,17 @@ def test_txn_offset_commit_before_add_offsets_to_txn(
     topic, group = txn_topic(1), kafka_names("group")
     producer = txn.producer(kafka_names("txn"))
     answer = producer.commit_offsets(group, topic, {0: 4})
-    state = txn.describe(producer.transactional_id)
     implicit = (txn.wire.version(TXN_OFFSET_COMMIT) >= IMPLICIT_ADD_OFFSETS
                 and transaction_version(txn.wire) >= 2)
     if implicit:
         assert answer == {0: ErrorCode.none}
+        state = txn.describe(producer.transactional_id)
         assert [t.topic for t in state.topics] == ["__consumer_offsets"], state
         producer.commit()
-        txn.wait_state(producer.transactional_id, "CompleteCommit")
-        assert txn.committed(group, topic, require_stable=True) == (4, ErrorCode.none)
+        assert txn.stable_committed(group, topic) == (4, ErrorCode.none)
     else:
         assert set(answer.values()) <= {ErrorCode.transaction_abortable,
                                         ErrorCode.invalid_txn_state}, answer
-        assert (state.transaction_state, state.topics) == ("Empty", ()), state
         assert txn.committed(group, topic, require_stable=True) == (-1, ErrorCode.none)
+        state = txn.describe(producer.transactional_id)
+        assert (state.transaction_state, state.topics) == ("Empty", ()), state
