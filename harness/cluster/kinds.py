@@ -47,6 +47,7 @@ class Capability(StrEnum):
     CREATE_TOPICS = "create_topics"    # CreateTopics is implemented
     LONE_BROKER = "lone_broker"        # a broker serves while every other one is down
     QUORUM = "quorum"                  # a KRaft controller quorum to read and fault
+    TRANSACTIONS = "transactions"      # transactions (KIP-98): InitProducerId with an id, EndTxn…
 
     @property
     def reason(self) -> str:
@@ -66,10 +67,15 @@ _CAPABILITY_REASONS = {
                              "quorum of the brokers themselves)"),
     Capability.QUORUM: ("runs a KRaft controller quorum the harness reads (DescribeQuorum) and "
                         "faults (its Raft links are behind the proxies)"),
+    Capability.TRANSACTIONS: "implements transactions",
 }
 
 ZOOKEEPER_MODE = frozenset(Capability) - {Capability.QUORUM}
 """What a ZooKeeper-mode cluster the harness runs can do: everything but a KRaft quorum."""
+
+REFERENCE_MODE = ZOOKEEPER_MODE - {Capability.TRANSACTIONS}
+"""What the reference broker's cluster can do: a ZooKeeper-mode cluster's all, but it has no
+transaction coordinator yet (issue 28)."""
 
 
 class ProcessRole(StrEnum):

@@ -135,7 +135,8 @@ class ApacheKafkaKraftKind:
     name = "apache-kafka-kraft"
     capabilities = frozenset({Capability.FAULTS, Capability.PROCESS_FAULTS,
                               Capability.CONTROLLER, Capability.QUORUM,
-                              Capability.MULTI_BROKER, Capability.CREATE_TOPICS})
+                              Capability.MULTI_BROKER, Capability.CREATE_TOPICS,
+                              Capability.TRANSACTIONS})
     listener_per_peer = True
     controller_quorum = True
     needs_zookeeper = False

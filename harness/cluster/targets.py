@@ -48,6 +48,11 @@ from harness.cluster.recipe import load_recipe
 
 log = logging.getLogger(__name__)
 
+_PEER_CAPABILITIES = frozenset({Capability.CREATE_TOPICS, Capability.TRANSACTIONS})
+"""What a broker the harness neither runs as a cluster nor controls is taken to offer: its
+transactions are left to the suites' API-versions checks (a broker that advertises the
+transaction APIs is held to them)."""
+
 
 @dataclass
 class Target:
@@ -160,7 +165,7 @@ def start(options: ClusterOptions, run_dir: Path | None) -> Target:
     name = TargetName(options.target)
     if name == TargetName.EXTERNAL:
         assert options.bootstrap is not None
-        return Target(name.value, options.bootstrap, frozenset({Capability.CREATE_TOPICS}))
+        return Target(name.value, options.bootstrap, _PEER_CAPABILITIES)
     try:
         if not options.faultable:
             return _start_peer(name, options, run_dir)
@@ -182,8 +187,9 @@ def _start_peer(name: TargetName, options: ClusterOptions, run_dir: Path | None)
     """A target the harness starts but cannot fault: one process, or the mock in-process."""
     if name == TargetName.TANSU:
         tansu = TansuBroker(run_dir).start()
-        return Target(name.value, tansu.bootstrap, frozenset({Capability.CREATE_TOPICS}), 1,
+        return Target(name.value, tansu.bootstrap, _PEER_CAPABILITIES, 1,
                       _close=tansu.stop)
     mock = LibrdkafkaMockCluster(options.brokers).start()
-    mock_caps = frozenset({Capability.MULTI_BROKER} if options.brokers > 1 else set())
+    mock_caps = frozenset({Capability.TRANSACTIONS, *(
+        [Capability.MULTI_BROKER] if options.brokers > 1 else [])})
     return Target(name.value, mock.bootstrap, mock_caps, options.brokers, _close=mock.stop)

@@ -13,7 +13,7 @@ import importlib.util
 from pathlib import Path
 
 PACKAGE = "kafka_harness_suites"
-SUITES = ("protocol", "offsets", "groups", "failover", "unclean", "chaos")
+SUITES = ("protocol", "offsets", "groups", "transactions", "failover", "unclean", "chaos")
 
 
 def suites_dir() -> Path:

@@ -24,7 +24,8 @@ one more release and warn.
 
 Markers declare what a test needs — ``requires_faults``, ``requires_process_faults``,
 ``requires_zookeeper``, ``requires_controller``, ``requires_multi_broker``,
-``requires_create_topics``, ``requires_lone_broker``, ``requires_quorum`` — and a target without
+``requires_create_topics``, ``requires_lone_broker``, ``requires_quorum``,
+``requires_transactions`` — and a target without
 it skips the test with the precise reason.
 When a test fails, the paths of the target's logs are printed and the run directory is kept. On
 a broker the harness did not start, the topics and groups the session made (all under its
@@ -61,8 +62,11 @@ __all__ = ["SUITE_BROKER_PROPERTIES", "KafkaOptions", "kafka_options", "new_name
 # Broker settings of a target the harness starts, as Kafka's own integration tests set them:
 # groups start at once (no group.initial.rebalance.delay.ms, 3 s otherwise), and a group is full
 # at 6 members (the suites use at most 3), so the groups suite can see GROUP_MAX_SIZE_REACHED:
-# Kafka's default, 2147483647, cannot be reached.
-SUITE_BROKER_PROPERTIES = {"group.initial.rebalance.delay.ms": 0, "group.max.size": 6}
+# Kafka's default, 2147483647, cannot be reached. The transaction coordinator looks for
+# transactions past their timeout every 0.5 s instead of every 10 s, so the transactions
+# suite's abandoned transaction is aborted within a second of its timeout.
+SUITE_BROKER_PROPERTIES = {"group.initial.rebalance.delay.ms": 0, "group.max.size": 6,
+                           "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500}
 
 MARKERS = {
     "slow": "long-running tests kept out of the default CI run",

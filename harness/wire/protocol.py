@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, fields, is_dataclass, make_dataclass
 from dataclasses import field as dataclass_field
 from functools import cache
-from typing import Any, cast
+from typing import Any, cast, get_args, get_origin
 
 from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.schema.index import api_key_map
@@ -337,10 +337,18 @@ def raw_timestamps(cls: type) -> type:
     Kafka writes -1 for "no time" in fields kio types as datetimes — a refused
     CreateDelegationToken's issue, expiry and max timestamps — and kio refuses to decode a
     negative datetime (OutOfBoundValue). Such an answer is still a well-formed response; it is
-    decoded with this variant, whose other fields are the same."""
+    decoded with this variant, whose other fields are the same. Nested entities are read the
+    same way: DescribeTransactions answers an Empty transaction's start time -1 in each of its
+    ``transaction_states``."""
     def raw(f: Any) -> tuple[str, Any, Any]:
         if f.metadata.get("kafka_type") == "datetime_i64":
             return f.name, int, dataclass_field(metadata={**f.metadata, "kafka_type": "int64"})
+        args = get_args(f.type)
+        if get_origin(f.type) is tuple and isinstance(args[0], type) and is_dataclass(args[0]):
+            nested: Any = tuple.__class_getitem__((raw_timestamps(args[0]), ...))
+            return f.name, nested, dataclass_field(metadata=f.metadata)
+        if isinstance(f.type, type) and is_dataclass(f.type):
+            return f.name, raw_timestamps(f.type), dataclass_field(metadata=f.metadata)
         return f.name, f.type, dataclass_field(metadata=f.metadata)
 
     keep = ("__type__", "__version__", "__flexible__", "__api_key__", "__header_schema__")

@@ -270,8 +270,10 @@ def build_batch(
     base_sequence: int = NO_SEQUENCE,
     compression: int = 0,
     partition_leader_epoch: int = -1,
+    transactional: bool = False,
 ) -> bytes:
-    """Encode (key, value) pairs as one v2 batch (compression: 0 none or 1 gzip)."""
+    """Encode (key, value) pairs as one v2 batch (compression: 0 none or 1 gzip); a
+    ``transactional`` batch has the attribute bit a transactional producer sets (KIP-98)."""
     encoded = b"".join(
         _encode_record(i, 0, key, value, ()) for i, (key, value) in enumerate(values)
     )
@@ -283,7 +285,7 @@ def build_batch(
     tail = (
         struct.pack(
             ">hiqqqhii",
-            compression,
+            compression | (TRANSACTIONAL_BIT if transactional else 0),
             last_delta,
             timestamp_ms,
             timestamp_ms,

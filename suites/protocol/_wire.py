@@ -71,8 +71,9 @@ def produce_body(topic: str, batch: bytes, *, acks: int = -1, partition: int = 0
          "partition_data": [{"index": partition, "records": batch}]}]}
 
 
-def list_offsets_body(topic: str, timestamp: int, partition: int = 0) -> dict[str, Any]:
-    return {"replica_id": -1, "isolation_level": 0, "timeout": 5000, "topics": [
+def list_offsets_body(topic: str, timestamp: int, partition: int = 0,
+                      isolation_level: int = 0) -> dict[str, Any]:
+    return {"replica_id": -1, "isolation_level": isolation_level, "timeout": 5000, "topics": [
         {"name": topic, "partitions": [{"partition_index": partition, "timestamp": timestamp,
                                         "current_leader_epoch": -1}]}]}
 
@@ -241,11 +242,13 @@ class Wire:
                 raise AssertionError(f"read only up to offset {next_offset} of {topic}-"
                                      f"{partition} in {LEADER_WAIT_S} s, expected {end_offset}")
 
-    def list_offset(self, topic: str, timestamp: int, partition: int = 0) -> Any:
-        """ListOffsets for one timestamp (-1 latest, -2 earliest) at the leader."""
+    def list_offset(self, topic: str, timestamp: int, partition: int = 0,
+                    isolation_level: int = 0) -> Any:
+        """ListOffsets for one timestamp (-1 latest, -2 earliest) at the leader; latest is the
+        last stable offset with ``isolation_level`` 1 (read_committed, from v2 on)."""
         response = self.leader(topic, partition).request(
-            LIST_OFFSETS, self.version(LIST_OFFSETS, at_least=1),
-            list_offsets_body(topic, timestamp, partition))
+            LIST_OFFSETS, self.version(LIST_OFFSETS, at_least=2 if isolation_level else 1),
+            list_offsets_body(topic, timestamp, partition, isolation_level))
         return response.topics[0].partitions[0]
 
     def init_producer_id(self) -> tuple[int, int]:

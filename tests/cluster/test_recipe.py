@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from harness.cluster.apache_kafka import ApacheKafkaKind, KafkaDistribution
-from harness.cluster.kinds import ZOOKEEPER_MODE, BrokerPorts, BrokerWiring, Capability
+from harness.cluster.kinds import (
+    REFERENCE_MODE,
+    ZOOKEEPER_MODE,
+    BrokerPorts,
+    BrokerWiring,
+    Capability,
+)
 from harness.cluster.options import check_options
 from harness.cluster.recipe import (
     PeerAddressing,
@@ -96,7 +102,8 @@ def test_the_shipped_recipes_parse_and_are_package_data():
     patterns = pyproject["tool"]["setuptools"]["package-data"]["harness.recipes"]
     for name in builtin_recipe_names():
         recipe = builtin_recipe(name)
-        assert recipe.capabilities == ZOOKEEPER_MODE, name
+        expected = REFERENCE_MODE if name == "reference" else ZOOKEEPER_MODE
+        assert recipe.capabilities == expected, name
         assert any(fnmatch.fnmatch(f"{name}.toml", pattern) for pattern in patterns), name
 
 

@@ -134,3 +134,24 @@ def test_a_response_with_kafkas_minus_one_timestamps_is_decoded_with_raw_timesta
     assert body.hmac == b""
     again = protocol.encode_response(38, 3, correlation, body)
     assert again[4:] == frame  # written back the way it was read
+
+
+def test_a_minus_one_timestamp_inside_a_nested_entity_is_decoded_raw_too():
+    """Apache Kafka answers DescribeTransactions for an Empty transaction (initialised, none
+    begun) with a start time of -1 inside each ``transaction_states`` entry; the nested
+    timestamp is read as integer milliseconds, the rest as usual."""
+    import struct
+
+    def compact(text: str) -> bytes:
+        return bytes([len(text) + 1]) + text.encode()
+
+    frame = (struct.pack(">i", 7) + b"\x00" + struct.pack(">i", 0)  # header tags, throttle
+             + b"\x02" + struct.pack(">h", 0) + compact("txn") + compact("Empty")
+             + struct.pack(">iqqh", 60_000, -1, 5, 0) + b"\x01" + b"\x00"  # no topics, tags
+             + b"\x00")
+    correlation, body = protocol.decode_response(65, 0, frame)
+    (state,) = body.transaction_states
+    assert (correlation, state.transaction_state, state.transaction_start_time) == (
+        7, "Empty", -1)
+    assert (state.producer_id, state.transaction_timeout.total_seconds()) == (5, 60)
+    assert protocol.encode_response(65, 0, correlation, body)[4:] == frame
