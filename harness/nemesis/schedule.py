@@ -10,6 +10,14 @@ the last heal is due ``tail_s`` before the workload ends so the cluster can sett
 the leader of a partition or the controller, again and again.
 A role is named in the step (``"leader of workload-0"``, ``"controller"``) and resolved to a
 broker only when the fault is applied, because the leader moves with every fault.
+
+``delayed-end-txn`` is KAFKA-17754's fault (docs/scenarios.md): a request of one transaction —
+an EndTxn above all — held on the way to its transaction coordinator past the client's request
+timeout, so the client retries it on a new connection, commits and begins its next transaction
+while the first copy is still in flight; under Kafka's transaction version 1 the producer epoch
+is the same, and the late copy ends the *next* transaction. Its target is
+:data:`TXN_COORDINATORS`, resolved when applied: the transaction ids of the running clients
+are only known then.
 """
 
 from __future__ import annotations
@@ -33,8 +41,16 @@ FAULTS = {
                  "frees it and starts the broker again if it halted",
     "disk-errors": "reads and writes under a broker's log dir fail with EIO (a FUSE filesystem); "
                    "heal stops the errors and starts the broker again if it halted",
+    "delayed-end-txn": "hold the clients' requests (EndTxn, AddPartitionsToTxn, Produce) to the "
+                       "transaction coordinators of the running transactional clients longer "
+                       "than their request timeout, on a share of the connections, so a late "
+                       "copy can land in the next transaction (KAFKA-17754); heal removes it",
 }
-NETWORK_FAULTS = frozenset({"partition", "latency", "bandwidth"})
+DELAYED_END_TXN = "delayed-end-txn"
+TXN_COORDINATORS = "txn-coordinators"
+"""The target of :data:`DELAYED_END_TXN`: every broker that is the transaction coordinator of a
+running transactional client when the fault is applied."""
+NETWORK_FAULTS = frozenset({"partition", "latency", "bandwidth", DELAYED_END_TXN})
 _SHAPES = ("isolate", "halves", "ring", "bridge")
 PROCESS_FAULTS = frozenset({"kill", "pause", "stop", "lose-unflushed"})
 DISK_FAULTS = frozenset({"disk-full", "disk-errors"})
@@ -92,6 +108,8 @@ def _target(rng: random.Random, fault: str, brokers: int) -> str:
         return f"isolate {broker}" if shape == "isolate" else shape
     if fault == "crash-client":
         return "client"
+    if fault == DELAYED_END_TXN:
+        return TXN_COORDINATORS
     return broker
 
 
