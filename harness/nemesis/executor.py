@@ -76,11 +76,11 @@ request timeout (librdkafka's ``socket.timeout.ms`` for EndTxn and AddPartitions
 ``request.timeout.ms`` for Produce) well under the 4 s delay, so the client gives up on the held
 copy, retries and moves on before the held one lands — as Jepsen's client, which times out
 fast. With the defaults (60 s, 5 s here) the held copy is answered first."""
-DELAYED_END_TXN_SEND_GAP_S = 0.05
-"""And the pace of its transactions: 50 ms between sends keeps each one open (Ongoing at its
-coordinator) most of the time, so a late EndTxn lands inside the next transaction rather than
-between two — sent at once, a transaction is open for ~20 ms of every 80 in a first try (run
-r1 in docs/scenarios.md), and the late copy fell between transactions."""
+DELAYED_END_TXN_SEND_GAP_S = 0.1
+"""And the pace of its transactions: 100 ms between sends keeps each one open (Ongoing at its
+coordinator) with sends still to come most of the time, so a late EndTxn lands inside the next
+transaction, between two of its sends — sent at once, a transaction is open for ~20 ms of
+every 80, and the late copy fell between transactions (the first run, docs/scenarios.md)."""
 TOXIC_FAULTS = frozenset({*TOXICS, DELAYED_END_TXN})
 _PROCESS_FAULT = {"kill": "kill", "pause": "pause", "stop": "stop",
                   "lose-unflushed": "lose_unflushed"}

@@ -114,11 +114,28 @@ def _target(rng: random.Random, fault: str, brokers: int) -> str:
 
 
 QUIET_S = (2.0, 5.0)  # plan's default range of quiet seconds between one heal and the next fault
+FAULT_S = (3.0, 8.0)  # plan's default range of seconds a fault is held
+# delayed-end-txn alone: short windows close together. Each window re-draws which connections
+# Toxiproxy holds (one roll per connection when the toxic is added), and each draw is a chance
+# that a client's EndTxn is held, retried on a spared connection and delivered late — at the
+# 4 s latency or at the heal, which flushes what the toxic holds: a window of 2.5-4 s outlasts
+# the client's 1 s timeout and retry, so the late copy lands after the client moved on.
+DELAYED_END_TXN_FAULT_S = (2.5, 4.0)
+DELAYED_END_TXN_QUIET_S = (0.5, 1.5)
+
+
+def pacing(faults: tuple[str, ...] | list[str], quiet_s: tuple[float, float] = QUIET_S
+           ) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(fault_s, quiet_s) for :func:`plan`: delayed-end-txn's own when it is the only fault,
+    else the defaults (``quiet_s`` as given: a soak's is longer)."""
+    if tuple(faults) == (DELAYED_END_TXN,):
+        return DELAYED_END_TXN_FAULT_S, DELAYED_END_TXN_QUIET_S
+    return FAULT_S, quiet_s
 
 
 def plan(seed: int, faults: tuple[str, ...] | list[str], duration_s: float, brokers: int, *,
          start_s: float = 3.0, quiet_s: tuple[float, float] = QUIET_S,
-         fault_s: tuple[float, float] = (3.0, 8.0), tail_s: float = 3.0) -> list[Step]:
+         fault_s: tuple[float, float] = FAULT_S, tail_s: float = 3.0) -> list[Step]:
     """The schedule for one run; empty when no faults are asked for or there is no room."""
     rng = random.Random(seed)
     steps: list[Step] = []

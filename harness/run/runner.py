@@ -70,7 +70,7 @@ from harness.nemesis.executor import (
     FaultTarget,
     Nemesis,
 )
-from harness.nemesis.schedule import DELAYED_END_TXN, FAULTS, QUIET_S, Step, plan
+from harness.nemesis.schedule import DELAYED_END_TXN, FAULTS, QUIET_S, Step, pacing, plan
 from harness.net.netns_support import unavailable
 from harness.run import replay, resources
 from harness.run.latest import point_latest
@@ -494,8 +494,9 @@ class Run:
         for fault in options.nemesis:
             if fault not in faults:
                 self.result.notes.append(f"skipped fault {fault}: {target.unsupported(fault)}")
-        quiet_s = SOAK_QUIET_S if options.soak else QUIET_S
-        steps = (plan(self.seed, faults, options.duration_s, options.brokers, quiet_s=quiet_s)
+        fault_s, quiet_s = pacing(faults, SOAK_QUIET_S if options.soak else QUIET_S)
+        steps = (plan(self.seed, faults, options.duration_s, options.brokers, quiet_s=quiet_s,
+                      fault_s=fault_s)
                  if options.schedule is None else
                  [step for step in options.schedule if target.unsupported(step.fault) is None])
         self.result.schedule = [s.as_dict() for s in steps]

@@ -25,6 +25,7 @@ from pathlib import Path
 from harness.history import Event, read_history
 
 READ_COMMITTED = "read_committed"
+SLOW_END_NS = 1_000_000_000
 
 
 @dataclass
@@ -36,6 +37,10 @@ class TxnAnalysis:
     lost_writes: list[str] = field(default_factory=list)  # values
     torn: list[int] = field(default_factory=list)  # txn ops
     details: list[str] = field(default_factory=list)
+    # Transactions that took longer than a client request timeout (1 s) from their last ok
+    # send to their completion: a request of their end was retried, the chance a late copy
+    # needs. A count of opportunities, not of late copies.
+    slow_ends: int = 0
 
     @property
     def anomalous(self) -> bool:
@@ -43,8 +48,9 @@ class TxnAnalysis:
 
     def summary(self) -> str:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items()))
-        return (f"transactions: {counts}; aborted reads {len(self.aborted_reads)}, lost writes "
-                f"{len(self.lost_writes)}, torn transactions {len(self.torn)}")
+        return (f"transactions: {counts}; ends slower than 1 s {self.slow_ends}; aborted reads "
+                f"{len(self.aborted_reads)}, lost writes {len(self.lost_writes)}, torn "
+                f"transactions {len(self.torn)}")
 
 
 def analyse(events: list[Event]) -> TxnAnalysis:
@@ -79,6 +85,12 @@ def analyse(events: list[Event]) -> TxnAnalysis:
                   if v in sends and sends[v].txn is not None and outcome.get(sends[v].txn) ==
                   "info"}
     result = TxnAnalysis(Counter(outcome.values()))
+    last_send: dict[int, int] = {}
+    for e in events:
+        if e.f == "send" and e.type == "ok" and e.txn is not None:
+            last_send[e.txn] = max(last_send.get(e.txn, 0), e.time_ns)
+    result.slow_ends = sum(1 for e in events if e.f == "txn" and e.type != "invoke"
+                           and e.op in last_send and e.time_ns - last_send[e.op] > SLOW_END_NS)
     for value, send in sorted(sends.items()):
         if send.type == "fail" and value in any_reads:
             result.aborted_reads.append(value)
