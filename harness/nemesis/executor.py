@@ -70,17 +70,6 @@ TOXICS = {
 # connections are held is Toxiproxy's draw, not the run's seed.
 DELAYED_END_TXN_TOXIC = ToxicFault("latency", {"latency": 4000, "jitter": 0}, "upstream",
                                    toxicity=0.5, label=DELAYED_END_TXN)
-DELAYED_END_TXN_CLIENT: dict[str, int] = {"socket.timeout.ms": 1000, "request.timeout.ms": 1000}
-"""What a transactional client must be told for :data:`DELAYED_END_TXN_TOXIC` to matter: a
-request timeout (librdkafka's ``socket.timeout.ms`` for EndTxn and AddPartitionsToTxn,
-``request.timeout.ms`` for Produce) well under the 4 s delay, so the client gives up on the held
-copy, retries and moves on before the held one lands — as Jepsen's client, which times out
-fast. With the defaults (60 s, 5 s here) the held copy is answered first."""
-DELAYED_END_TXN_SEND_GAP_S = 0.1
-"""And the pace of its transactions: 100 ms between sends keeps each one open (Ongoing at its
-coordinator) with sends still to come most of the time, so a late EndTxn lands inside the next
-transaction, between two of its sends — sent at once, a transaction is open for ~20 ms of
-every 80, and the late copy fell between transactions (the first run, docs/scenarios.md)."""
 TOXIC_FAULTS = frozenset({*TOXICS, DELAYED_END_TXN})
 _PROCESS_FAULT = {"kill": "kill", "pause": "pause", "stop": "stop",
                   "lose-unflushed": "lose_unflushed"}

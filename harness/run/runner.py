@@ -30,7 +30,6 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -64,13 +63,9 @@ from harness.conformance import matrix
 from harness.disk.broker_disk import DiskLayer
 from harness.lifecycle.interrupts import interrupt_once
 from harness.nemesis.disk import layer_for
-from harness.nemesis.executor import (
-    DELAYED_END_TXN_CLIENT,
-    DELAYED_END_TXN_SEND_GAP_S,
-    FaultTarget,
-    Nemesis,
-)
-from harness.nemesis.schedule import DELAYED_END_TXN, FAULTS, QUIET_S, Step, pacing, plan
+from harness.nemesis.executor import FaultTarget, Nemesis
+from harness.nemesis.schedule import FAULTS, QUIET_S, Step, pacing, plan
+from harness.nemesis.txn_clients import client_settings, running_txn_ids
 from harness.net.netns_support import unavailable
 from harness.run import replay, resources
 from harness.run.latest import point_latest
@@ -84,8 +79,6 @@ from harness.workload.generator import Generator, WorkloadSpec
 from harness.workload.group_protocol import CONSUMER_GROUP_HEARTBEAT, GroupProtocol
 from harness.workload.plans import Plan
 from harness.workload.recorder import Recorder
-from harness.workload.transactions import TxnProducerSpec, transactional_id
-from harness.workload.transform import ProcessorSpec
 
 VALID, INVALID, USAGE, INFRASTRUCTURE, INTERRUPTED = 0, 1, 2, 3, 130
 NEMESIS_PROCESS = 0
@@ -462,7 +455,8 @@ class Run:
         clients = Plan(kinds.WorkloadKind(options.workload), workload, options.topic,
                        options.partitions, self.run_id, options.abort_p,
                        kinds.TxnIdPolicy(options.txn_id_policy), self.seed,
-                       **self._txn_client())
+                       **client_settings([*options.nemesis,
+                                          *(s.fault for s in options.schedule or ())]))
         try:
             clients.prepare()
         except ClusterWaitTimeout as exc:
@@ -481,15 +475,10 @@ class Run:
             generator.kill(victim)
             return f"process {victim}"
 
-        def txn_ids() -> list[str]:
-            return [transactional_id(client.spec.txn.transactional_id, client.spec.txn.id_policy,
-                                     process)
-                    for process, client in list(generator.running.items())
-                    if isinstance(client.spec, TxnProducerSpec | ProcessorSpec)]
-
         transactional = kinds.WorkloadKind(options.workload).transactional
         target = FaultTarget(cluster, network, crash_client, self.seed,
-                             txn_ids=txn_ids if transactional else None)
+                             txn_ids=(lambda: running_txn_ids(generator.running))
+                             if transactional else None)
         faults = tuple(f for f in options.nemesis if target.unsupported(f) is None)
         for fault in options.nemesis:
             if fault not in faults:
@@ -521,17 +510,6 @@ class Run:
             self.result.nemesis = nemesis.done
             self.result.clients = [asdict(e) for e in generator.ended]
         return generator.next_process
-
-    def _txn_client(self) -> dict[str, Any]:
-        """The transactional clients' extra settings: fast request timeouts and transactions
-        kept open a while when the nemesis holds their coordinators' requests (delayed-end-txn,
-        KAFKA-17754), which only shows with clients that give up on a request before it lands
-        and are inside their next transaction when it does."""
-        faults = {*self.options.nemesis, *(s.fault for s in self.options.schedule or ())}
-        if DELAYED_END_TXN not in faults:
-            return {}
-        return {"txn_config": dict(DELAYED_END_TXN_CLIENT),
-                "send_gap_s": DELAYED_END_TXN_SEND_GAP_S}
 
     def _resources(self, samples: list[resources.Sample]) -> None:
         """``resources.json`` for every run; for a soak also the judgement, which fails the

@@ -53,6 +53,7 @@ class Plan:
     # needs clients whose requests time out fast (delayed-end-txn) says so here.
     txn_config: Mapping[str, Any] = field(default_factory=dict)
     send_gap_s: float = 0.0  # between the sends of a transaction (TxnProducerSpec.send_gap_s)
+    end_gap_s: float = 0.0  # between its last send and its end (TxnProducerSpec.end_gap_s)
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -80,7 +81,7 @@ class Plan:
             ("txn-producer", TxnProducerSpec(
                 bootstrap=base.bootstrap, topics=self.topics, txn=self._txn(f"txn-{n}"),
                 partitions=self.partitions, rate=base.rate / max(1, base.producers),
-                send_gap_s=self.send_gap_s))
+                send_gap_s=self.send_gap_s, end_gap_s=self.end_gap_s))
             for n in range(base.producers)]
         uncommitted = uncommitted_readers(base.consumers)
         for n in range(base.consumers):

@@ -375,14 +375,20 @@ class TxnProducerSpec:
     # writes does — which a late EndTxn of the transaction before needs to land in the middle
     # of one (KAFKA-17754).
     send_gap_s: float = 0.0
+    # Seconds between the last send and the commit (or abort): the moment a client spends on
+    # other work before it ends a transaction. A request held by the network is the first one
+    # the client sends after the hold began, so the longer this pause, the likelier that one is
+    # the EndTxn (KAFKA-17754), not an AddPartitionsToTxn of the next sends.
+    end_gap_s: float = 0.0
 
     def __post_init__(self) -> None:
         if len(self.topics) < 1 or self.partitions < 1 or self.sends_per_txn < 1:
             raise ValueError("a transactional producer needs topics, partitions and sends")
         if self.rate <= 0:
             raise ValueError(f"rate must be > 0, got {self.rate}")
-        if self.send_gap_s < 0:
-            raise ValueError(f"send_gap_s must be >= 0, got {self.send_gap_s}")
+        if min(self.send_gap_s, self.end_gap_s) < 0:
+            raise ValueError(f"send_gap_s and end_gap_s must be >= 0, got {self.send_gap_s}, "
+                             f"{self.end_gap_s}")
 
     def placement(self, txn_index: int, send_index: int) -> tuple[str, int]:
         """(topic, partition) of one send: round the topics, then a partition that moves on
@@ -412,6 +418,8 @@ class TxnProducer:
             topic, partition = self.spec.placement(index, n)
             value = f"{self.context.process}-{self.transactions.sent}"
             self.transactions.send(topic, partition, value)
+        if self.spec.end_gap_s:
+            self._serve_for(self.spec.end_gap_s)
         return self.transactions.finish(abort=self.rng.random() < self.spec.txn.abort_p)
 
     def _serve_for(self, seconds: float) -> None:

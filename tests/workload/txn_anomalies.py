@@ -5,7 +5,9 @@ scenario's test must say whether the bug showed. The definitions follow the cont
 * a transaction *committed* when it completed ``ok``, or ``info`` and a read_committed poll
   outside it read one of its values;
 * **aborted read** — a read_committed poll read a value of a transaction that completed
-  ``fail``, or any poll read a value whose send completed ``fail``;
+  ``fail`` (KAFKA-17754's signature); kept apart, a **failed send read** — any poll read a
+  value whose send completed ``fail`` (the contract calls both aborted reads; this one says
+  the client's ``fail`` was wrong about a send, not that a transaction was torn);
 * **lost write** — an ``ok`` send (known offset) of a committed transaction that no
   read_committed poll read, while one read a later offset of its partition;
 * **torn transaction** — a committed transaction some of whose ``ok`` sends were read by
@@ -34,6 +36,7 @@ class TxnAnalysis:
 
     outcomes: Counter[str] = field(default_factory=Counter)
     aborted_reads: list[str] = field(default_factory=list)  # values
+    failed_send_reads: list[str] = field(default_factory=list)  # values
     lost_writes: list[str] = field(default_factory=list)  # values
     torn: list[int] = field(default_factory=list)  # txn ops
     details: list[str] = field(default_factory=list)
@@ -50,7 +53,8 @@ class TxnAnalysis:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items()))
         return (f"transactions: {counts}; ends slower than 1 s {self.slow_ends}; aborted reads "
                 f"{len(self.aborted_reads)}, lost writes {len(self.lost_writes)}, torn "
-                f"transactions {len(self.torn)}")
+                f"transactions {len(self.torn)}; failed sends read "
+                f"{len(self.failed_send_reads)}")
 
 
 def analyse(events: list[Event]) -> TxnAnalysis:
@@ -93,7 +97,9 @@ def analyse(events: list[Event]) -> TxnAnalysis:
                            and e.op in last_send and e.time_ns - last_send[e.op] > SLOW_END_NS)
     for value, send in sorted(sends.items()):
         if send.type == "fail" and value in any_reads:
-            result.aborted_reads.append(value)
+            result.failed_send_reads.append(value)
+            result.details.append(f"failed send read: {value} ({send.error}) of txn {send.txn} "
+                                  f"({outcome.get(send.txn or -1)})")
         elif send.txn is not None and outcome.get(send.txn) == "fail" and value in rc_reads:
             result.aborted_reads.append(value)
             result.details.append(f"aborted read: {value} of txn {send.txn} (fail: "

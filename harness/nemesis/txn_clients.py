@@ -1,0 +1,54 @@
+"""What the delayed-end-txn fault (KAFKA-17754, docs/scenarios.md) needs of a run's
+transactional clients: the settings that make its held requests matter, and the transactional
+ids it holds the coordinators of.
+
+The toxic itself is :data:`harness.nemesis.executor.DELAYED_END_TXN_TOXIC`; these are the other
+half, which the runner gives the workload when the nemesis has the fault, so a user's one
+command (``run --workload transactions --nemesis delayed-end-txn``) sets up both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from harness.nemesis.schedule import DELAYED_END_TXN
+from harness.workload.generator import Client
+from harness.workload.transactions import TxnProducerSpec, transactional_id
+from harness.workload.transform import ProcessorSpec
+
+DELAYED_END_TXN_CLIENT: dict[str, int] = {"socket.timeout.ms": 1000, "request.timeout.ms": 1000}
+"""What a transactional client must be told for :data:`DELAYED_END_TXN_TOXIC` to matter: a
+request timeout (librdkafka's ``socket.timeout.ms`` for EndTxn and AddPartitionsToTxn,
+``request.timeout.ms`` for Produce) well under the 4 s delay, so the client gives up on the held
+copy, retries and moves on before the held one lands — as Jepsen's client, which times out
+fast. With the defaults (60 s, 5 s here) the held copy is answered first."""
+DELAYED_END_TXN_SEND_GAP_S = 0.1
+DELAYED_END_TXN_END_GAP_S = 0.3
+"""And the pace of its transactions: 100 ms between sends and 300 ms before the commit. A held
+request is the first the client sends on its coordinator connection after the toxic took it,
+so the pause before the commit makes that one an EndTxn about a third of the time (without
+it, 1 in 20: the run's other coordinator requests are the AddPartitionsToTxn that precede each
+new partition's first send); and the gaps between sends keep the next transaction open with
+sends still to come when the late copy lands, which is when it tears the transaction — sent at
+once, a transaction is open ~20 ms of every 80 and the late copy fell between transactions
+(the first runs, docs/scenarios.md)."""
+
+
+def client_settings(faults: Iterable[str]) -> dict[str, Any]:
+    """The :class:`~harness.workload.plans.Plan` settings a run with ``faults`` gives its
+    transactional clients: fast timeouts and paced transactions with delayed-end-txn, else
+    none."""
+    if DELAYED_END_TXN not in set(faults):
+        return {}
+    return {"txn_config": dict(DELAYED_END_TXN_CLIENT), "send_gap_s": DELAYED_END_TXN_SEND_GAP_S,
+            "end_gap_s": DELAYED_END_TXN_END_GAP_S}
+
+
+def running_txn_ids(running: Mapping[int, Client]) -> list[str]:
+    """The transactional.ids of the running transactional clients (producers and processors),
+    by process number — what the fault resolves the coordinators of when it is applied."""
+    return [transactional_id(client.spec.txn.transactional_id, client.spec.txn.id_policy,
+                             process)
+            for process, client in list(running.items())
+            if isinstance(client.spec, TxnProducerSpec | ProcessorSpec)]
