@@ -63,11 +63,12 @@ TOXICS = {
 # KAFKA-17754's fault: requests to a transaction coordinator held 4 s, on half the connections.
 # Held on every connection, the client's retry of a timed-out EndTxn would wait behind the same
 # toxic and land with (or after) the first copy, before the next transaction begins — nothing
-# to see. On half of them, a timed-out request's connection is closed by the client (librdkafka:
-# socket.max.fails=1) while its copy is still held, the retry goes out on a new connection,
-# which is spared as often as not, and the first copy lands seconds later (Toxiproxy delivers
-# what it holds when the client closes, and at once when the toxic is removed). Which
-# connections are held is Toxiproxy's draw, not the run's seed.
+# to see. On half of them, the client gives up on a held connection while its copy is still
+# held and retries on a new connection, which is spared as often as not (in the runs a retried
+# EndTxn got through in about a second while the first copy was held), and the first copy lands
+# seconds later: Toxiproxy delivers what it holds after the latency, also when the client has
+# closed that connection, and at once when the toxic is removed. Which connections are held is
+# Toxiproxy's draw, not the run's seed.
 DELAYED_END_TXN_TOXIC = ToxicFault("latency", {"latency": 4000, "jitter": 0}, "upstream",
                                    toxicity=0.5, label=DELAYED_END_TXN)
 TOXIC_FAULTS = frozenset({*TOXICS, DELAYED_END_TXN})

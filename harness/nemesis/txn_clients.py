@@ -22,11 +22,12 @@ DELAYED_END_TXN_CLIENT: dict[str, int] = {"socket.timeout.ms": 1000}
 timeout of its coordinator requests (EndTxn, AddPartitionsToTxn; ``socket.timeout.ms``, 60 s by
 default) well under the 4 s hold, so the client gives up on the held copy, retries it on a new
 connection and moves on before the held one lands — as Jepsen's client, which times out fast.
-Produce keeps its 5 s ``request.timeout.ms``, longer than the hold: a held Produce is answered
-late rather than retried, since a retried Produce whose first attempt lands later desynchronises
-the idempotent producer's sequence numbers (``OUT_OF_ORDER_SEQUENCE_NUMBER``, fatal) and its
-purge reports the requeued message ``_PURGE_QUEUE`` — both seen with a 1 s Produce timeout (runs
-r5-r10, docs/scenarios.md), and neither is this bug."""
+Produce keeps its 5 s ``request.timeout.ms``, longer than the hold, so that a held Produce is
+answered late rather than retried: a retried Produce whose first attempt lands later
+desynchronises the idempotent producer's sequence numbers (``OUT_OF_ORDER_SEQUENCE_NUMBER``,
+fatal) and its purge reports the requeued message ``_PURGE_QUEUE`` — both seen with a 1 s
+Produce timeout, and neither is this bug. (The desynchronisation stayed as frequent with 5 s:
+docs/scenarios.md, "The client".)"""
 DELAYED_END_TXN_SEND_GAP_S = 0.1
 DELAYED_END_TXN_END_GAP_S = 0.3
 """And the pace of its transactions: 100 ms between sends and 300 ms before the commit. A held
