@@ -34,10 +34,11 @@ DELAYED_END_TXN_END_GAP_S = 0.3
 request is the first the client sends on its coordinator connection after the toxic took it,
 so the pause before the commit makes that one an EndTxn about a third of the time (without
 it, 1 in 20: the run's other coordinator requests are the AddPartitionsToTxn that precede each
-new partition's first send); and the gaps between sends keep the next transaction open with
-sends still to come when the late copy lands, which is when it tears the transaction — sent at
-once, a transaction is open ~20 ms of every 80 and the late copy fell between transactions
-(the first runs, docs/scenarios.md)."""
+new partition's first send — an estimate from the timings, not a measurement); and the gaps
+between sends keep the next transaction open with sends still to come when the late copy
+lands, which is when it tears the transaction — sent at once, a transaction is open for a
+small part of each cycle and the first run's late copy, if any, fell between transactions
+(run r1, docs/scenarios.md)."""
 
 
 def client_settings(faults: Iterable[str]) -> dict[str, Any]:
