@@ -10,11 +10,10 @@ it had sent are read by read_committed consumers while the client records the tr
 bump, so the broker treats its transactions as transaction version 1.
 
 The late copy lands inside a transaction only by chance (which connections Toxiproxy holds is
-its own draw, not the seed's): with these settings about one 45-s run in two or three showed it
-(docs/scenarios.md, runs r10-r12), so each target gets up to :data:`TRIES` runs of 45 s with
-four producers (twice the default's chances a second), seeds 1, 2, ..., and passes on the
-first that shows it — at that rate it fails about one time in ten; about 90 s a run on a
-2-core machine.
+its own draw, not the seed's): with these settings 4 of 9 runs of 45 s showed it
+(docs/scenarios.md), so each target gets up to :data:`TRIES` runs of 45 s with four producers
+(twice the default's chances a second), seeds 1, 2, ..., and passes on the first that shows
+it — at that rate it fails about one time in thirty; 70-90 s a run on a 2-core machine.
 """
 
 from __future__ import annotations
