@@ -21,25 +21,35 @@ from harness.cluster.nodes import ClusterNodes
 from harness.nemesis import disk as cluster_disks
 from harness.nemesis import process as process_faults
 from harness.nemesis import roles
-from harness.nemesis.schedule import DISK_FAULTS, NETWORK_FAULTS, Step
+from harness.nemesis.schedule import (
+    DELAYED_END_TXN,
+    DISK_FAULTS,
+    NETWORK_FAULTS,
+    TXN_COORDINATORS,
+    Step,
+)
 from harness.workload.recorder import Recorder
 
 
 @dataclass(frozen=True)
 class ToxicFault:
-    """A degraded link made of one Toxiproxy toxic on a broker's client link."""
+    """A degraded link made of one Toxiproxy toxic on a broker's client link; ``toxicity`` is
+    the share of connections it acts on (Toxiproxy draws once per connection and direction)."""
 
     type: str
     attributes: dict[str, int] = field(hash=False)
     stream: str  # "downstream": the broker's answers; "upstream": the clients' requests
+    toxicity: float = 1.0
+    label: str = ""  # the toxic's name after "nemesis-"; its type when empty
 
     @property
     def name(self) -> str:
-        return f"nemesis-{self.type}"
+        return f"nemesis-{self.label or self.type}"
 
     def account(self) -> str:
         values = ", ".join(f"{k}={v}" for k, v in self.attributes.items())
-        return f"{self.type} {values} on the {self.stream} stream"
+        share = "" if self.toxicity == 1.0 else f", toxicity {self.toxicity}"
+        return f"{self.type} {values} on the {self.stream} stream{share}"
 
 
 # Faults made of Toxiproxy toxics. Each delays what crosses the link by a known floor, which
@@ -50,7 +60,18 @@ TOXICS = {
     "latency": ToxicFault("latency", {"latency": 100, "jitter": 50}, "downstream"),
     "bandwidth": ToxicFault("bandwidth", {"rate": 2}, "upstream"),
 }
-TOXIC_FAULTS = frozenset(TOXICS)
+# KAFKA-17754's fault: requests to a transaction coordinator held 4 s, on half the connections.
+# Held on every connection, the client's retry of a timed-out EndTxn would wait behind the same
+# toxic and land with (or after) the first copy, before the next transaction begins — nothing
+# to see. On half of them, the client gives up on a held connection while its copy is still
+# held and retries on a new connection, which is spared as often as not (in the runs a retried
+# EndTxn got through in about a second while the first copy was held), and the first copy lands
+# seconds later: Toxiproxy delivers what it holds after the latency, also when the client has
+# closed that connection, and at once when the toxic is removed. Which connections are held is
+# Toxiproxy's draw, not the run's seed.
+DELAYED_END_TXN_TOXIC = ToxicFault("latency", {"latency": 4000, "jitter": 0}, "upstream",
+                                   toxicity=0.5, label=DELAYED_END_TXN)
+TOXIC_FAULTS = frozenset({*TOXICS, DELAYED_END_TXN})
 _PROCESS_FAULT = {"kill": "kill", "pause": "pause", "stop": "stop",
                   "lose-unflushed": "lose_unflushed"}
 _PROCESS_HEAL = {"kill": "restart", "pause": "resume", "stop": "restart"}
@@ -62,12 +83,14 @@ class FaultTarget:
 
     def __init__(self, cluster: ClusterNodes, network: Faults | None = None,
                  crash_client: Callable[[random.Random, str], str | None] | None = None,
-                 seed: int = 0) -> None:
+                 seed: int = 0, txn_ids: Callable[[], list[str]] | None = None) -> None:
         self.cluster = cluster
         self.network = network
         self.crash_client = crash_client
+        self.txn_ids = txn_ids  # the transactional.ids of the running clients, now
         self._rng = random.Random(seed)
         self._resolved: dict[Step, str] = {}
+        self._coordinators: dict[Step, list[str]] = {}
 
     def unsupported(self, fault: str) -> str | None:
         """Why this target cannot do ``fault``, or None when it can."""
@@ -77,6 +100,9 @@ class FaultTarget:
             return "the kernel network mechanism has no toxics (use --network proxy)"
         if fault == "crash-client" and self.crash_client is None:
             return "no workload clients to crash"
+        if fault == DELAYED_END_TXN and self.txn_ids is None:
+            return "no transactional clients (--workload transactions or " \
+                   "consume-transform-produce)"
         if fault in DISK_FAULTS:
             return cluster_disks.disk_unsupported(self.cluster, fault)
         return None
@@ -93,6 +119,8 @@ class FaultTarget:
             shape, _, node = step.target.partition(" ")
             cut = network.isolate(node) if shape == "isolate" else getattr(network, shape)()
             return f"{len(cut)} directed links cut"
+        if step.fault == DELAYED_END_TXN:
+            return self._delay_coordinators(step)
         if step.fault in TOXICS:
             toxic, node = TOXICS[step.fault], self._node(step)
             self._network(step.fault).add_toxic(f"client->{node}", toxic.type, toxic.attributes,
@@ -113,6 +141,31 @@ class FaultTarget:
         done = ", ".join(f"{k}={v}" for k, v in result.items() if k != "partitions")
         return done if node == step.target else f"{step.target} was {node}: {done}"
 
+    def _delay_coordinators(self, step: Step) -> str:
+        """The toxic of :data:`DELAYED_END_TXN_TOXIC` on the client link of every broker that
+        coordinates a running client's transactional.id now; the heal lifts it from the same
+        brokers. RuntimeError (the step is then ``info``) when none can be named."""
+        network = self._network(step.fault)
+        if step.target != TXN_COORDINATORS or self.txn_ids is None:
+            raise RuntimeError(f"{step.fault} acts on {TXN_COORDINATORS}, not {step.target!r}")
+        ids = sorted(self.txn_ids())
+        nodes: dict[str, list[str]] = {}
+        for txn_id in ids:
+            try:
+                node = roles.resolve(self.cluster, f"{roles.RoleKind.TXN_COORDINATOR}:{txn_id}")
+            except roles.NoHolder:
+                continue
+            nodes.setdefault(node, []).append(txn_id)
+        if not nodes:
+            raise RuntimeError(f"no transaction coordinator found for {ids or 'no client'}")
+        toxic = DELAYED_END_TXN_TOXIC
+        self._coordinators[step] = sorted(nodes)
+        for node in sorted(nodes):
+            network.add_toxic(f"client->{node}", toxic.type, toxic.attributes,
+                              stream=toxic.stream, toxicity=toxic.toxicity, name=toxic.name)
+        held = "; ".join(f"{node} (of {', '.join(of)})" for node, of in sorted(nodes.items()))
+        return f"{toxic.account()} to {held}"
+
     def _node(self, step: Step) -> str:
         """The node a process or link fault acts on: the step's own, or the broker holding its
         role (leader, controller) now; the heal of the step acts on the same one."""
@@ -126,6 +179,10 @@ class FaultTarget:
     def heal(self, step: Step) -> str:
         if step.fault == "partition":
             self._network(step.fault).heal()
+        elif step.fault == DELAYED_END_TXN:
+            for node in self._coordinators.pop(step, []):
+                self._network(step.fault).remove_toxic(f"client->{node}",
+                                                       DELAYED_END_TXN_TOXIC.name)
         elif step.fault in TOXICS:
             self._network(step.fault).remove_toxic(f"client->{self._node(step)}",
                                                    TOXICS[step.fault].name)

@@ -10,6 +10,14 @@ the last heal is due ``tail_s`` before the workload ends so the cluster can sett
 the leader of a partition or the controller, again and again.
 A role is named in the step (``"leader of workload-0"``, ``"controller"``) and resolved to a
 broker only when the fault is applied, because the leader moves with every fault.
+
+``delayed-end-txn`` is KAFKA-17754's fault (docs/scenarios.md): a request of one transaction —
+an EndTxn above all — held on the way to its transaction coordinator past the client's request
+timeout, so the client retries it on a new connection, commits and begins its next transaction
+while the first copy is still in flight; under Kafka's transaction version 1 the producer epoch
+is the same, and the late copy ends the *next* transaction. Its target is
+:data:`TXN_COORDINATORS`, resolved when applied: the transaction ids of the running clients
+are only known then.
 """
 
 from __future__ import annotations
@@ -33,8 +41,16 @@ FAULTS = {
                  "frees it and starts the broker again if it halted",
     "disk-errors": "reads and writes under a broker's log dir fail with EIO (a FUSE filesystem); "
                    "heal stops the errors and starts the broker again if it halted",
+    "delayed-end-txn": "hold the clients' requests (EndTxn, AddPartitionsToTxn, Produce) to the "
+                       "transaction coordinators of the running transactional clients longer "
+                       "than their request timeout, on a share of the connections, so a late "
+                       "copy can land in the next transaction (KAFKA-17754); heal removes it",
 }
-NETWORK_FAULTS = frozenset({"partition", "latency", "bandwidth"})
+DELAYED_END_TXN = "delayed-end-txn"
+TXN_COORDINATORS = "txn-coordinators"
+"""The target of :data:`DELAYED_END_TXN`: every broker that is the transaction coordinator of a
+running transactional client when the fault is applied."""
+NETWORK_FAULTS = frozenset({"partition", "latency", "bandwidth", DELAYED_END_TXN})
 _SHAPES = ("isolate", "halves", "ring", "bridge")
 PROCESS_FAULTS = frozenset({"kill", "pause", "stop", "lose-unflushed"})
 DISK_FAULTS = frozenset({"disk-full", "disk-errors"})
@@ -92,15 +108,34 @@ def _target(rng: random.Random, fault: str, brokers: int) -> str:
         return f"isolate {broker}" if shape == "isolate" else shape
     if fault == "crash-client":
         return "client"
+    if fault == DELAYED_END_TXN:
+        return TXN_COORDINATORS
     return broker
 
 
 QUIET_S = (2.0, 5.0)  # plan's default range of quiet seconds between one heal and the next fault
+FAULT_S = (3.0, 8.0)  # plan's default range of seconds a fault is held
+# delayed-end-txn alone: short windows close together. Each window re-draws which connections
+# Toxiproxy holds (one roll per connection when the toxic is added), and each draw is a chance
+# that a client's EndTxn is held, retried on a spared connection and delivered late — at the
+# 4 s latency or at the heal, which flushes what the toxic holds: a window of 2.5-4 s outlasts
+# the client's 1 s timeout and retry, so the late copy lands after the client moved on.
+DELAYED_END_TXN_FAULT_S = (2.5, 4.0)
+DELAYED_END_TXN_QUIET_S = (0.5, 1.5)
+
+
+def pacing(faults: tuple[str, ...] | list[str], quiet_s: tuple[float, float] = QUIET_S
+           ) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(fault_s, quiet_s) for :func:`plan`: delayed-end-txn's own when it is the only fault,
+    else the defaults (``quiet_s`` as given: a soak's is longer)."""
+    if tuple(faults) == (DELAYED_END_TXN,):
+        return DELAYED_END_TXN_FAULT_S, DELAYED_END_TXN_QUIET_S
+    return FAULT_S, quiet_s
 
 
 def plan(seed: int, faults: tuple[str, ...] | list[str], duration_s: float, brokers: int, *,
          start_s: float = 3.0, quiet_s: tuple[float, float] = QUIET_S,
-         fault_s: tuple[float, float] = (3.0, 8.0), tail_s: float = 3.0) -> list[Step]:
+         fault_s: tuple[float, float] = FAULT_S, tail_s: float = 3.0) -> list[Step]:
     """The schedule for one run; empty when no faults are asked for or there is no room."""
     rng = random.Random(seed)
     steps: list[Step] = []

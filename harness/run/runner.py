@@ -64,7 +64,8 @@ from harness.disk.broker_disk import DiskLayer
 from harness.lifecycle.interrupts import interrupt_once
 from harness.nemesis.disk import layer_for
 from harness.nemesis.executor import FaultTarget, Nemesis
-from harness.nemesis.schedule import FAULTS, QUIET_S, Step, plan
+from harness.nemesis.schedule import FAULTS, QUIET_S, Step, pacing, plan
+from harness.nemesis.txn_clients import client_settings, running_txn_ids
 from harness.net.netns_support import unavailable
 from harness.run import replay, resources
 from harness.run.latest import point_latest
@@ -453,7 +454,9 @@ class Run:
         )
         clients = Plan(kinds.WorkloadKind(options.workload), workload, options.topic,
                        options.partitions, self.run_id, options.abort_p,
-                       kinds.TxnIdPolicy(options.txn_id_policy), self.seed)
+                       kinds.TxnIdPolicy(options.txn_id_policy), self.seed,
+                       **client_settings([*options.nemesis,
+                                          *(s.fault for s in options.schedule or ())]))
         try:
             clients.prepare()
         except ClusterWaitTimeout as exc:
@@ -472,13 +475,17 @@ class Run:
             generator.kill(victim)
             return f"process {victim}"
 
-        target = FaultTarget(cluster, network, crash_client, self.seed)
+        transactional = kinds.WorkloadKind(options.workload).transactional
+        target = FaultTarget(cluster, network, crash_client, self.seed,
+                             txn_ids=(lambda: running_txn_ids(generator.running))
+                             if transactional else None)
         faults = tuple(f for f in options.nemesis if target.unsupported(f) is None)
         for fault in options.nemesis:
             if fault not in faults:
                 self.result.notes.append(f"skipped fault {fault}: {target.unsupported(fault)}")
-        quiet_s = SOAK_QUIET_S if options.soak else QUIET_S
-        steps = (plan(self.seed, faults, options.duration_s, options.brokers, quiet_s=quiet_s)
+        fault_s, quiet_s = pacing(faults, SOAK_QUIET_S if options.soak else QUIET_S)
+        steps = (plan(self.seed, faults, options.duration_s, options.brokers, quiet_s=quiet_s,
+                      fault_s=fault_s)
                  if options.schedule is None else
                  [step for step in options.schedule if target.unsupported(step.fault) is None])
         self.result.schedule = [s.as_dict() for s in steps]

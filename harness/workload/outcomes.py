@@ -6,13 +6,18 @@ one error per message — the last attempt's — and earlier attempts of a retri
 been written even if the last one was refused. So an error is definite only when it could not
 have come after a write:
 
-* errors raised before the message ever left the client (queue purge, unknown partition, a
-  message too large for the client), and
+* errors raised before the message ever left the client (unknown partition, a message too
+  large for the client), and
 * refusals the broker gives every attempt alike, because they are about the message or the
   producer's rights, not about the cluster's state (too large, corrupt, not authorized).
 
 Refusals about the cluster's state (not enough replicas, not the leader) are definite for one
-attempt only, so they count as definite only when the producer makes exactly one attempt.
+attempt only, so they count as definite only when the producer makes exactly one attempt. So
+does a queue purge (``_PURGE_QUEUE``): librdkafka puts a message whose request timed out back in
+its queue for the retry, and a purge then reports it as never sent while the first attempt may
+still land — seen under the delayed-end-txn nemesis, where Toxiproxy delivered a timed-out
+Produce at the heal and a consumer read two values recorded ``fail`` with ``_PURGE_QUEUE``
+(docs/scenarios.md).
 Everything else — timeouts, disconnects, a purged in-flight request, "appended but not
 replicated" — is ``info``: the value may still show up.
 """
@@ -22,7 +27,6 @@ from __future__ import annotations
 from confluent_kafka import KafkaError
 
 _NEVER_WRITTEN_SEND = frozenset({
-    KafkaError._PURGE_QUEUE,
     KafkaError._QUEUE_FULL,
     KafkaError._UNKNOWN_PARTITION,
     KafkaError._UNKNOWN_TOPIC,
@@ -38,6 +42,7 @@ _NEVER_WRITTEN_SEND = frozenset({
     KafkaError.CLUSTER_AUTHORIZATION_FAILED,
 })
 _REFUSED_THIS_ATTEMPT = frozenset({
+    KafkaError._PURGE_QUEUE,
     KafkaError.NOT_ENOUGH_REPLICAS,
     KafkaError.NOT_LEADER_FOR_PARTITION,
     KafkaError.UNKNOWN_TOPIC_OR_PART,

@@ -8,7 +8,9 @@ transaction needs — ids, the abort share, a seed for it — so ``--producers``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from harness.workload.client import ClientSpec
 from harness.workload.consumer import ConsumerSpec, open_group_coordinator
@@ -47,6 +49,11 @@ class Plan:
     abort_p: float = DEFAULT_ABORT_P
     id_policy: TxnIdPolicy = TxnIdPolicy.FRESH
     seed: int = 0
+    # librdkafka settings every transactional client gets on top of its own: a nemesis that
+    # needs clients whose requests time out fast (delayed-end-txn) says so here.
+    txn_config: Mapping[str, Any] = field(default_factory=dict)
+    send_gap_s: float = 0.0  # between the sends of a transaction (TxnProducerSpec.send_gap_s)
+    end_gap_s: float = 0.0  # between its last send and its end (TxnProducerSpec.end_gap_s)
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -73,7 +80,8 @@ class Plan:
         roles: list[tuple[str, ClientSpec]] = [
             ("txn-producer", TxnProducerSpec(
                 bootstrap=base.bootstrap, topics=self.topics, txn=self._txn(f"txn-{n}"),
-                partitions=self.partitions, rate=base.rate / max(1, base.producers)))
+                partitions=self.partitions, rate=base.rate / max(1, base.producers),
+                send_gap_s=self.send_gap_s, end_gap_s=self.end_gap_s))
             for n in range(base.producers)]
         uncommitted = uncommitted_readers(base.consumers)
         for n in range(base.consumers):
@@ -100,4 +108,5 @@ class Plan:
     def _txn(self, slot: str) -> TxnSettings:
         """The transaction settings of one client slot: its transactional.id prefix is the
         run's and the slot's (a replacement takes the slot's)."""
-        return TxnSettings(f"{self.id_prefix}-{slot}", self.id_policy, self.abort_p, self.seed)
+        return TxnSettings(f"{self.id_prefix}-{slot}", self.id_policy, self.abort_p, self.seed,
+                           config=dict(self.txn_config))

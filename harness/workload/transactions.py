@@ -370,12 +370,25 @@ class TxnProducerSpec:
     partitions: int = 3
     sends_per_txn: int = 4
     rate: float = 50.0
+    # Seconds between one send of a transaction and the next: 0 sends them at once; a gap
+    # keeps each transaction open for a while, as a client that reads or computes between its
+    # writes does — which a late EndTxn of the transaction before needs to land in the middle
+    # of one (KAFKA-17754).
+    send_gap_s: float = 0.0
+    # Seconds between the last send and the commit (or abort): the moment a client spends on
+    # other work before it ends a transaction. A request held by the network is the first one
+    # the client sends after the hold began, so the longer this pause, the likelier that one is
+    # the EndTxn (KAFKA-17754), not an AddPartitionsToTxn of the next sends.
+    end_gap_s: float = 0.0
 
     def __post_init__(self) -> None:
         if len(self.topics) < 1 or self.partitions < 1 or self.sends_per_txn < 1:
             raise ValueError("a transactional producer needs topics, partitions and sends")
         if self.rate <= 0:
             raise ValueError(f"rate must be > 0, got {self.rate}")
+        if min(self.send_gap_s, self.end_gap_s) < 0:
+            raise ValueError(f"send_gap_s and end_gap_s must be >= 0, got {self.send_gap_s}, "
+                             f"{self.end_gap_s}")
 
     def placement(self, txn_index: int, send_index: int) -> tuple[str, int]:
         """(topic, partition) of one send: round the topics, then a partition that moves on
@@ -400,10 +413,21 @@ class TxnProducer:
         if self.transactions.begin() is None:
             return None
         for n in range(self.spec.sends_per_txn):
+            if n and self.spec.send_gap_s:
+                self._serve_for(self.spec.send_gap_s)
             topic, partition = self.spec.placement(index, n)
             value = f"{self.context.process}-{self.transactions.sent}"
             self.transactions.send(topic, partition, value)
+        if self.spec.end_gap_s:
+            self._serve_for(self.spec.end_gap_s)
         return self.transactions.finish(abort=self.rng.random() < self.spec.txn.abort_p)
+
+    def _serve_for(self, seconds: float) -> None:
+        """Serve the producer's delivery reports for ``seconds`` (a pace, not an ordering:
+        nothing waits for an event here)."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            self.producer.poll(left)
 
     def run(self) -> int:
         """0 when the run ended; :data:`REPLACE_ME` when the producer could not go on."""
