@@ -58,8 +58,7 @@ class Transactions:
         self.ends: dict[int, Event] = {}  # each transaction's completion row
         self.value_txn: dict[str, int] = {}  # a value's transaction: its send's txn
         self.send_outcome: dict[str, str] = {}  # a value's send's completion type
-        # Per transaction: the latest completion row (any type) of its sends, by time_ns.
-        self.sends_done: dict[int, int] = {}
+        done: dict[str, int] = {}  # a value's send's completion time
         for e in events:
             if e.f == TXN:
                 if e.type == "invoke":
@@ -72,9 +71,12 @@ class Transactions:
                     self.value_txn[value] = max(e.txn, self.value_txn.get(value, e.txn))
                 if e.type != "invoke":
                     self.send_outcome[value_of(e)] = e.type
-                    if e.txn is not None:
-                        latest = self.sends_done.get(e.txn, e.time_ns)
-                        self.sends_done[e.txn] = max(latest, e.time_ns)
+                    done[value_of(e)] = max(e.time_ns, done.get(value_of(e), e.time_ns))
+        # Per transaction: the latest completion row (any type) of its sends, by time_ns.
+        self.sends_done: dict[int, int] = {}
+        for value, txn in self.value_txn.items():
+            if value in done:
+                self.sends_done[txn] = max(done[value], self.sends_done.get(txn, done[value]))
         seen_outside = {
             self.value_txn[value_of(e)]
             for e in events

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from functools import reduce
 from pathlib import Path
 from typing import Any
@@ -102,15 +103,23 @@ def _judge(
         frame = frame if small else frame.repartition(*keys)
         return keep(frame.sortWithinPartitions(*keys, *order))
 
+    def hold(frame: DataFrame) -> DataFrame:
+        # What every rule reads and several joins made: cached whatever the history's size.
+        level = StorageLevel.MEMORY_AND_DISK if small else StorageLevel.DISK_ONLY
+        cached.append(frame.persist(level))
+        return cached[-1]
+
     interned, topics, on = intern_topics(h)
-    annotated = txn_rules.annotate(interned, on)
-    rows = groupings(annotated.rows, txn_rules.run_ends(annotated))
-    # Only hash aggregations read it, and each needs the rows of a process together: one
-    # exchange and no sort (seq reuse is a count per (process, seq), not a window).
-    by_process = rows[BY_PROCESS]
-    by_process = by_process if small else by_process.repartition(*BY_PROCESS)
-    observed = shuffled(rows[BY_TP], *BY_TP, order=["offset"])
     try:
+        annotated = txn_rules.annotate(interned, on)
+        if on:
+            annotated = replace(annotated, rows=hold(annotated.rows), txns=hold(annotated.txns))
+        rows = groupings(annotated.rows, txn_rules.run_ends(annotated))
+        # Only hash aggregations read it, and each needs the rows of a process together: one
+        # exchange and no sort (seq reuse is a count per (process, seq), not a window).
+        by_process = rows[BY_PROCESS]
+        by_process = by_process if small else by_process.repartition(*BY_PROCESS)
+        observed = shuffled(rows[BY_TP], *BY_TP, order=["offset"])
         frames = rule_frames(interned, by_process, observed, rows[BY_VALUE], keep, annotated)
         return _collect(
             spark, files, h, topics, frames, keep(all_instances(frames)), guarantee, max_examples,
