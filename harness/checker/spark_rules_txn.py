@@ -8,9 +8,10 @@ Mirrors harness.checker.rules_txn, the pure-Python reference, for the Spark engi
   whether it is committed and whether its transaction failed. The rules written before
   transactions read these columns to narrow themselves. A history with no transaction column
   set and no txn row gets them as constants, with no join: its plan is the plan it had before,
-  and the rules below read nothing (their input is `where(false)`, which Spark prunes).
+  and the rules below are empty frames.
 - the five rules transactions add, and the transaction stats. They run on the annotated rows
-  of sends and reads: their own shuffles, paid only by a transactional history. g1c collects
+  of sends and reads: their own shuffles, paid only by a transactional history (any other gets
+  empty frames of their shape: even pruned, their plans cost Spark's planner seconds). g1c collects
   its few transaction-to-transaction edges to the driver, where rules_txn.g1c_cycles (the one
   implementation of components and explanations) runs.
 
@@ -32,6 +33,24 @@ TP = ["topic", "partition"]
 TPO = [*TP, "offset"]
 # What annotate() adds to every row (see its docstring).
 ANNOTATIONS = ("counts", "rc", "vtxn", "vcommitted", "vtxn_fail", "vdone_ns")
+# The shapes of what a history without transactions gets instead of computing it.
+_SHAPES = {
+    "txns": "txn bigint, begun boolean, outcome string, seen boolean, done_ns bigint, "
+    "committed boolean",
+    "run_ends": "process bigint, seq bigint, op bigint, topic bigint, partition int, "
+    "time_ns bigint",
+    "precommitted_read": "value string, txn bigint, sel_value string",
+    "torn_transaction": "txn bigint, topic bigint, partition int, offset bigint, value string, "
+    "op bigint, sel_ops array<bigint>",
+    "double_processed": "group string, value string, outputs bigint, sel_ops array<bigint>",
+    "unprocessed": "group string, value string, topic bigint, partition int, offset bigint, "
+    "max_processed_offset bigint, "
+    "sel_gtpo struct<group:string,topic:bigint,partition:int,offset:bigint>",
+}
+
+
+def _empty(like: DataFrame, shape: str) -> DataFrame:
+    return like.sparkSession.createDataFrame([], _SHAPES[shape])
 
 
 def has_transactions() -> Column:
@@ -63,13 +82,6 @@ class Annotated:
 def annotate(interned: DataFrame, on: bool) -> Annotated:
     """The Terms, per row (rules_txn.Transactions): see the module's docstring."""
     rows = interned.withColumn("rc", F.coalesce(F.col("isolation") == READ_COMMITTED, F.lit(False)))
-    per_value = (
-        rows.where(F.lit(on) & _send_or_read())
-        .groupBy("value")
-        .agg(*map(F.expr, sql.TXN_VALUE_AGGREGATES))
-        .selectExpr("*", sql.SEEN_OUTSIDE)
-    )
-    txns = _transactions(rows.where(F.lit(on)), per_value)
     if not on:
         constants = {
             "counts": F.lit(True),
@@ -78,7 +90,14 @@ def annotate(interned: DataFrame, on: bool) -> Annotated:
             "vtxn_fail": F.lit(False),
             "vdone_ns": F.lit(None).cast("long"),
         }
-        return Annotated(rows.withColumns(constants), txns, False)
+        return Annotated(rows.withColumns(constants), _empty(interned, "txns"), False)
+    per_value = (
+        rows.where(_send_or_read())
+        .groupBy("value")
+        .agg(*map(F.expr, sql.TXN_VALUE_AGGREGATES))
+        .selectExpr("*", sql.SEEN_OUTSIDE)
+    )
+    txns = _transactions(rows, per_value)
     values = per_value.join(
         txns.select(
             F.col("txn").alias("vtxn"),
@@ -146,7 +165,9 @@ def _transactions(rows: DataFrame, per_value: DataFrame) -> DataFrame:
 def run_ends(a: Annotated) -> DataFrame:
     """Per (process, t, p) its process read inside a failed transaction: the transaction's
     completion row (process, seq, time_ns), which ends the process's run of reads there."""
-    rows = a.rows.where(F.lit(a.on))
+    if not a.on:
+        return _empty(a.rows, "run_ends")
+    rows = a.rows
     fails = rows.where((F.col("f") == TXN) & (F.col("type") == Outcome.FAIL.value)).select(
         "process", F.col("op").alias("txn"), "seq", "time_ns"
     )
@@ -160,6 +181,9 @@ def run_ends(a: Annotated) -> DataFrame:
 
 def stats(a: Annotated) -> DataFrame:
     """txns, txns_committed, txns_aborted, txns_unknown: of the transactions that began."""
+    if not a.on:
+        shape = "txns bigint, txns_committed bigint, txns_aborted bigint, txns_unknown bigint"
+        return a.rows.sparkSession.createDataFrame([(0, 0, 0, 0)], shape)
     begun = a.txns.where("begun")
     counts = begun.agg(
         F.count(F.lit(1)).alias("txns"),
@@ -174,7 +198,7 @@ def stats(a: Annotated) -> DataFrame:
 
 
 def _value_rows(a: Annotated) -> DataFrame:
-    return a.rows.where(F.lit(a.on) & _send_or_read()).select(
+    return a.rows.where(_send_or_read()).select(
         "value", "f", "type", *TPO, "op", "process", "seq", "time_ns", "txn", "group",
         "derived_from", _is_read().alias("read"), F.expr(sql.IS_KNOWN).alias("known"),
         *ANNOTATIONS,
@@ -260,6 +284,9 @@ def processing(value_rows: DataFrame) -> tuple[DataFrame, DataFrame]:
 def rule_frames(a: Annotated) -> dict[str, DataFrame]:
     """The instance frames of precommitted_read, torn_transaction, double_processed and
     unprocessed (g1c runs on the driver: g1c)."""
+    if not a.on:
+        names = ("precommitted_read", "torn_transaction", "double_processed", "unprocessed")
+        return {name: _empty(a.rows, name) for name in names}
     value_rows = _value_rows(a)
     doubles, undone = processing(value_rows)
     return {
