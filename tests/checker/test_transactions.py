@@ -13,6 +13,7 @@ import pytest
 from harness.checker import rules
 from harness.checker import spark as spark_engine
 from harness.checker.result import CheckResult
+from harness.checker.rules_txn import Witness, g1c_cycles
 
 from .histories import RC, Builder, zoo
 
@@ -199,3 +200,26 @@ def test_the_transactional_zoo_agrees_examples_and_context_included(spark, tmp_p
     result = spark_engine.check(spark, tmp_path).to_json()
     assert {k: a["count"] for k, a in result["anomalies"].items()} == expected
     assert result == rules.check_events(b.events).to_json()
+
+
+def test_a_component_is_explained_by_its_shortest_cycle_through_its_lowest_transaction():
+    """One count per strongly connected component, however many cycles it holds; the path
+    named is the fewest edges from the lowest transaction back to it. A transaction that only
+    reads the component (9) is outside it."""
+
+    def read(topic: str, offset: int, value: str) -> Witness:
+        return Witness(topic, 0, offset, value, 1, offset)
+
+    edges = {
+        (1, 2): read("t", 0, "a"),
+        (2, 3): read("t", 1, "b"),
+        (3, 1): read("t", 2, "c"),
+        (2, 1): read("u", 0, "d"),
+        (3, 9): read("t", 3, "e"),
+        (7, 8): read("v", 0, "f"),
+    }
+    [cycle] = g1c_cycles(edges)
+    assert cycle.txns == [1, 2, 3]
+    assert cycle.cycle == "T2 read T1's value 'a' at t/0/0; T1 read T2's value 'd' at u/0/0"
+    assert cycle.witnesses == [edges[(1, 2)], edges[(2, 1)]]
+    assert g1c_cycles({}) == []
