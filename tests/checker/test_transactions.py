@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from rich.console import Console
 
-from harness.checker import rules
+from harness.checker import report, rules
 from harness.checker import spark as spark_engine
 from harness.checker.result import CheckResult
 from harness.checker.rules_txn import Witness, g1c_cycles
@@ -223,3 +224,13 @@ def test_a_component_is_explained_by_its_shortest_cycle_through_its_lowest_trans
     assert cycle.cycle == "T2 read T1's value 'a' at t/0/0; T1 read T2's value 'd' at u/0/0"
     assert cycle.witnesses == [edges[(1, 2)], edges[(2, 1)]]
     assert g1c_cycles({}) == []
+
+
+def test_the_terminal_summary_counts_transactions_only_when_there_are_some():
+    def summary(b: Builder) -> str:
+        console = Console(record=True, width=160)
+        report.print_summary(console, rules.check_events(b.events), "history/")
+        return console.export_text()
+
+    assert "4 transactions (4 committed, 0 aborted, 0 unknown)" in summary(zoo(True)[0])
+    assert "transactions" not in summary(zoo()[0])
