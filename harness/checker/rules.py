@@ -343,16 +343,19 @@ def _consumer_protocol_exclusivity(h: _History) -> list[Instance]:
 
 
 def _redeliveries(h: _History) -> list[Instance]:
+    """Offsets a group read in two or more polls that count; the example shows every read of
+    the group there, those that do not count (inside a transaction that did not commit) too."""
     reads: dict[tuple[str, str, int, int], list[Event]] = defaultdict(list)
-    for e in h.counted_reads:
+    for e in h.reads:
         if e.group is not None:
             reads[(e.group, topic_of(e), e.partition, offset_of(e))].append(e)
     names = ("group", "topic", "partition", "offset")
-    return [
-        ({**dict(zip(names, key, strict=True)), "reads": len(rows)}, rows)
-        for key, rows in reads.items()
-        if len({e.op for e in rows}) > 1
-    ]
+    found: list[Instance] = []
+    for key, rows in reads.items():
+        counted = [e for e in rows if h.txns.counts(e)]
+        if len({e.op for e in counted}) > 1:
+            found.append(({**dict(zip(names, key, strict=True)), "reads": len(counted)}, rows))
+    return found
 
 
 def _stats(h: _History) -> dict[str, Any]:

@@ -234,3 +234,19 @@ def test_the_terminal_summary_counts_transactions_only_when_there_are_some():
 
     assert "4 transactions (4 committed, 0 aborted, 0 unknown)" in summary(zoo(True)[0])
     assert "transactions" not in summary(zoo()[0])
+
+
+def test_a_read_in_an_aborted_transaction_is_no_redelivery_yet_its_example_shows_it(judge: Judge):
+    b = Builder()
+    b.send(9, "a", 0)
+    t = b.begin(1)
+    b.poll(1, [(0, "a")], group="g", generation=1, txn=t, isolation=RC)
+    b.end(1, t, "fail")
+    b.poll(2, [(0, "a")], group="g", generation=1)
+    assert counts(judge(b)) == {}
+    b.poll(3, [(0, "a")], group="g", generation=2)
+    result = judge(b)
+    assert counts(result) == {"redelivery": 1}
+    assert example(result, "redelivery")["reads"] == 2
+    rows = result.anomalies["redelivery"].examples[0]["rows"]
+    assert [r["process"] for r in rows] == [1, 2, 3]
