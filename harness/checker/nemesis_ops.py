@@ -38,6 +38,7 @@ class FaultKind(StrEnum):
     CRASH_CLIENT = "crash-client"
     DISK_FULL = "disk-full"
     DISK_ERRORS = "disk-errors"
+    DELAYED_END_TXN = "delayed-end-txn"
     OTHER = "other"
     HEAL = "heal"
 

@@ -37,6 +37,11 @@ _COLORS = dict(
             "#2a9d8f",
             "#8338ec",
             "#fb5607",
+            "#ff006e",
+            "#6a040f",
+            "#3c096c",
+            "#bc6c25",
+            "#588157",
         ),
         strict=True,
     )
@@ -326,5 +331,11 @@ def print_summary(console: Console, result: CheckResult, source: str, *,
         f"{stats.get('records_read')} records read, {stats.get('commits_ok')} commits, "
         f"{stats.get('nemesis_ops')} nemesis ops"
     )
+    if stats.get("txns"):
+        # Only a transactional history has them; any other reads as it always did.
+        console.print(
+            f"{stats['txns']} transactions ({stats.get('txns_committed')} committed, "
+            f"{stats.get('txns_aborted')} aborted, {stats.get('txns_unknown')} unknown)"
+        )
     if judged_by is not None:
         console.print(f"judged by {judged_by}", highlight=False)

@@ -32,6 +32,7 @@ FAULT_COLORS: dict[FaultKind, str] = {
     FaultKind.CRASH_CLIENT: "#0077b6",
     FaultKind.DISK_FULL: "#6f4518",
     FaultKind.DISK_ERRORS: "#b5179e",
+    FaultKind.DELAYED_END_TXN: "#264653",
     FaultKind.OTHER: "#6c757d",
     FaultKind.HEAL: "#2a9d8f",
 }

@@ -15,6 +15,15 @@ from harness.checker import nemesis_ops
 from harness.checker.nemesis_ops import FaultWindow, NemesisOp, NemesisRow
 from harness.schema import SCHEMA_VERSION  # one version for every JSON document
 
+# The anomalies only transactions make (docs/history.md, "Transactions"): each counts 0 in a
+# history without the transaction columns.
+TRANSACTION_ANOMALIES = (
+    "precommitted_read",
+    "torn_transaction",
+    "g1c",
+    "double_processed",
+    "unprocessed",
+)
 ANOMALIES = (
     "lost_write",
     "unseen",
@@ -28,10 +37,15 @@ ANOMALIES = (
     "commit_regression",
     "group_exclusivity",
     "redelivery",
+    *TRANSACTION_ANOMALIES,
 )
 
-_AT_LEAST_ONCE = frozenset(
+# What no guarantee tolerates: a transaction seen before it could commit, seen in part, or seen
+# in a cycle of transactions that each saw the other.
+_EVERY = frozenset({"precommitted_read", "torn_transaction", "g1c"})
+_AT_LEAST_ONCE = _EVERY | frozenset(
     {
+        "unprocessed",
         "lost_write",
         "inconsistent_offset",
         "aborted_read",
@@ -44,8 +58,9 @@ _AT_LEAST_ONCE = frozenset(
 )
 GUARANTEES: dict[str, frozenset[str]] = {
     "at-least-once": _AT_LEAST_ONCE,
-    "exactly-once": _AT_LEAST_ONCE | {"duplicate", "redelivery", "nonmonotonic_send"},
-    "at-most-once": frozenset(
+    "exactly-once": _AT_LEAST_ONCE
+    | {"duplicate", "redelivery", "nonmonotonic_send", "double_processed"},
+    "at-most-once": _EVERY | frozenset(
         {
             "inconsistent_offset",
             "aborted_read",
@@ -75,6 +90,10 @@ STATS = (
     "revokes",
     "nemesis_ops",
     "topic_partitions",
+    "txns",
+    "txns_committed",
+    "txns_aborted",
+    "txns_unknown",
     "first_time_ns",
     "last_time_ns",
 )
@@ -100,6 +119,11 @@ EXAMPLE_ORDER: dict[str, tuple[str, ...]] = {
     "commit_regression": _COMMIT,
     "group_exclusivity": ("group", "generation", "topic", "partition"),
     "redelivery": ("group", *_TPO),
+    "precommitted_read": ("value",),
+    "torn_transaction": ("txn",),
+    "g1c": ("txn",),
+    "double_processed": ("group", "value"),
+    "unprocessed": ("group", "value"),
 }
 EXAMPLE_FIELDS: dict[str, tuple[str, ...]] = {
     "lost_write": (*_TPO, "value", "op", "max_read_offset"),
@@ -127,6 +151,18 @@ EXAMPLE_FIELDS: dict[str, tuple[str, ...]] = {
         "processes",
     ),
     "redelivery": ("group", *_TPO, "reads"),
+    # txn: the transaction whose value was read too early.
+    "precommitted_read": ("value", "txn"),
+    # The transaction, and its first (by t/p/o) ok send that went unread.
+    "torn_transaction": ("txn", *_TPO, "value"),
+    # txn: the component's lowest transaction; txns: all of them (at most ROWS_PER_EXAMPLE);
+    # cycle: one cycle through txn, edge by edge, with the read that makes each edge.
+    "g1c": ("txn", "txns", "cycle"),
+    # value: the input value; outputs: how many committed outputs were derived from it.
+    "double_processed": ("group", "value", "outputs"),
+    # value: the input value; t/p/o: its first place (by t/p/o) below a processed input, the
+    # highest of which (in that t/p) is max_processed_offset.
+    "unprocessed": ("group", "value", *_TPO, "max_processed_offset"),
 }
 
 

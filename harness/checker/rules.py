@@ -14,6 +14,15 @@ from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import Any
 
+from harness.checker.events import (
+    TPO,
+    Instance,
+    has_position,
+    is_read,
+    offset_of,
+    topic_of,
+    value_of,
+)
 from harness.checker.result import (
     ANOMALIES,
     DEFAULT_GUARANTEE,
@@ -24,43 +33,16 @@ from harness.checker.result import (
     AnomalyResult,
     CheckResult,
 )
+from harness.checker.rules_txn import (
+    Transactions,
+    aborted_values,
+    g1c,
+    is_read_committed,
+    precommitted_reads,
+    processing,
+    torn_transactions,
+)
 from harness.history import CONSUMER_PROTOCOL, Event
-
-TPO = tuple[str, int, int]
-Instance = tuple[dict[str, Any], Sequence[Event]]  # example fields, context rows
-
-
-def has_position(event: Event) -> bool:
-    """An ok send states where its value is only when both partition and offset are known."""
-    return event.partition >= 0 and event.offset is not None and event.offset >= 0
-
-
-def _is_read(event: Event) -> bool:
-    return event.f == "poll" and event.type == "ok"
-
-
-# The rules take a validated history (harness.history.read_history), in which the rows they look at
-# carry these columns; a row without one is a caller's bug, reported by name instead of a TypeError.
-def _unvalidated(event: Event, column: str) -> ValueError:
-    return ValueError(f"{column} is null in a row of a validated history: {event}")
-
-
-def _topic(event: Event) -> str:
-    if event.topic is None:
-        raise _unvalidated(event, "topic")
-    return event.topic
-
-
-def _offset(event: Event) -> int:
-    if event.offset is None:
-        raise _unvalidated(event, "offset")
-    return event.offset
-
-
-def _value(event: Event) -> str:
-    if event.value is None:
-        raise _unvalidated(event, "value")
-    return event.value
 
 
 def _context(rows: Iterable[Event]) -> list[dict[str, Any]]:
@@ -69,45 +51,59 @@ def _context(rows: Iterable[Event]) -> list[dict[str, Any]]:
 
 
 class _History:
-    """The views of a history that several rules share."""
+    """The views of a history that several rules share.
+
+    Transactions narrow some of them (docs/history.md, "Transactions"): only reads that count
+    say a value was read or an offset passed, and read_committed pairs of reads skip only
+    committed values legitimately. Without transactions every read counts and every value is
+    committed, so these views are what they were before transactions existed.
+    """
 
     def __init__(self, events: Sequence[Event]) -> None:
         self.events = events
-        self.reads = [e for e in events if _is_read(e)]
+        self.txns = Transactions(events)
+        self.reads = [e for e in events if is_read(e)]
+        self.counted_reads = [e for e in self.reads if self.txns.counts(e)]
         self.known = [e for e in events if e.f == "send" and e.type == "ok" and has_position(e)]
         self.by_op: dict[int, list[Event]] = defaultdict(list)
         self.by_value: dict[str, list[Event]] = defaultdict(list)
         self.invoke_seq: dict[tuple[int, int], int] = {}  # by (process, op)
         self.invoked: set[str] = set()
-        self.failed: set[str] = set()
         for e in events:
             self.by_op[e.op].append(e)
             if e.f in ("send", "poll") and e.value is not None:
                 self.by_value[e.value].append(e)
             if e.f == "send" and e.type == "invoke":
-                self.invoked.add(_value(e))
+                self.invoked.add(value_of(e))
                 self.invoke_seq[(e.process, e.op)] = e.seq
-            elif e.f == "send" and e.type == "fail":
-                self.failed.add(_value(e))
-        self.read_values = {_value(e) for e in self.reads}
+        self.read_values = {value_of(e) for e in self.reads}
+        self.counted_values = {value_of(e) for e in self.counted_reads}
         self.observed_at: dict[TPO, list[Event]] = defaultdict(list)
         self.positions: dict[str, set[TPO]] = defaultdict(set)
         for e in self.reads + self.known:
-            tpo = (_topic(e), e.partition, _offset(e))
+            tpo = (topic_of(e), e.partition, offset_of(e))
             self.observed_at[tpo].append(e)
-            self.positions[_value(e)].add(tpo)
+            self.positions[value_of(e)].add(tpo)
         self.max_read: dict[tuple[str, int], int] = {}
-        for e in self.reads:
-            tp = (_topic(e), e.partition)
-            self.max_read[tp] = max(self.max_read.get(tp, _offset(e)), _offset(e))
+        for e in self.counted_reads:
+            tp = (topic_of(e), e.partition)
+            self.max_read[tp] = max(self.max_read.get(tp, offset_of(e)), offset_of(e))
         offsets: dict[tuple[str, int], set[int]] = defaultdict(set)
-        for t, p, o in self.observed_at:
+        committed: dict[tuple[str, int], set[int]] = defaultdict(set)
+        for (t, p, o), rows in self.observed_at.items():
             offsets[(t, p)].add(o)
+            if any(self.txns.is_committed(value_of(e)) for e in rows):
+                committed[(t, p)].add(o)
         self.observed_offsets = {tp: sorted(os_) for tp, os_ in offsets.items()}
+        self.committed_offsets = {tp: sorted(os_) for tp, os_ in committed.items()}
 
-    def observed_between(self, topic: str, partition: int, low: int, high: int) -> int:
-        """How many distinct offsets of the t/p strictly between low and high are observed."""
-        offsets = self.observed_offsets[(topic, partition)]
+    def observed_between(
+        self, topic: str, partition: int, low: int, high: int, committed_only: bool = False
+    ) -> int:
+        """How many distinct offsets of the t/p strictly between low and high are observed
+        (with committed_only, observed holding a committed value)."""
+        found = self.committed_offsets if committed_only else self.observed_offsets
+        offsets = found.get((topic, partition), [])
         return max(0, bisect.bisect_left(offsets, high) - bisect.bisect_right(offsets, low))
 
 
@@ -115,9 +111,9 @@ def _unread_sends(h: _History) -> tuple[list[Instance], list[Instance]]:
     lost: list[Instance] = []
     unseen: list[Instance] = []
     for s in h.known:
-        if s.value in h.read_values:
+        if s.value in h.counted_values or not h.txns.is_committed(value_of(s)):
             continue
-        highest = h.max_read.get((_topic(s), s.partition))
+        highest = h.max_read.get((topic_of(s), s.partition))
         fields = {
             "topic": s.topic,
             "partition": s.partition,
@@ -126,7 +122,7 @@ def _unread_sends(h: _History) -> tuple[list[Instance], list[Instance]]:
             "op": s.op,
             "max_read_offset": highest,
         }
-        target = lost if highest is not None and highest > _offset(s) else unseen
+        target = lost if highest is not None and highest > offset_of(s) else unseen
         target.append((fields, h.by_op[s.op]))
     return lost, unseen
 
@@ -147,13 +143,13 @@ def _nonmonotonic_sends(h: _History) -> list[Instance]:
     streams: dict[tuple[int, str, int], list[tuple[int, Event]]] = defaultdict(list)
     for s in h.known:
         if (s.process, s.op) in h.invoke_seq:
-            stream_key = (s.process, _topic(s), s.partition)
+            stream_key = (s.process, topic_of(s), s.partition)
             streams[stream_key].append((h.invoke_seq[(s.process, s.op)], s))
     found: list[Instance] = []
     for (process, topic, partition), stream in streams.items():
         stream.sort(key=lambda item: item[0])
         for (_, before), (seq, after) in pairwise(stream):
-            if _offset(after) < _offset(before):
+            if offset_of(after) < offset_of(before):
                 fields = {
                     "process": process,
                     "topic": topic,
@@ -170,17 +166,20 @@ def _nonmonotonic_sends(h: _History) -> list[Instance]:
 
 
 def _read_pairs(h: _History) -> tuple[list[Instance], list[Instance]]:
-    """Consecutive reads inside one run; an assign or revoke of the t/p ends a run."""
+    """Consecutive reads inside one run; an assign or revoke of the t/p ends a run, and so
+    does the completion row of a failed transaction the process read the t/p in."""
     streams: dict[tuple[int, str, int], list[Event]] = defaultdict(list)
     for e in h.events:
-        if _is_read(e) or e.f in ("assign", "revoke"):
-            streams[(e.process, _topic(e), e.partition)].append(e)
+        if is_read(e) or e.f in ("assign", "revoke"):
+            streams[(e.process, topic_of(e), e.partition)].append(e)
+    for key, end in h.txns.run_ends(h.reads):
+        streams[key].append(end)
     backwards: list[Instance] = []
     skips: list[Instance] = []
     for (process, topic, partition), stream in streams.items():
         stream.sort(key=lambda e: e.seq)
         for first, second in pairwise(stream):
-            if not (_is_read(first) and _is_read(second)):
+            if not (is_read(first) and is_read(second)):
                 continue
             fields = {
                 "process": process,
@@ -192,10 +191,13 @@ def _read_pairs(h: _History) -> tuple[list[Instance], list[Instance]]:
                 "previous_offset": first.offset,
             }
             rows = [first, second]
-            if _offset(second) <= _offset(first):
+            if offset_of(second) <= offset_of(first):
                 backwards.append((fields, rows))
             else:
-                between = h.observed_between(topic, partition, _offset(first), _offset(second))
+                committed = is_read_committed(first) and is_read_committed(second)
+                between = h.observed_between(
+                    topic, partition, offset_of(first), offset_of(second), committed
+                )
                 if between:
                     skips.append(({**fields, "observed_between": between}, rows))
     return backwards, skips
@@ -204,13 +206,13 @@ def _read_pairs(h: _History) -> tuple[list[Instance], list[Instance]]:
 def _commit_regressions(h: _History) -> list[Instance]:
     streams: dict[tuple[str, str, int], list[Event]] = defaultdict(list)
     for e in h.events:
-        if e.f == "commit" and e.type == "ok" and e.group is not None:
-            streams[(e.group, _topic(e), e.partition)].append(e)
+        if e.f == "commit" and e.type == "ok" and e.group is not None and h.txns.counts(e):
+            streams[(e.group, topic_of(e), e.partition)].append(e)
     found: list[Instance] = []
     for (group, topic, partition), stream in streams.items():
         stream.sort(key=lambda e: (e.time_ns, e.process, e.seq))
         for before, after in pairwise(stream):
-            if _offset(after) < _offset(before):
+            if offset_of(after) < offset_of(before):
                 fields = {
                     "group": group,
                     "topic": topic,
@@ -243,7 +245,7 @@ def _classic_exclusivity(h: _History) -> list[Instance]:
     for e in h.reads:
         if e.group is None or e.generation < 0 or e.group_protocol == CONSUMER_PROTOCOL:
             continue
-        per_process = spans[(e.group, e.generation, _topic(e), e.partition)]
+        per_process = spans[(e.group, e.generation, topic_of(e), e.partition)]
         span = per_process.setdefault(e.process, [e, e.time_ns, e.time_ns])
         if e.seq < span[0].seq:
             span[0] = e
@@ -283,8 +285,8 @@ def _ownerships(h: _History) -> dict[tuple[str, str, int], list[list[Any]]]:
     the t/p (an ``info`` revoke: fenced, its member epoch void) is left out."""
     streams: dict[tuple[int, str, int], list[Event]] = defaultdict(list)
     for e in h.events:
-        if _is_read(e) or e.f in ("assign", "revoke"):
-            streams[(e.process, _topic(e), e.partition)].append(e)
+        if is_read(e) or e.f in ("assign", "revoke"):
+            streams[(e.process, topic_of(e), e.partition)].append(e)
     found: dict[tuple[str, str, int], list[list[Any]]] = defaultdict(list)
     for (process, topic, partition), stream in streams.items():
         spans: dict[int, dict[str, list[Any]]] = defaultdict(dict)
@@ -295,7 +297,7 @@ def _ownerships(h: _History) -> dict[tuple[str, str, int], list[list[Any]]]:
                 owned += 1
             elif e.f == "revoke" and e.type == "info":
                 lost.add(owned)
-            elif _is_read(e) and e.group is not None and e.group_protocol == CONSUMER_PROTOCOL:
+            elif is_read(e) and e.group is not None and e.group_protocol == CONSUMER_PROTOCOL:
                 span = spans[owned].setdefault(e.group, [e, e.time_ns, e.time_ns, process])
                 span[1], span[2] = min(span[1], e.time_ns), max(span[2], e.time_ns)
         for owned, by_group in spans.items():
@@ -341,16 +343,19 @@ def _consumer_protocol_exclusivity(h: _History) -> list[Instance]:
 
 
 def _redeliveries(h: _History) -> list[Instance]:
+    """Offsets a group read in two or more polls that count; the example shows every read of
+    the group there, those that do not count (inside a transaction that did not commit) too."""
     reads: dict[tuple[str, str, int, int], list[Event]] = defaultdict(list)
     for e in h.reads:
         if e.group is not None:
-            reads[(e.group, _topic(e), e.partition, _offset(e))].append(e)
+            reads[(e.group, topic_of(e), e.partition, offset_of(e))].append(e)
     names = ("group", "topic", "partition", "offset")
-    return [
-        ({**dict(zip(names, key, strict=True)), "reads": len(rows)}, rows)
-        for key, rows in reads.items()
-        if len({e.op for e in rows}) > 1
-    ]
+    found: list[Instance] = []
+    for key, rows in reads.items():
+        counted = [e for e in rows if h.txns.counts(e)]
+        if len({e.op for e in counted}) > 1:
+            found.append(({**dict(zip(names, key, strict=True)), "reads": len(counted)}, rows))
+    return found
 
 
 def _stats(h: _History) -> dict[str, Any]:
@@ -377,6 +382,7 @@ def _stats(h: _History) -> dict[str, Any]:
         "revokes": sum(n for (f, _), n in counts.items() if f == "revoke"),
         "nemesis_ops": counts[("nemesis", "invoke")],
         "topic_partitions": len(h.observed_offsets),
+        **h.txns.stats(),
         "first_time_ns": min(times, default=None),
         "last_time_ns": max(times, default=None),
     }
@@ -404,12 +410,14 @@ def check_events(
     h = _History(events)
     lost, unseen = _unread_sends(h)
     backwards, skips = _read_pairs(h)
-    found = {
+    doubles, undone = processing(h.txns, h.events, h.reads, h.by_op)
+    early = precommitted_reads(h.txns, h.reads)
+    found: dict[str, list[Instance]] = {
         "lost_write": lost,
         "unseen": unseen,
         "duplicate": _by_value(h, (v for v in h.invoked if len(h.positions.get(v, ())) > 1)),
         "inconsistent_offset": _inconsistent(h),
-        "aborted_read": _by_value(h, h.read_values & h.failed),
+        "aborted_read": _by_value(h, aborted_values(h.txns, h.reads)),
         "phantom_read": _by_value(h, h.read_values - h.invoked),
         "nonmonotonic_send": _nonmonotonic_sends(h),
         "nonmonotonic_poll": backwards,
@@ -417,6 +425,13 @@ def check_events(
         "commit_regression": _commit_regressions(h),
         "group_exclusivity": _group_exclusivity(h),
         "redelivery": _redeliveries(h),
+        "precommitted_read": [
+            ({"value": v, "txn": t}, h.by_value[v]) for v, t in early.items()
+        ],
+        "torn_transaction": torn_transactions(h.txns, h.reads, h.known, h.by_op),
+        "g1c": g1c(h.txns, h.reads),
+        "double_processed": doubles,
+        "unprocessed": undone,
     }
     return CheckResult(
         guarantee=guarantee,

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from dataclasses import replace
 from functools import reduce
 from pathlib import Path
 from typing import Any
@@ -27,11 +29,14 @@ from pyspark.sql import functions as F
 from harness import history
 from harness.checker import plots, sql
 from harness.checker import result as R
+from harness.checker import spark_rules_txn as txn_rules
+from harness.checker.rules_txn import Cycle
 from harness.checker.spark_load import NAMES, SCHEMA, load, open_history, raise_first, release
 from harness.checker.spark_rules import (
     BY_PROCESS,
     BY_TP,
     BY_VALUE,
+    ON_DRIVER,
     all_instances,
     groupings,
     intern_topics,
@@ -68,8 +73,9 @@ def grouping_rows(
 ) -> dict[tuple[str, ...], DataFrame]:
     """What each of the rules' groupings ships for the history in `directory`, its topics
     interned as the check interns them: the benchmark's bound moves exactly these."""
-    interned, _ = intern_topics(load(spark, history.history_files(directory)))
-    return groupings(interned)
+    interned, _, on = intern_topics(load(spark, history.history_files(directory)))
+    annotated = txn_rules.annotate(interned, on)
+    return groupings(annotated.rows, txn_rules.run_ends(annotated))
 
 
 def _judge(
@@ -97,17 +103,27 @@ def _judge(
         frame = frame if small else frame.repartition(*keys)
         return keep(frame.sortWithinPartitions(*keys, *order))
 
-    interned, topics = intern_topics(h)
-    rows = groupings(interned)
-    # Only hash aggregations read it, and each needs the rows of a process together: one
-    # exchange and no sort (seq reuse is a count per (process, seq), not a window).
-    by_process = rows[BY_PROCESS]
-    by_process = by_process if small else by_process.repartition(*BY_PROCESS)
-    observed = shuffled(rows[BY_TP], *BY_TP, order=["offset"])
+    def hold(frame: DataFrame) -> DataFrame:
+        # What every rule reads and several joins made: cached whatever the history's size.
+        level = StorageLevel.MEMORY_AND_DISK if small else StorageLevel.DISK_ONLY
+        cached.append(frame.persist(level))
+        return cached[-1]
+
+    interned, topics, on = intern_topics(h)
     try:
-        frames = rule_frames(interned, by_process, observed, rows[BY_VALUE], keep)
+        annotated = txn_rules.annotate(interned, on)
+        if on:
+            annotated = replace(annotated, rows=hold(annotated.rows), txns=hold(annotated.txns))
+        rows = groupings(annotated.rows, txn_rules.run_ends(annotated))
+        # Only hash aggregations read it, and each needs the rows of a process together: one
+        # exchange and no sort (seq reuse is a count per (process, seq), not a window).
+        by_process = rows[BY_PROCESS]
+        by_process = by_process if small else by_process.repartition(*BY_PROCESS)
+        observed = shuffled(rows[BY_TP], *BY_TP, order=["offset"])
+        frames = rule_frames(interned, by_process, observed, rows[BY_VALUE], keep, annotated)
         return _collect(
-            spark, files, h, topics, frames, keep(all_instances(frames)), guarantee, max_examples
+            spark, files, h, topics, frames, keep(all_instances(frames)), guarantee, max_examples,
+            lambda: txn_rules.g1c(annotated, topics),
         )
     finally:
         for frame in cached:
@@ -151,9 +167,11 @@ def _collect(
     instances: DataFrame,
     guarantee: str,
     max_examples: int,
+    g1c: Callable[[], list[Cycle]],
 ) -> R.CheckResult:
-    """One job for every count, the first examples, the stats and the first problem; then one
-    for the examples' rows, unless the history is malformed."""
+    """One job for every count, the first examples, the stats and the first problem; then, the
+    history being well-formed, g1c's (its edges to the driver, as few as the transactions that
+    read each other) and one for the examples' rows."""
     ranked = instances.withColumn(
         "rank", F.row_number().over(Window.partitionBy("name").orderBy("key"))
     ).where(F.col("rank") <= max_examples)
@@ -163,7 +181,7 @@ def _collect(
         _as_result("example", ranked, F.col("name"), "rank", "fields", "select"),
         *[
             _as_result("stats", frames[n], F.lit(None), "*")
-            for n in ("stats", "processes", "topic_partitions")
+            for n in ("stats", "processes", "topic_partitions", "txn_stats")
         ],
         *[
             _as_result("error", frames[n].agg(F.min(F.struct("*")).alias("e")), F.lit(n), "e")
@@ -185,6 +203,8 @@ def _collect(
         return value and named_topic(value)
 
     examples = sorted(found.get("example", []), key=lambda item: (item[0], item[1]["rank"]))
+    cycles = g1c()
+    examples += [(name, payload) for name, payload in _cycle_examples(cycles[:max_examples])]
     selections = [
         {
             **p["select"],
@@ -197,13 +217,31 @@ def _collect(
     anomalies = {name: R.AnomalyResult() for name in R.ANOMALIES}
     for name, payload in found.get("count", []):
         anomalies[name].count = payload["count"]
+    anomalies["g1c"].count = len(cycles)
     for (name, payload), rows in zip(examples, context, strict=True):
         fields = {k: payload["fields"][k] for k in R.EXAMPLE_FIELDS[name]}
-        if "topic" in fields:
+        if "topic" in fields and name not in ON_DRIVER:
             fields = named_topic(fields)
         anomalies[name].examples.append({**fields, "rows": rows})
     stats = {k: v for _, payload in found["stats"] for k, v in payload.items()}
     return R.CheckResult(guarantee=guarantee, anomalies=anomalies, stats=stats)
+
+
+def _cycle_examples(cycles: list[Cycle]) -> list[tuple[str, dict[str, Any]]]:
+    """g1c's examples in the shape of the job's (fields, and selectors naming the read behind
+    each edge), so they take their rows from the same context job; they come lowest first."""
+    none = dict.fromkeys(sql.SELECTORS)
+    return [
+        (
+            "g1c",
+            {
+                "fields": {"txn": c.txns[0], "txns": c.txns[:R.ROWS_PER_EXAMPLE], "cycle": c.cycle},
+                "select": {**none, "sel_rows": [{"process": w.process, "seq": w.seq}
+                                                 for w in c.witnesses]},
+            },
+        )
+        for c in cycles
+    ]
 
 
 # ---------------------------------------------------------------------------------------------

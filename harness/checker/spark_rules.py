@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 
 from harness import history
 from harness.checker import result as R
+from harness.checker import spark_rules_txn as txn_rules
 from harness.checker import sql
 
 TP = ["topic", "partition"]
@@ -43,31 +44,41 @@ def _is_known() -> Column:
 # The groupings: the three shuffles every rule runs inside
 
 
-def intern_topics(h: DataFrame) -> tuple[DataFrame, list[str]]:
+def intern_topics(h: DataFrame) -> tuple[DataFrame, list[str], bool]:
     """The history with each topic replaced by its rank among the topic names: numbers shuffle,
-    hash and aggregate far cheaper than strings, and rank order is name order."""
-    topics = [
-        r[0] for r in h.where(F.col("topic").isNotNull()).select("topic").distinct().collect()
-    ]
-    topics.sort()
+    hash and aggregate far cheaper than strings, and rank order is name order. The same small
+    job tells whether the history is transactional (spark_rules_txn.has_transactions), which
+    decides whether the rules pay for transactions at all."""
+    found = h.groupBy("topic").agg(F.max(txn_rules.has_transactions()).alias("txn")).collect()
+    topics = sorted(r["topic"] for r in found if r["topic"] is not None)
     ids = F.create_map(*[F.lit(x) for i, t in enumerate(topics) for x in (t, i)])
     interned = F.try_element_at(ids, F.col("topic")) if topics else F.lit(None)
-    return h.withColumn("topic", interned.cast("long")), topics
+    return h.withColumn("topic", interned.cast("long")), topics, any(r["txn"] for r in found)
 
 
 BY_PROCESS, BY_TP, BY_VALUE = ("process",), ("topic", "partition"), ("value",)
 
 
-def groupings(interned: DataFrame) -> dict[tuple[str, ...], DataFrame]:
+def groupings(annotated: DataFrame, run_ends: DataFrame) -> dict[tuple[str, ...], DataFrame]:
     """The three ways the rules group the history, by their keys, with what each ships: every
     row by process (operations, send order, commits, seq reuse), the observed rows and consumer
     runs by topic-partition, and the sends and reads by value. Each needs an exchange of its
     own, so the benchmark ships these three and computes nothing as its bound: what the check
-    moves before any rule runs (ci/bench_checker.py)."""
+    moves before any rule runs (ci/bench_checker.py). The rows are annotated
+    (spark_rules_txn.annotate); run_ends (the completion rows of failed transactions, per t/p
+    read inside them) join the consumer runs they end."""
     send_or_read = (F.col("f") == "send") | _is_read()
+    ends = run_ends.select(
+        "process", "seq", "op", *TP, F.lit(None).cast("long").alias("offset"),
+        *[F.lit(None).cast("long").alias(v) for v in ("v0", "v1")],
+        F.lit(None).cast("string").alias("group"), F.lit(-1).alias("generation"), "time_ns",
+        *[F.lit(False).alias(c) for c in ("read", "known", "assigned", "lost",
+                                          "consumer_protocol")],
+        F.lit(True).alias("counts"), F.lit(False).alias("rc"), F.lit(False).alias("vcommitted"),
+    )
     return {
-        BY_PROCESS: interned.selectExpr(*sql.by_process()),
-        BY_TP: interned.where(
+        BY_PROCESS: annotated.selectExpr(*sql.by_process()),
+        BY_TP: annotated.where(
             _is_read() | _is_known() | F.col("f").isin("assign", "revoke")
         ).select(
             "process",
@@ -83,9 +94,12 @@ def groupings(interned: DataFrame) -> dict[tuple[str, ...], DataFrame]:
             F.expr(sql.IS_ASSIGN).alias("assigned"),
             F.expr(sql.IS_LOST).alias("lost"),
             F.expr(sql.IS_CONSUMER_PROTOCOL).alias("consumer_protocol"),
-        ),
-        BY_VALUE: interned.where(send_or_read & F.col("value").isNotNull()).select(
-            "value", "f", "type", *TPO, "op"
+            "counts",
+            "rc",
+            "vcommitted",
+        ).unionByName(ends),
+        BY_VALUE: annotated.where(send_or_read & F.col("value").isNotNull()).select(
+            "value", "f", "type", *TPO, "op", "counts", "rc", "vcommitted", "vtxn_fail"
         ),
     }
 
@@ -136,30 +150,44 @@ def _by_value(values: DataFrame, condition: Column) -> DataFrame:
 
 
 def _unread(values: DataFrame, highest: DataFrame, lost: bool) -> DataFrame:
-    sent = values.where(F.col("op").isNotNull() & ~F.col("read")).select("value", *TPO, "op")
+    """Committed values at a known place that no counting poll read."""
+    unread = F.col("op").isNotNull() & ~F.col("counted_read") & F.col("committed")
+    sent = values.where(unread).select("value", *TPO, "op")
     joined = sent.join(highest, TP, "left")
     past = F.coalesce(F.col("max_read_offset") > F.col("offset"), F.lit(False))
     return joined.where(past if lost else ~past).withColumn("sel_ops", F.array("op"))
 
 
-def _read_pairs(observed: DataFrame, keep: Callable[[DataFrame], DataFrame]) -> DataFrame:
-    """Consecutive reads of a t/p by a process inside one run (ended by assign or revoke). Each
-    read carries the dense rank of its offset among the t/p's observed offsets, so the observed
-    offsets strictly between a pair are a difference of ranks, not a join. The ranked reads are
-    kept between the two windows: a t/p is one window partition of each, and the first one's
-    buffer and the second one's sort in one task are more than a task's memory at 100M rows."""
+def _read_pairs(
+    observed: DataFrame, keep: Callable[[DataFrame], DataFrame], cranks: DataFrame | None
+) -> DataFrame:
+    """Consecutive reads of a t/p by a process inside one run (ended by assign or revoke, or a
+    failed transaction's completion row). Each read carries the dense rank of its offset among
+    the t/p's observed offsets, so the observed offsets strictly between a pair are a difference
+    of ranks, not a join. The ranked reads are kept between the two windows: a t/p is one window
+    partition of each, and the first one's buffer and the second one's sort in one task are more
+    than a task's memory at 100M rows.
+
+    A transactional history also ranks the offsets where a committed value is observed (cranks:
+    per observed t/p/o, how many such offsets are at or below it), for read_committed pairs,
+    which skip the others legitimately."""
+    ranked = observed.selectExpr("*", sql.OFFSET_RANK).where(~F.col("known"))
+    if cranks is None:
+        ranked = ranked.withColumns({"crank": F.lit(0), "committed_here": F.lit(False)})
+    else:
+        ranked = ranked.join(cranks, TPO, "left")
     reads = keep(
-        observed.selectExpr("*", sql.OFFSET_RANK)
-        .where(~F.col("known"))
-        .select("process", *TP, "seq", "offset", "read", "rank")
+        ranked.select("process", *TP, "seq", "offset", "read", "rank", "rc", "crank",
+                      F.coalesce("committed_here", F.lit(False)).alias("committed_here"))
     )
     return (
-        reads.selectExpr(*sql.lags(sql.READ_ORDER, "read", "offset", "seq", "rank"))
+        reads.selectExpr(*sql.lags(sql.READ_ORDER, "read", "offset", "seq", "rank", "rc",
+                                   "crank"))
         .where(F.col("read") & F.col("previous_read"))
         .selectExpr(
             "*",
             sql.row_refs(("process", "previous_seq"), ("process", "seq")),
-            "rank - previous_rank - 1 AS observed_between",
+            sql.OBSERVED_BETWEEN,
         )
     )
 
@@ -254,7 +282,7 @@ def _consumer_protocol_exclusivity(observed: DataFrame) -> DataFrame:
 def _redeliveries(reads: DataFrame) -> DataFrame:
     keys = ["group", *TPO]
     return (
-        reads.where(F.col("group").isNotNull())
+        reads.where(F.col("group").isNotNull() & F.col("counts"))
         .groupBy(*keys)
         .agg(F.min("op").alias("low"), F.max("op").alias("high"), F.count(F.lit(1)).alias("reads"))
         .where(F.col("low") != F.col("high"))
@@ -276,9 +304,11 @@ def rule_frames(
     observed: DataFrame,
     value_rows: DataFrame,
     keep: Callable[[DataFrame], DataFrame],
+    annotated: txn_rules.Annotated,
 ) -> dict[str, DataFrame]:
-    """Every rule's instances, plus the validation problems ("1-op" and so on) and stats, from
-    the history and its groupings (value_rows: the by-value one, as shipped)."""
+    """Every rule's instances (g1c's edges are collected apart: spark_rules_txn.g1c), plus the
+    validation problems ("1-op" and so on) and stats, from the history, its groupings
+    (value_rows: the by-value one, as shipped) and its transactions."""
     values = _values(value_rows)
     reads = observed.where("read")
     ops = keep(_ops(by_process))
@@ -290,13 +320,18 @@ def rule_frames(
         .agg(*map(F.expr, sql.TPO_AGGREGATES))
     )
     highest = keep(
-        tpo.groupBy(*TP).agg(F.max(F.when(F.col("read"), F.col("offset"))).alias("max_read_offset"))
+        tpo.groupBy(*TP).agg(
+            F.max(F.when(F.col("counted"), F.col("offset"))).alias("max_read_offset")
+        )
     )
+    cranks = None
+    if annotated.on:
+        cranks = tpo.selectExpr(*TPO, "committed_here", sql.COMMITTED_RANK)
     # Of the millions of read pairs and values, the rules want a few: each set is picked out
     # in one pass and kept, so that the rules read only those.
     back = F.col("offset") <= F.col("previous_offset")
     skip = (F.col("offset") > F.col("previous_offset")) & (F.col("observed_between") > 0)
-    pairs = keep(_read_pairs(observed, keep).where(back | skip))
+    pairs = keep(_read_pairs(observed, keep, cranks).where(back | skip))
     backwards, skips = pairs.where(back), pairs.where(skip)
     values = keep(values)
     reused_seqs = by_process.groupBy("process", "seq").count().where(F.col("count") > 1)
@@ -309,7 +344,7 @@ def rule_frames(
         "unseen": _unread(values, highest, lost=False),
         "duplicate": _by_value(values, (F.col("invokes") > 0) & (F.col("places") > 1)),
         "inconsistent_offset": tpo.where("several").withColumn("sel_tpo", F.struct(*TPO)),
-        "aborted_read": _by_value(values, F.col("read") & F.col("failed")),
+        "aborted_read": _by_value(values, F.col("read") & (F.col("failed") | F.col("g1a"))),
         "phantom_read": _by_value(values, F.col("read") & (F.col("invokes") == 0)),
         "nonmonotonic_send": _nonmonotonic_sends(ops),
         "nonmonotonic_poll": backwards,
@@ -317,6 +352,7 @@ def rule_frames(
         "commit_regression": _commit_regressions(by_process),
         "group_exclusivity": _group_exclusivity(observed, reads),
         "redelivery": _redeliveries(reads),
+        **txn_rules.rule_frames(annotated),
         "0-row": stats.select("bad_rows").where("bad_rows > 0"),
         "1-op": ops.where(F.col("problem").isNotNull()).select(
             "process", "op", "problem", "at_completion"
@@ -328,6 +364,7 @@ def rule_frames(
         "stats": stats.drop("bad_rows"),
         "processes": ops.select("process").distinct().agg(F.count(F.lit(1)).alias("processes")),
         "topic_partitions": highest.agg(F.count(F.lit(1)).alias("topic_partitions")),
+        "txn_stats": txn_rules.stats(annotated),
     }
 
 
@@ -337,6 +374,11 @@ def _instances(name: str, frame: DataFrame) -> DataFrame:
     return frame.selectExpr(*sql.instance(name, set(frame.columns)))
 
 
+# Anomalies judged on the driver, not by the one job that counts the others.
+ON_DRIVER = ("g1c",)
+
+
 def all_instances(frames: dict[str, DataFrame]) -> DataFrame:
     """Every anomaly's instances (rule_frames' rows of R.ANOMALIES) as one frame."""
-    return reduce(DataFrame.union, [_instances(n, frames[n]) for n in R.ANOMALIES])
+    names = [n for n in R.ANOMALIES if n not in ON_DRIVER]
+    return reduce(DataFrame.union, [_instances(n, frames[n]) for n in names])

@@ -26,8 +26,8 @@ IS_CONSUMER_PROTOCOL = f"coalesce(group_protocol = '{history.CONSUMER_PROTOCOL}'
 # A value some value rule may report: unread, sent twice, read though failed or never sent,
 # observed at two places. Columns are those of sql.value_aggregates and PLACES.
 VALUE_OF_NOTE = (
-    "(op IS NOT NULL AND NOT read) OR invokes > 1 OR (read AND (failed OR invokes = 0))"
-    " OR (invokes > 0 AND places > 1)"
+    "(op IS NOT NULL AND NOT counted_read) OR invokes > 1"
+    " OR (read AND (failed OR g1a OR invokes = 0)) OR (invokes > 0 AND places > 1)"
 )
 # Two independent 64-bit hashes of a value (xxhash64 under two seeds: the leading constant
 # only changes the seed). The observed rows carry these instead of the string: two distinct
@@ -38,8 +38,26 @@ VALUE_KEY = ("xxhash64(value) AS v0", "xxhash64(1, value) AS v1")
 TPO_AGGREGATES = (
     "min(v0) != max(v0) OR min(v1) != max(v1) AS several",
     "max(read) AS read",
+    # Transactions (spark_rules_txn.annotate): whether a counting poll read the offset, and
+    # whether a committed value was observed there.
+    "max(read AND counts) AS counted",
+    "max(vcommitted) AS committed_here",
 )
-STRINGS = {"value", "group"}  # topics travel as numbers (their rank among topic names)
+# Per value, what the Terms need (rules_txn.Transactions): its transaction, whether its send
+# completed ok, when it completed, and the transactions of the read_committed polls that read it
+# (null among them: one outside every transaction).
+TXN_VALUE_AGGREGATES = (
+    "max(CASE WHEN f = 'send' THEN txn END) AS vtxn",
+    "coalesce(max(f = 'send' AND type = 'ok'), false) AS sent_ok",
+    "max(CASE WHEN f = 'send' AND type != 'invoke' THEN time_ns END) AS done_ns",
+    f"coalesce(max({IS_READ} AND rc AND txn IS NULL), false) AS rc_plain",
+    f"min(CASE WHEN {IS_READ} AND rc THEN txn END) AS rc_txn_min",
+    f"max(CASE WHEN {IS_READ} AND rc THEN txn END) AS rc_txn_max",
+)
+# Whether a read_committed poll outside the value's transaction read it.
+SEEN_OUTSIDE = "rc_plain OR coalesce(rc_txn_min != vtxn OR rc_txn_max != vtxn, false) AS outside"
+STRINGS = {"value", "group", "cycle"}
+ARRAYS = {"processes", "txns"}  # topics travel as numbers (their rank among topic names)
 FIELDS = list(dict.fromkeys(f for fields in EXAMPLE_FIELDS.values() for f in fields))
 # What names an example's context rows: ops, a value, an observed or group-read offset, rows.
 SELECTORS = {
@@ -173,7 +191,7 @@ def _cell(column: str, wanted: bool, type_: str) -> str:
 def _kind(column: str) -> str:
     if column in STRINGS:
         return "string"
-    return "array<bigint>" if column == "processes" else "bigint"
+    return "array<bigint>" if column in ARRAYS else "bigint"
 
 
 def instance(name: str, columns: set[str]) -> list[str]:
@@ -281,7 +299,8 @@ def neighborhoods(anchors: list[tuple[str, int, int]], around: int, points: int)
 
 _TPO = ("topic", "partition", "offset")
 _TP = "topic, `partition`"
-_COMMIT = "(f = 'commit' AND type = 'ok' AND `group` IS NOT NULL)"
+# An ok commit of a group that counts (one in a transaction that did not commit does not).
+_COMMIT = "(f = 'commit' AND type = 'ok' AND `group` IS NOT NULL AND counts)"
 
 
 def _count(condition: str) -> str:
@@ -327,6 +346,9 @@ def value_aggregates() -> list[str]:
         f"{_count(sent)} AS invokes",
         "max(f = 'send' AND type = 'fail') AS failed",
         f"max({IS_READ}) AS read",
+        f"max({IS_READ} AND counts) AS counted_read",
+        "max(vcommitted) AS committed",
+        f"max({IS_READ} AND rc AND vtxn_fail) AS g1a",
         *[f"min(CASE WHEN {observed} THEN `{c}` END) AS `{c}_min`" for c in _TPO],
         *[f"max(CASE WHEN {observed} THEN `{c}` END) AS `{c}_max`" for c in _TPO],
         *[f"max(CASE WHEN {IS_KNOWN} THEN `{c}` END) AS `{c}`" for c in (*_TPO, "op")],
@@ -349,6 +371,18 @@ def lags(over: str, *columns: str) -> list[str]:
 SEND_ORDER = f"PARTITION BY process, {_TP} ORDER BY seq"
 READ_ORDER = SEND_ORDER  # a process's reads of a t/p, by seq
 OFFSET_RANK = f"dense_rank() OVER (PARTITION BY {_TP} ORDER BY `offset`) AS rank"
+# Per observed t/p/o (one row each): how many offsets of the t/p at or below it hold an observed
+# committed value.
+COMMITTED_RANK = (
+    f"sum(CASE WHEN committed_here THEN 1 ELSE 0 END) OVER (PARTITION BY {_TP} ORDER BY `offset` "
+    "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS crank"
+)
+# The observed offsets strictly between a pair of reads: for two read_committed reads only
+# those holding a committed value (rules._read_pairs).
+OBSERVED_BETWEEN = (
+    "CASE WHEN rc AND previous_rc THEN crank - CAST(committed_here AS INT) - previous_crank "
+    "ELSE rank - previous_rank - 1 END AS observed_between"
+)
 COMMIT_ORDER = f"PARTITION BY `group`, {_TP} ORDER BY time_ns, process, seq"
 # Which ownership of its t/p a process's row belongs to: how many assign rows of it came first.
 OWNERSHIP = (

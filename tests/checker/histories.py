@@ -7,7 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from harness.checker.result import ANOMALIES
+from harness.checker.result import ANOMALIES, TRANSACTION_ANOMALIES
 from harness.history import Event, write_jsonl, write_parquet
 
 
@@ -46,10 +46,15 @@ class Builder:
         partition: int = 0,
         topic: str = "t",
         outcome: str | None = "ok",
+        txn: int | None = None,
+        group: str | None = None,
+        derived_from: str | None = None,
     ) -> int:
-        """A send; outcome None leaves it pending (invoke only)."""
+        """A send; outcome None leaves it pending (invoke only). With `txn`, made inside that
+        transaction; with `derived_from`, a consume-transform-produce output of `group`."""
         op = next(self._op)
-        self.row(process, op, "invoke", "send", topic=topic, value=value)
+        made = {"txn": txn, "group": group, "derived_from": derived_from}
+        self.row(process, op, "invoke", "send", topic=topic, value=value, **made)
         if outcome is not None:
             known = outcome == "ok"
             self.row(
@@ -62,6 +67,7 @@ class Builder:
                 offset=offset if known else None,
                 value=value,
                 error=None if known else "REQUEST_TIMED_OUT",
+                **made,
             )
         return op
 
@@ -76,12 +82,15 @@ class Builder:
         generation: int = -1,
         group_protocol: str | None = None,
         time_ns: int | None = None,
+        txn: int | None = None,
+        isolation: str | None = None,
     ) -> int:
         """One poll returning `records` as (offset, value) of one topic-partition; with
         `time_ns`, its rows are at that time."""
         op = next(self._op)
         at = {} if time_ns is None else {"time_ns": time_ns}
-        group_fields = {"group": group, "generation": generation, "group_protocol": group_protocol}
+        group_fields = {"group": group, "generation": generation, "group_protocol": group_protocol,
+                        "txn": txn, "isolation": isolation}
         self.row(process, op, "invoke", "poll", **group_fields, **at)
         for offset, value in records:
             self.row(
@@ -108,8 +117,11 @@ class Builder:
         group: str | None = "g",
         outcome: str = "ok",
         time_ns: int | None = None,
+        txn: int | None = None,
     ) -> None:
-        fields = {"time_ns": time_ns} if time_ns is not None else {}
+        fields: dict[str, Any] = {"time_ns": time_ns} if time_ns is not None else {}
+        if txn is not None:
+            fields["txn"] = txn
         self.row(
             process,
             next(self._op),
@@ -146,6 +158,17 @@ class Builder:
             error="_ASSIGNMENT_LOST" if type_ == "info" else None,
         )
 
+    def begin(self, process: int, transactional_id: str = "tx") -> int:
+        """A transaction's invoke row; its op is the txn the rows made inside it carry."""
+        op = next(self._op)
+        self.row(process, op, "invoke", "txn", value=transactional_id)
+        return op
+
+    def end(self, process: int, txn: int, outcome: str = "ok") -> None:
+        """A transaction's completion row: ok committed, fail aborted, info unknown."""
+        error = {"ok": None, "fail": "TRANSACTION_ABORTED", "info": "REQUEST_TIMED_OUT"}[outcome]
+        self.row(process, txn, outcome, "txn", error=error)
+
     def nemesis(self, what: str) -> None:
         op = next(self._op)
         self.row(0, op, "invoke", "nemesis", value=what)
@@ -161,8 +184,10 @@ class Builder:
         return directory
 
 
-def zoo() -> tuple[Builder, dict[str, int]]:
-    """Every anomaly planted once, each on a topic of its own so none touches another."""
+def zoo(transactional: bool = False) -> tuple[Builder, dict[str, int]]:
+    """Every anomaly planted once, each on a topic of its own so none touches another; the
+    transaction anomalies only when asked (their rows make the Spark engine join each row with
+    its transaction's fate, which costs a small check several times what the rest does)."""
     b = Builder()
     # lost_write: b never read while offset 2 was (by separate readers, so no poll_skip).
     for offset, value in enumerate("abc"):
@@ -216,7 +241,50 @@ def zoo() -> tuple[Builder, dict[str, int]]:
     b.poll(17, [(0, "redeliv-s")], topic="redeliv", group="g4", generation=2)
     b.nemesis("partition {1} | {2}")
     b.nemesis("heal")
+    if not transactional:
+        return b, {**dict.fromkeys(ANOMALIES, 1), **dict.fromkeys(TRANSACTION_ANOMALIES, 0)}
+    transactions(b)
     return b, dict.fromkeys(ANOMALIES, 1)
+
+
+RC = "read_committed"
+
+
+def transactions(b: Builder) -> None:
+    """The zoo's transaction anomalies, one each, on topics of their own."""
+    # precommitted_read: a read_committed poll inside the transaction reads its own send.
+    t = b.begin(30)
+    b.send(30, "pre-a", 0, topic="pre", txn=t)
+    b.poll(30, [(0, "pre-a")], topic="pre", txn=t, isolation=RC)
+    b.end(30, t)
+    # torn_transaction: read_committed consumers see torn-b but never torn-a below it (a
+    # read_uncommitted one does, so torn-a is no lost_write).
+    t = b.begin(31)
+    b.send(31, "torn-a", 0, topic="torn", txn=t)
+    b.send(31, "torn-b", 1, topic="torn", txn=t)
+    b.end(31, t)
+    b.poll(32, [(1, "torn-b")], topic="torn", isolation=RC)
+    b.poll(33, [(0, "torn-a")], topic="torn")
+    # g1c: each of two transactions reads the other's value.
+    t1, t2 = b.begin(34), b.begin(35)
+    b.send(34, "cyc-a", 0, topic="cyc", txn=t1)
+    b.send(35, "cyc-b", 0, topic="cyc", partition=1, txn=t2)
+    b.poll(34, [(0, "cyc-b")], topic="cyc", partition=1, txn=t1, isolation=RC)
+    b.poll(35, [(0, "cyc-a")], topic="cyc", txn=t2, isolation=RC)
+    b.end(34, t1)
+    b.end(35, t2)
+    # double_processed: gd makes two outputs of one input.
+    b.send(1, "in-a", 0, topic="ctpd")
+    b.poll(36, [(0, "in-a")], topic="ctpd", group="gd", generation=1)
+    for offset in range(2):
+        b.send(36, f"out-{offset}", offset, topic="ctpd-out", group="gd", derived_from="in-a")
+    b.poll(37, [(0, "out-0"), (1, "out-1")], topic="ctpd-out")
+    # unprocessed: gu makes an output of u-b but none of u-a below it.
+    b.send(1, "u-a", 0, topic="ctpu")
+    b.send(1, "u-b", 1, topic="ctpu")
+    b.poll(38, [(0, "u-a"), (1, "u-b")], topic="ctpu", group="gu", generation=1)
+    b.send(38, "uo-b", 0, topic="ctpu-out", group="gu", derived_from="u-b")
+    b.poll(37, [(0, "uo-b")], topic="ctpu-out")
 
 
 def clean() -> Builder:

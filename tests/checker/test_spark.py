@@ -18,7 +18,7 @@ from harness.checker import spark as engine
 from harness.checker.result import GUARANTEES
 from harness.history import Event, HistoryError, read_history, write_jsonl, write_parquet
 
-from .histories import Builder, zoo
+from .histories import RC, Builder, zoo
 
 
 @st.composite
@@ -61,6 +61,99 @@ def histories(draw: st.DrawFn) -> Builder:
                 kind, draw(st.integers(3, 5)), partition=partition, type_="info" if lost else "ok"
             )
     return b
+
+
+@st.composite
+def transactional_histories(draw: st.DrawFn) -> Builder:
+    """Dense in what the transaction rules judge: sends get the offsets a broker would give
+    (so torn and unprocessed inputs sit below read ones), polls read what was sent (or what a
+    transaction not yet finished will send), consume-transform-produce steps derive outputs of
+    a group from inputs it read, and two transactions may be open at once, each reading the
+    other's values (g1c). Assignments, revokes and commits outside transactions come too, so
+    that runs ended by a failed transaction meet runs ended by them. Kept apart from histories()
+    (no transaction): a transactional history costs the Spark engine a minute, not seconds."""
+    b = Builder()
+    sent: list[tuple[int, int, str]] = []  # (partition, offset, value)
+    ahead = {0: 0, 1: 0}
+    inputs: list[tuple[str, str]] = []  # (group, value) a poll of the group read
+    steps = draw(st.integers(1, 10))
+    future = [f"t{i}.{j}.{k}" for i in range(steps) for j in range(2) for k in range(2)]
+    others: list[str] = []  # the values of the other transaction open, sent or not
+
+    def send(process: int, value: str, txn: int | None) -> None:
+        partition = draw(st.integers(0, 1))
+        outcome = draw(st.sampled_from(["ok", "ok", "ok", "ok", "fail", "info", None]))
+        offset = ahead[partition]
+        ahead[partition] += 1 if outcome == "ok" or draw(st.booleans()) else 0
+        group, derived = draw(st.sampled_from([(None, None), *inputs]))
+        b.send(process, value, offset, partition=partition, outcome=outcome, txn=txn,
+               group=group, derived_from=derived)
+        sent.append((partition, offset, value))
+
+    def poll(process: int, txn: int | None) -> None:
+        partition = draw(st.integers(0, 1))
+        here = sorted((o, v) for p, o, v in sent if p == partition)
+        unsent = draw(st.lists(st.sampled_from(others if others and txn else future),
+                               max_size=2))
+        here += [(ahead[partition] + k, v) for k, v in enumerate(unsent)]
+        chosen = draw(st.lists(st.sampled_from(here), max_size=4)) if here else []
+        group = draw(st.sampled_from([None, "g", "g", "h"]))
+        b.poll(process, sorted(chosen) if draw(st.booleans()) else chosen, partition=partition,
+               group=group, generation=1, txn=txn,
+               isolation=draw(st.sampled_from([None, RC, RC, "read_uncommitted"])))
+        inputs.extend((group, v) for _, v in chosen if group is not None)
+
+    for i in range(steps):
+        kind = draw(st.sampled_from(["send", "poll", "poll", "txn", "txn", "txn", "other"]))
+        if kind == "send":
+            send(draw(st.integers(1, 2)), f"v{i}", None)
+        elif kind == "poll":
+            poll(draw(st.integers(1, 5)), None)
+        elif kind == "other":
+            process, partition = draw(st.integers(1, 5)), draw(st.integers(0, 1))
+            f = draw(st.sampled_from(["assign", "revoke", "commit"]))
+            if f == "commit":
+                b.commit(process, draw(st.integers(0, 4)), partition=partition,
+                         group=draw(st.sampled_from(["g", "h"])))
+            else:
+                b.assignment(f, process, partition=partition,
+                             type_="info" if draw(st.booleans()) else "ok")
+        else:
+            open_ = [(p, b.begin(p)) for p in draw(st.sets(st.integers(1, 4), min_size=1,
+                                                            max_size=2))]
+            made = {txn: 0 for _, txn in open_}
+            for _ in range(draw(st.integers(0, 6))):
+                j, (process, txn) = draw(st.sampled_from(list(enumerate(open_))))
+                others[:] = [f"t{i}.{1 - j}.{k}" for k in range(2)] if len(open_) > 1 else []
+                step = draw(st.sampled_from(["send", "send", "poll", "poll", "commit"]))
+                if step == "send" and made[txn] < 2:
+                    send(process, f"t{i}.{j}.{made[txn]}", txn)
+                    made[txn] += 1
+                elif step == "poll":
+                    poll(process, txn)
+                elif step == "commit":
+                    b.commit(process, draw(st.integers(0, 4)), partition=draw(st.integers(0, 1)),
+                             group=draw(st.sampled_from(["g", "h"])), txn=txn)
+            others.clear()
+            for process, txn in open_:
+                outcome = draw(st.sampled_from(["ok", "ok", "fail", "info", None]))
+                if outcome is not None:
+                    b.end(process, txn, outcome)
+    return b
+
+
+@pytest.mark.slow  # 8 transactional histories: a minute each on Spark (docs/history.md)
+@pytest.mark.timeout(1800)
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(b=transactional_histories(), guarantee=st.sampled_from(sorted(GUARANTEES)))
+def test_spark_agrees_with_the_reference_on_transactions(spark, tmp_path_factory, b, guarantee):
+    directory = b.write(tmp_path_factory.mktemp("history"))
+    expected = rules.check_events(read_history(directory), guarantee).to_json()
+    assert engine.check(spark, directory, guarantee).to_json() == expected
 
 
 @settings(
