@@ -47,8 +47,8 @@ def test_an_unknown_suite_is_a_usage_error(tmp_path):
     done = kafka_harness("run", "--suites", "protocol,nope", "--dir", str(tmp_path),
                          timeout=60)
     assert done.returncode == 2
-    assert "unknown suite nope; allowed: protocol, offsets, groups, failover, unclean" \
-        in done.stderr
+    assert ("unknown suite nope; allowed: protocol, offsets, groups, transactions, failover, "
+            "unclean") in done.stderr
 
 
 def test_bad_options_exit_2_naming_what_is_allowed(tmp_path):
