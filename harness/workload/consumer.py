@@ -47,7 +47,6 @@ from harness.workload.context import QUIET, RunContext
 from harness.workload.group_protocol import CLASSIC_ONLY, GroupProtocol
 from harness.workload.kinds import Isolation
 from harness.workload.outcomes import commit_outcome, error_name
-from harness.workload.recorder import Recorder
 
 MODES = ("assign", "group")
 COMMITS = ("auto", "after", "before")
@@ -178,8 +177,7 @@ class RecordingConsumer:
         self.context = context
         self.group = spec.history_group
         self.group_protocol = spec.history_group_protocol
-        self.recorder = Recorder(context.history_dir, context.run_id, context.process,
-                                 context.run_start_ns)
+        self.recorder = context.recorder()
         config = spec.client_config(context.process)
         if spec.mode == "group":
             config["on_commit"] = self._on_auto_commit

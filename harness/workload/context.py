@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from harness.workload.recorder import Recorder
+
 # librdkafka logs every refused or dropped connection at warning level; under a nemesis that is
 # noise in the client logs, and the history records what matters.
 QUIET = {"log.connection.close": False}
@@ -25,6 +27,10 @@ class RunContext:
 
     def remaining_s(self) -> float:
         return (self.run_start_ns + self.end_ns - time.monotonic_ns()) / 1e9
+
+    def recorder(self) -> Recorder:
+        """This process's recorder: its rows numbered and timed against the run's start."""
+        return Recorder(self.history_dir, self.run_id, self.process, self.run_start_ns)
 
     def with_process(self, process: int) -> RunContext:
         return RunContext(self.history_dir, self.run_id, process, self.run_start_ns, self.end_ns)

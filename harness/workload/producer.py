@@ -16,7 +16,6 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from harness.workload.context import QUIET, RunContext
 from harness.workload.outcomes import error_name, send_outcome
-from harness.workload.recorder import Recorder
 
 
 @dataclass(frozen=True)
@@ -79,8 +78,7 @@ class RecordingProducer:
     def __init__(self, spec: ProducerSpec, context: RunContext) -> None:
         self.spec = spec
         self.context = context
-        self.recorder = Recorder(context.history_dir, context.run_id, context.process,
-                                 context.run_start_ns)
+        self.recorder = context.recorder()
         self.producer = Producer(spec.client_config())
         self.sent = 0
         self.fatal: KafkaError | None = None

@@ -404,8 +404,7 @@ class TxnProducer:
     def __init__(self, spec: TxnProducerSpec, context: RunContext) -> None:
         self.spec = spec
         self.context = context
-        self.recorder = Recorder(context.history_dir, context.run_id, context.process,
-                                 context.run_start_ns)
+        self.recorder = context.recorder()
         self.transactions, self.rng = spec.txn.start(spec.bootstrap, self.recorder)
         self.producer = self.transactions.producer
 
