@@ -17,9 +17,10 @@ from harness.waiting import wait_for
 from harness.wire.records import build_batch, decode_records, iter_headers
 
 from .conftest import create_topic
-from .test_raw_protocol import fetch_body, produce
+from .test_raw_protocol import fetch_body, produce, produce_body
 
-INIT_PRODUCER_ID, WRITE_TXN_MARKERS, FETCH, LIST_OFFSETS = 22, 27, 1, 2
+PRODUCE, INIT_PRODUCER_ID, WRITE_TXN_MARKERS, FETCH, LIST_OFFSETS = 0, 22, 27, 1, 2
+TRANSACTIONAL_ID = "raw-txn"  # what Kafka requires of a request carrying transactional records
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 LATEST = -1
 COORDINATOR_EPOCH = 4
@@ -39,7 +40,9 @@ class TxnProducer:
         batch = build_batch([(None, v) for v in values], producer_id=self.pid,
                             producer_epoch=self.epoch, base_sequence=self.seq,
                             transactional=True)
-        part = produce(self.raw, topic, batch)
+        body = produce_body(topic, batch)
+        body["transactional_id"] = TRANSACTIONAL_ID
+        part = self.raw.request(PRODUCE, 9, body).responses[0].partition_responses[0]
         assert part.error_code.value == 0, part
         self.seq += len(values)
         return part.base_offset
@@ -147,6 +150,16 @@ def test_an_abort_is_listed_and_a_read_committed_consumer_skips_it(broker):
         assert seen == [b"c1", b"p1"]
     finally:
         consumer.close()
+
+
+def test_transactional_records_need_a_transactional_id(broker):
+    topic = create_topic(broker.bootstrap)
+    with RawClient(broker.host, broker.port) as raw:
+        txn = TxnProducer(raw)
+        batch = build_batch([(None, b"x")], producer_id=txn.pid, producer_epoch=txn.epoch,
+                            base_sequence=0, transactional=True)
+        assert produce(raw, topic, batch).error_code.value == 53  # TRANSACTIONAL_ID_AUTH...
+        assert latest(raw, topic, READ_UNCOMMITTED) == 0
 
 
 def test_marker_errors_are_per_partition(broker):
