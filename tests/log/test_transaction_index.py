@@ -1,5 +1,11 @@
 """The aborted-transaction index (.txnindex): codec, search, file behaviour."""
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.wire.control_records import ControlType, EndTxnMarker
+from harness.wire.records import build_batch, patch_base_offset, read_header
+from reference_broker.log.producer_state import ProducerStateManager
 from reference_broker.log.transaction_index import (
     ENTRY_SIZE,
     AbortedTxn,
@@ -56,3 +62,45 @@ def test_a_torn_file_is_cut_back_on_open(tmp_path):
     path.write_bytes(encode_entries([AbortedTxn(1, 0, 3, 4)]) + b"\x00\x00\x01")
     assert TransactionIndex(path).entries == (AbortedTxn(1, 0, 3, 4),)
     assert path.stat().st_size == ENTRY_SIZE
+
+
+# --- a property: the early stop never misses an abort ---------------------------------------
+
+_history = st.lists(st.tuples(st.sampled_from(["data", "commit", "abort"]), st.integers(0, 3)),
+                    min_size=1, max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_history, st.sets(st.integers(1, 40)), st.data())
+def test_the_search_finds_every_overlapping_abort(history, cuts, data):
+    """Entries made by the real producer state (so their stable offsets are what a log
+    records), spread over segments cut anywhere: the search from the segment holding the
+    start offset, with its early stop, finds exactly what a scan of every entry finds."""
+    state = ProducerStateManager()
+    entries = []
+    for offset, (op, pid) in enumerate(history):
+        if op == "data":
+            state.update(_txn_batch(pid, offset), offset, offset)
+        else:
+            marker = EndTxnMarker(ControlType.ABORT if op == "abort" else ControlType.COMMIT, 0)
+            done = state.complete(pid, 0, marker, offset)
+            if done.is_aborted:
+                entries.append(AbortedTxn(pid, done.first_offset, done.last_offset,
+                                          done.last_stable_offset))
+    end = len(history)
+    bases = sorted({0} | {c for c in cuts if c < end})
+    segments = [[e for e in entries if base <= e.last_offset < (bases[i + 1] if i + 1 < len(bases)
+                                                                 else end)]
+                for i, base in enumerate(bases)]
+    start = data.draw(st.integers(0, end - 1))
+    upper = data.draw(st.integers(start + 1, end + 1))
+    first = max(i for i, base in enumerate(bases) if base <= start)
+    assert collect_aborted(segments[first:], start, upper) == \
+        [e for e in entries if e.last_offset >= start and e.first_offset < upper]
+
+
+def _txn_batch(pid, offset):
+    data = bytearray(build_batch([(None, b"v")], producer_id=pid, producer_epoch=0,
+                                 base_sequence=offset, transactional=True))
+    patch_base_offset(data, 0, offset)
+    return read_header(data)
