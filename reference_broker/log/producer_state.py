@@ -131,6 +131,16 @@ class ProducerStateManager:
 
     def check(self, header: BatchHeader) -> CheckResult:
         """Judge a leader append from an idempotent producer (producer_id >= 0)."""
+        verdict = self._check_sequence(header)
+        entry = self._producers.get(header.producer_id)
+        if verdict.ok and not header.is_transactional and entry is not None \
+                and entry.current_txn_first_offset != NO_OFFSET:
+            # Kafka: a producer inside a transaction writes only transactional batches, whatever
+            # its epoch (the transaction outlives an epoch bump until its marker).
+            return _NOT_TRANSACTIONAL
+        return verdict
+
+    def _check_sequence(self, header: BatchHeader) -> CheckResult:
         entry = self._producers.get(header.producer_id)
         first_seq = header.base_sequence
         if first_seq < 0:
@@ -141,9 +151,6 @@ class ProducerStateManager:
             return _FENCED
         if header.producer_epoch > entry.producer_epoch:
             return ACCEPT if first_seq == 0 else _OUT_OF_ORDER
-        if not header.is_transactional and entry.current_txn_first_offset != NO_OFFSET:
-            # Kafka: a producer inside a transaction writes only transactional batches.
-            return _NOT_TRANSACTIONAL
         last_seq = header.last_sequence
         for batch in entry.batches:
             if batch.first_seq == first_seq and batch.last_seq == last_seq:

@@ -85,6 +85,9 @@ def test_a_producer_inside_a_transaction_cannot_write_outside_it():
     state = ProducerStateManager()
     write(state, txn_header(7, 0))
     assert state.check(txn_header(7, 1, transactional=False)).error == INVALID_TXN_STATE
+    assert state.check(txn_header(7, 0, epoch=1, transactional=False)).error == \
+        INVALID_TXN_STATE  # a bumped epoch does not end the transaction
+    assert state.check(txn_header(7, 0, transactional=False)).duplicate is not None
     state.complete(7, 0, COMMIT, offset=1)
     assert state.check(txn_header(7, 1, transactional=False)).ok
 
