@@ -50,7 +50,6 @@ NOT_IMPLEMENTED: dict[int, str] = {
     24: _TRANSACTIONS,  # AddPartitionsToTxn
     25: _TRANSACTIONS,  # AddOffsetsToTxn
     26: _TRANSACTIONS,  # EndTxn
-    27: _TRANSACTIONS,  # WriteTxnMarkers
     28: _TRANSACTIONS,  # TxnOffsetCommit
     29: _SECURITY,  # DescribeAcls
     30: _SECURITY,  # CreateAcls
@@ -97,6 +96,7 @@ LOWEST_DECODABLE: dict[int, int] = {
     19: 2,  # CreateTopics v0-1
     20: 1,  # DeleteTopics v0
     23: 2,  # OffsetForLeaderEpoch v0-1
+    27: 1,  # WriteTxnMarkers v0
     32: 1,  # DescribeConfigs v0
 }
 

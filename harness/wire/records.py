@@ -271,9 +271,11 @@ def build_batch(
     compression: int = 0,
     partition_leader_epoch: int = -1,
     transactional: bool = False,
+    control: bool = False,
 ) -> bytes:
     """Encode (key, value) pairs as one v2 batch (compression: 0 none or 1 gzip); a
-    ``transactional`` batch has the attribute bit a transactional producer sets (KIP-98)."""
+    ``transactional`` batch has the attribute bit a transactional producer sets (KIP-98), a
+    ``control`` batch the bit that marks transaction markers (control_records.py builds those)."""
     encoded = b"".join(
         _encode_record(i, 0, key, value, ()) for i, (key, value) in enumerate(values)
     )
@@ -285,7 +287,9 @@ def build_batch(
     tail = (
         struct.pack(
             ">hiqqqhii",
-            compression | (TRANSACTIONAL_BIT if transactional else 0),
+            compression
+            | (TRANSACTIONAL_BIT if transactional else 0)
+            | (CONTROL_BIT if control else 0),
             last_delta,
             timestamp_ms,
             timestamp_ms,

@@ -13,10 +13,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import IntEnum
 
+from harness.wire.control_records import EndTxnMarker
 from harness.wire.errors import ErrorCode, error_name
 from harness.wire.records import BatchHeader
+from reference_broker.log.transaction_index import AbortedTxn
 from reference_broker.log.unified_log import AppendResult, UnifiedLog
+
+
+class IsolationLevel(IntEnum):
+    """What a consumer may read (KIP-98): to the high watermark, or to the last stable offset
+    without the aborted transactions' records (which the fetch lists for it to drop)."""
+
+    READ_UNCOMMITTED = 0
+    READ_COMMITTED = 1
+
+    @classmethod
+    def from_wire(cls, value: int) -> IsolationLevel:
+        """A request's isolation_level byte. Kafka refuses values other than 0 and 1; here they
+        read uncommitted, as every value did before read_committed existed here."""
+        return cls.READ_COMMITTED if value == cls.READ_COMMITTED else cls.READ_UNCOMMITTED
 
 
 class PartitionError(Exception):
@@ -34,6 +51,8 @@ class ReadResult:
     last_stable_offset: int
     log_start_offset: int
     log_end_offset: int
+    # read_committed: the aborted transactions overlapping what may be read; None otherwise
+    aborted_transactions: tuple[AbortedTxn, ...] | None = None
 
 
 @dataclass
@@ -78,6 +97,17 @@ class Partition:
 
     @property
     def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the earliest open transaction, bounded by the high watermark."""
+        return self.log.last_stable_offset(self._high_watermark)
+
+    def readable_end(self, isolation: IsolationLevel) -> int:
+        """Where a consumer's reads stop (exclusive) at this isolation level."""
+        if isolation is IsolationLevel.READ_COMMITTED:
+            return self.last_stable_offset
         return self._high_watermark
 
     # --- state changes ordered by the controller ------------------------------------------------
@@ -147,6 +177,29 @@ class Partition:
         self, records: bytearray, header: BatchHeader, now_ms: int | None = None,
         required_acks: int = 1, min_insync_replicas: int = 1,
     ) -> AppendResult:
+        self._check_leader_for_append(required_acks, min_insync_replicas)
+        result = self.log.append_as_leader(
+            records, header, leader_epoch=self.leader_epoch, now_ms=now_ms
+        )
+        if not result.duplicate and result.error is None:
+            self._maybe_increment_high_watermark()
+        return result
+
+    def append_marker_to_leader(
+        self, marker: EndTxnMarker, producer_id: int, producer_epoch: int,
+        min_insync_replicas: int = 1, now_ms: int | None = None,
+    ) -> AppendResult:
+        """Write a transaction marker (WriteTxnMarkers); the coordinator waits as acks=all."""
+        self._check_leader_for_append(-1, min_insync_replicas)
+        result = self.log.append_marker_as_leader(
+            marker, producer_id=producer_id, producer_epoch=producer_epoch,
+            leader_epoch=self.leader_epoch, now_ms=now_ms,
+        )
+        if result.error is None:
+            self._maybe_increment_high_watermark()
+        return result
+
+    def _check_leader_for_append(self, required_acks: int, min_insync_replicas: int) -> None:
         if not self.is_leader:
             raise PartitionError(
                 ErrorCode.not_leader_or_follower,
@@ -158,12 +211,6 @@ class Partition:
                 f"the ISR of {self} is {list(self.isr)}, below min.insync.replicas "
                 f"{min_insync_replicas}",
             )
-        result = self.log.append_as_leader(
-            records, header, leader_epoch=self.leader_epoch, now_ms=now_ms
-        )
-        if not result.duplicate and result.error is None:
-            self._maybe_increment_high_watermark()
-        return result
 
     def acks_all_outcome(self, required_offset: int,
                          min_insync_replicas: int) -> ErrorCode | None:
@@ -263,18 +310,29 @@ class Partition:
     def read_records(
         self, fetch_offset: int, max_bytes: int, min_one_batch: bool, from_follower: bool = False,
         follower_may_serve: bool = False,
+        isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
     ) -> ReadResult:
         """Records from `fetch_offset`: a follower's fetch reads to the log end, anyone else's
-        to the high watermark. A consumer whose Fetch carries client metadata (v11+) may read
-        from a follower, up to the high watermark that follower has learned (KIP-392)."""
+        to the high watermark, or to the last stable offset when read_committed. A consumer
+        whose Fetch carries client metadata (v11+) may read from a follower, up to the high
+        watermark that follower has learned (KIP-392).
+
+        read_committed also gets the aborted transactions with records in [fetch offset,
+        last stable offset): a superset of those in what was served (Kafka's bound, the end
+        of the segment read, is one too), which is all a consumer needs to drop them."""
         if not self.is_leader and not (follower_may_serve and not from_follower):
             raise PartitionError(ErrorCode.not_leader_or_follower)
-        bound = self.log.log_end_offset if from_follower else self._high_watermark
+        last_stable = self.last_stable_offset
+        bound = self.log.log_end_offset if from_follower else self.readable_end(isolation)
         records = self.log.read(fetch_offset, max_bytes, bound, min_one_batch)
+        aborted = None
+        if isolation is IsolationLevel.READ_COMMITTED and not from_follower:
+            aborted = tuple(self.log.collect_aborted_transactions(fetch_offset, last_stable))
         return ReadResult(
             records,
             self._high_watermark,
-            self._high_watermark,
+            last_stable,
             self.log.log_start_offset,
             self.log.log_end_offset,
+            aborted,
         )

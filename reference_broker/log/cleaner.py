@@ -15,6 +15,12 @@ Batches this module cannot decode (snappy, lz4, zstd, or a payload that does not
 control batches are kept whole and their keys left out of the map — compaction then keeps more
 than it could, never less.
 
+Transactions, as Kafka's cleaner treats them: nothing from the first unstable offset on is
+cleaned (an open transaction may still abort), and the batches of aborted transactions (from
+the transaction index) are removed and their keys left out of the map, so an aborted write never
+supersedes a committed one — `__consumer_offsets` depends on it for aborted TxnOffsetCommits.
+Markers are kept.
+
 As in Kafka, a log is cleaned only when enough of it is dirty: the bytes of the cleanable
 segments at or past the cleaner's checkpoint (what the last cleaning reached) make more than
 min.cleanable.dirty.ratio of all cleanable bytes. Kafka cleans on background threads with an
@@ -32,6 +38,7 @@ from dataclasses import dataclass
 from harness.wire.records import BatchHeader, Record, decode_records, rebuild_batch
 from reference_broker.log.file_records import iter_file_batches
 from reference_broker.log.segment import LogSegment
+from reference_broker.log.transaction_index import AbortedTxn
 from reference_broker.log.unified_log import UnifiedLog
 
 logger = logging.getLogger("reference_broker.log.cleaner")
@@ -64,7 +71,7 @@ def clean_logs(logs: Iterable[UnifiedLog], now_ms: int) -> int:
 def dirty_ratio(log: UnifiedLog) -> float:
     """The share of the cleanable bytes (every segment but the active one) that no cleaning
     has covered yet."""
-    cleanable = log.segments[:-1]
+    cleanable = _cleanable(log)
     total = sum(segment.size for segment in cleanable)
     dirty = sum(segment.size for segment in cleanable
                 if segment.next_offset > log.cleaner_checkpoint)
@@ -73,18 +80,24 @@ def dirty_ratio(log: UnifiedLog) -> float:
 
 def clean(log: UnifiedLog, now_ms: int) -> CleanResult:
     """Compact the log if its dirty ratio is above min.cleanable.dirty.ratio."""
-    cleanable = list(log.segments[:-1])
+    cleanable = _cleanable(log)
     ratio = dirty_ratio(log)
     if not cleanable or ratio <= log.config.min_cleanable_dirty_ratio:
         return CleanResult()  # Kafka cleans a log whose ratio is above the minimum, not at it
     log.cleaner_checkpoint = cleanable[-1].next_offset
-    latest = _latest_offsets(cleanable)
+    aborted = log.collect_aborted_transactions(cleanable[0].base_offset,
+                                               cleanable[-1].next_offset)
+    latest = _latest_offsets(cleanable, aborted)
     horizon = now_ms - log.config.delete_retention_ms
     rewritten = removed = tombstones = before = after = 0
     for segment in cleanable:
         kept: list[bytes] = []
         changed = False
         for header, batch, records in _batches(segment):
+            if is_aborted(header, aborted):
+                removed += header.records_count
+                changed = True
+                continue
             if records is None:
                 kept.append(batch)
                 continue
@@ -116,10 +129,27 @@ def clean(log: UnifiedLog, now_ms: int) -> CleanResult:
     return CleanResult(rewritten, removed, tombstones, before, after)
 
 
-def _latest_offsets(segments: list[LogSegment]) -> dict[bytes, int]:
+def _cleanable(log: UnifiedLog) -> list[LogSegment]:
+    """Every segment but the active one, up to the first still-open transaction."""
+    first_unstable = log.first_unstable_offset
+    return [segment for segment in log.segments[:-1]
+            if first_unstable is None or segment.next_offset <= first_unstable]
+
+
+def is_aborted(header: BatchHeader, aborted: list[AbortedTxn]) -> bool:
+    """A data batch of a transaction that was aborted (its producer's, within its range)."""
+    return header.is_transactional and not header.is_control and any(
+        txn.producer_id == header.producer_id
+        and txn.first_offset <= header.base_offset <= txn.last_offset
+        for txn in aborted)
+
+
+def _latest_offsets(segments: list[LogSegment], aborted: list[AbortedTxn]) -> dict[bytes, int]:
     latest: dict[bytes, int] = {}
     for segment in segments:
-        for _header, _batch, records in _batches(segment):
+        for header, _batch, records in _batches(segment):
+            if is_aborted(header, aborted):
+                continue
             for record in records or ():
                 if record.key is not None:
                     latest[record.key] = record.offset

@@ -6,7 +6,11 @@ is recovered batch by batch. After a clean shutdown every segment is trusted. Wh
 a torn or corrupt tail, every later segment is dropped too: their offsets would no longer follow.
 
 Producer state comes from the newest readable snapshot at or below the log end offset, plus a
-replay of the batch headers after it; snapshots are taken at every roll and at close.
+replay of the batch headers after it (and of the markers of the control batches, which end
+transactions); snapshots are taken at every roll and at close. The same replay rebuilds the
+segments' transaction indexes: entries for markers at or after the snapshot are dropped and
+appended again as the replay meets the aborts, so a crash that lost or tore the end of an index
+leaves it whole, and one that kept entries the log lost leaves no stray entry.
 
 The leader epoch checkpoint is written before the data it describes, so after a crash it is cut
 back to the log end. When it is missing, unreadable, or misses the epoch of the last batch on
@@ -19,9 +23,12 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.wire.control_records import EndTxnMarker, InvalidControlRecord, marker_of
+from harness.wire.records import BatchHeader, read_header
 from reference_broker.log.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
 from reference_broker.log.log_config import LogConfig
 from reference_broker.log.producer_state import (
+    CompletedTxn,
     ProducerStateManager,
     read_snapshot_file,
     write_snapshot_file,
@@ -33,6 +40,7 @@ from reference_broker.log.segment import (
     LogSegment,
     segment_file_name,
 )
+from reference_broker.log.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
 
 logger = logging.getLogger("reference_broker.log")
 
@@ -40,6 +48,7 @@ SNAPSHOT_SUFFIX = ".snapshot"
 # Leftovers of interrupted deletes, compactions, swaps and atomic writes: never live data.
 STRAY_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
 SNAPSHOTS_TO_KEEP = 2
+_INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 
 @dataclass(slots=True)
@@ -90,7 +99,7 @@ def load_log(
             )
             for later in bases[i + 1 :]:
                 logger.warning("%s: deleting segment %d after the truncation", directory, later)
-                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                for suffix in (LOG_SUFFIX, *_INDEX_SUFFIXES):
                     (directory / segment_file_name(later, suffix)).unlink(missing_ok=True)
             break
     if not segments:
@@ -154,7 +163,8 @@ def _last_batch_epoch(segments: list[LogSegment]) -> int:
 def load_producer_state(
     directory: Path, segments: list[LogSegment], log_end_offset: int
 ) -> ProducerStateManager:
-    """Newest usable snapshot at or below the log end, then replay the batches after it."""
+    """Newest usable snapshot at or below the log end, then replay the batches after it,
+    rebuilding the transaction indexes of the replayed range."""
     state: ProducerStateManager | None = None
     replay_from = segments[0].base_offset
     for offset in reversed(_offsets_with_suffix(directory, SNAPSHOT_SUFFIX)):
@@ -174,8 +184,34 @@ def load_producer_state(
         state = ProducerStateManager()
     for segment in segments:
         if segment.next_offset > replay_from:
-            state.rebuild_from(segment.iter_headers(replay_from))
+            segment.txn_index.truncate_to(replay_from)
+            completed = state.rebuild_from(
+                (header, read_marker(segment.read_batch(position, header.size), 0, header))
+                if header.is_control else (header, None)
+                for position, header in segment.iter_positioned_headers(replay_from)
+            )
+            record_aborts(segment, completed)
     return state
+
+
+def read_marker(
+    batch: bytes | bytearray | memoryview, position: int, header: BatchHeader
+) -> EndTxnMarker | None:
+    """The marker of the control batch at `position` of `batch`; None (logged) when it holds
+    none: such a batch then ends no transaction, as Kafka ignores unknown control records."""
+    try:
+        return marker_of(batch, read_header(batch, position))
+    except InvalidControlRecord as exc:
+        logger.warning("control batch at offset %d is not a marker: %s", header.base_offset, exc)
+        return None
+
+
+def record_aborts(segment: LogSegment, completed: list[CompletedTxn]) -> None:
+    """Index the aborted ones of `completed`, whose markers are in `segment`."""
+    for txn in completed:
+        if txn.is_aborted:
+            segment.txn_index.append(AbortedTxn(
+                txn.producer_id, txn.first_offset, txn.last_offset, txn.last_stable_offset))
 
 
 def take_snapshot(directory: Path, offset: int, state: ProducerStateManager) -> None:
@@ -213,7 +249,7 @@ def _remove_stray_files(directory: Path) -> None:
 
 
 def _remove_orphan_indexes(directory: Path, bases: set[int]) -> None:
-    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    for suffix in _INDEX_SUFFIXES:
         for offset in _offsets_with_suffix(directory, suffix):
             if offset not in bases:
                 logger.info("%s: removing index without a segment: %d%s", directory, offset, suffix)

@@ -12,9 +12,18 @@ Deliberate simplifications, documented because clients can observe them:
 - A producer the partition has never seen must start at sequence 0, otherwise the batch fails
   with OUT_OF_ORDER_SEQUENCE_NUMBER (modern Kafka's answer; the older UNKNOWN_PRODUCER_ID is not
   used). The only way to lose a producer is losing the log itself (truncate fully).
-- Transactions are not modelled: batches without a sequence only move the epoch.
 
-The binary snapshot codec lives here as pure functions; file I/O is two small helpers.
+Transactions (KIP-98), as Kafka's ProducerStateManager keeps them: a transactional batch opens
+the producer's ongoing transaction at its first offset, and the control batch holding its
+COMMIT or ABORT marker ends it, yielding a CompletedTxn. The earliest first offset of the
+ongoing transactions is the partition's first unstable offset, which holds the last stable
+offset back; the log appends aborted ones to its transaction index. Each producer also keeps
+the coordinator epoch of its last marker, so a marker from a deposed coordinator is refused.
+
+The binary snapshot codec lives here as pure functions; file I/O is two small helpers. Version 2
+carries each producer's ongoing transaction and coordinator epoch (a kill -9 in the middle of a
+transaction must not forget it); version 1 snapshots, written before transactions existed here,
+are still read, with no transaction open.
 """
 
 from __future__ import annotations
@@ -28,17 +37,25 @@ from pathlib import Path
 
 import crc32c
 
+from harness.wire.control_records import EndTxnMarker
 from harness.wire.errors import ErrorCode
 from harness.wire.records import NO_SEQUENCE, BatchHeader
 
 OUT_OF_ORDER_SEQUENCE_NUMBER = ErrorCode.out_of_order_sequence_number
 INVALID_PRODUCER_EPOCH = ErrorCode.invalid_producer_epoch
+INVALID_TXN_STATE = ErrorCode.invalid_txn_state
+TRANSACTION_COORDINATOR_FENCED = ErrorCode.transaction_coordinator_fenced
 NUM_BATCHES_TO_RETAIN = 5
+NO_OFFSET = -1
+NO_COORDINATOR_EPOCH = -1
 _SEQUENCE_MODULUS = 2**31
 
-_SNAPSHOT_VERSION = 1
+_SNAPSHOT_VERSION = 2
+_SNAPSHOT_V1 = 1
 _SNAPSHOT_HEAD = struct.Struct(">hi")  # version, producer count
-_PRODUCER = struct.Struct(">qhb")  # producer id, epoch, batch count
+_PRODUCER_V1 = struct.Struct(">qhb")  # producer id, epoch, batch count
+# producer id, epoch, coordinator epoch, ongoing transaction's first offset, batch count
+_PRODUCER = struct.Struct(">qhiqb")
 _BATCH = struct.Struct(">iiqqq")  # first seq, last seq, first offset, last offset, append time
 _CRC = struct.Struct(">I")
 
@@ -54,6 +71,19 @@ class BatchMetadata:
     log_append_time_ms: int = -1
 
 
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction a marker ended: its offsets (the last is the marker's own), how it ended,
+    and the partition's last stable offset at that moment, which the transaction index keeps
+    so a reader knows how far one index entry's view reaches (Kafka's AbortedTxn)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+    last_stable_offset: int
+
+
 @dataclass(slots=True)
 class ProducerStateEntry:
     producer_id: int
@@ -61,6 +91,8 @@ class ProducerStateEntry:
     batches: deque[BatchMetadata] = field(
         default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN)
     )
+    coordinator_epoch: int = NO_COORDINATOR_EPOCH
+    current_txn_first_offset: int = NO_OFFSET  # NO_OFFSET: no transaction ongoing
 
     @property
     def last_seq(self) -> int:
@@ -83,11 +115,13 @@ class CheckResult:
 ACCEPT = CheckResult()
 _OUT_OF_ORDER = CheckResult(error=OUT_OF_ORDER_SEQUENCE_NUMBER)
 _FENCED = CheckResult(error=INVALID_PRODUCER_EPOCH)
+_NOT_TRANSACTIONAL = CheckResult(error=INVALID_TXN_STATE)
 
 
 class ProducerStateManager:
     def __init__(self) -> None:
         self._producers: dict[int, ProducerStateEntry] = {}
+        self._ongoing: dict[int, int] = {}  # producer id -> first offset of its transaction
 
     def __len__(self) -> int:
         return len(self._producers)
@@ -97,6 +131,16 @@ class ProducerStateManager:
 
     def check(self, header: BatchHeader) -> CheckResult:
         """Judge a leader append from an idempotent producer (producer_id >= 0)."""
+        verdict = self._check_sequence(header)
+        entry = self._producers.get(header.producer_id)
+        if verdict.ok and not header.is_transactional and entry is not None \
+                and entry.current_txn_first_offset != NO_OFFSET:
+            # Kafka: a producer inside a transaction writes only transactional batches, whatever
+            # its epoch (the transaction outlives an epoch bump until its marker).
+            return _NOT_TRANSACTIONAL
+        return verdict
+
+    def _check_sequence(self, header: BatchHeader) -> CheckResult:
         entry = self._producers.get(header.producer_id)
         first_seq = header.base_sequence
         if first_seq < 0:
@@ -121,14 +165,12 @@ class ProducerStateManager:
         last_offset: int,
         log_append_time_ms: int = -1,
     ) -> None:
-        """Record a batch that is now in the log; a new epoch forgets the old epoch's batches."""
-        entry = self._producers.get(header.producer_id)
-        if entry is None:
-            entry = ProducerStateEntry(header.producer_id, header.producer_epoch)
-            self._producers[header.producer_id] = entry
-        elif header.producer_epoch != entry.producer_epoch:
-            entry.producer_epoch = header.producer_epoch
-            entry.batches.clear()
+        """Record a data batch that is now in the log; a new epoch forgets the old epoch's
+        batches, and a transactional batch opens the producer's transaction if none is open."""
+        entry = self._entry_at_epoch(header.producer_id, header.producer_epoch)
+        if header.is_transactional and entry.current_txn_first_offset == NO_OFFSET:
+            entry.current_txn_first_offset = first_offset
+            self._ongoing[header.producer_id] = first_offset
         if header.base_sequence != NO_SEQUENCE:
             entry.batches.append(
                 BatchMetadata(
@@ -140,15 +182,87 @@ class ProducerStateManager:
                 )
             )
 
-    def rebuild_from(self, headers: Iterable[BatchHeader]) -> None:
-        """Replay batches read back from the log, in offset order, on top of the current state."""
-        for header in headers:
-            if header.producer_id >= 0:
-                append_time = header.max_timestamp if header.is_log_append_time else -1
-                self.update(header, header.base_offset, header.last_offset, append_time)
+    def _entry_at_epoch(self, producer_id: int, producer_epoch: int) -> ProducerStateEntry:
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            entry = ProducerStateEntry(producer_id, producer_epoch)
+            self._producers[producer_id] = entry
+        elif producer_epoch != entry.producer_epoch:
+            entry.producer_epoch = producer_epoch
+            entry.batches.clear()
+        return entry
+
+    # --- transactions -----------------------------------------------------------------------
+
+    def check_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int
+    ) -> ErrorCode | None:
+        """Judge a marker before the leader writes it (Kafka's appendEndTxnMarker checks): an
+        older producer epoch is a zombie's transaction, an older coordinator epoch a deposed
+        coordinator. A newer producer epoch is accepted: the coordinator bumps it on abort."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            return None
+        if producer_epoch < entry.producer_epoch:
+            return INVALID_PRODUCER_EPOCH
+        if coordinator_epoch < entry.coordinator_epoch:
+            return TRANSACTION_COORDINATOR_FENCED
+        return None
+
+    def complete(
+        self, producer_id: int, producer_epoch: int, marker: EndTxnMarker, offset: int
+    ) -> CompletedTxn:
+        """Record the marker written at `offset`: the producer's transaction (from its first
+        offset, or from the marker itself when none was open, as in Kafka) ends there."""
+        entry = self._entry_at_epoch(producer_id, producer_epoch)
+        first_offset = entry.current_txn_first_offset
+        if first_offset == NO_OFFSET:
+            first_offset = offset
+        others = [o for pid, o in self._ongoing.items() if pid != producer_id]
+        completed = CompletedTxn(
+            producer_id,
+            first_offset,
+            offset,
+            marker.is_abort,
+            min(others) if others else offset + 1,
+        )
+        entry.current_txn_first_offset = NO_OFFSET
+        entry.coordinator_epoch = marker.coordinator_epoch
+        self._ongoing.pop(producer_id, None)
+        return completed
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the earliest ongoing transaction, None when none is open."""
+        return min(self._ongoing.values()) if self._ongoing else None
+
+    def ongoing_transactions(self) -> dict[int, int]:
+        """Producer id -> first offset of each ongoing transaction (a copy)."""
+        return dict(self._ongoing)
+
+    # --- replay -----------------------------------------------------------------------------
+
+    def rebuild_from(
+        self, batches: Iterable[tuple[BatchHeader, EndTxnMarker | None]]
+    ) -> list[CompletedTxn]:
+        """Replay batches read back from the log, in offset order, on top of the current state:
+        each with its marker when it is a control batch (None otherwise, or when its marker
+        is unreadable, which then ends nothing). Returns the transactions the markers ended."""
+        completed = []
+        for header, marker in batches:
+            if header.producer_id < 0:
+                continue
+            if header.is_control:
+                if marker is not None:
+                    completed.append(self.complete(
+                        header.producer_id, header.producer_epoch, marker, header.base_offset))
+                continue
+            append_time = header.max_timestamp if header.is_log_append_time else -1
+            self.update(header, header.base_offset, header.last_offset, append_time)
+        return completed
 
     def clear(self) -> None:
         self._producers.clear()
+        self._ongoing.clear()
 
     # --- snapshots --------------------------------------------------------------------------
 
@@ -156,7 +270,13 @@ class ProducerStateManager:
         parts = [_SNAPSHOT_HEAD.pack(_SNAPSHOT_VERSION, len(self._producers))]
         for entry in self._producers.values():
             parts.append(
-                _PRODUCER.pack(entry.producer_id, entry.producer_epoch, len(entry.batches))
+                _PRODUCER.pack(
+                    entry.producer_id,
+                    entry.producer_epoch,
+                    entry.coordinator_epoch,
+                    entry.current_txn_first_offset,
+                    len(entry.batches),
+                )
             )
             parts.extend(
                 _BATCH.pack(
@@ -176,19 +296,33 @@ class ProducerStateManager:
         if crc32c.crc32c(body) != crc:
             raise ValueError("producer snapshot CRC mismatch")
         version, count = _SNAPSHOT_HEAD.unpack_from(body, 0)
-        if version != _SNAPSHOT_VERSION:
+        if version not in (_SNAPSHOT_V1, _SNAPSHOT_VERSION):
             raise ValueError(f"unknown producer snapshot version {version}")
         manager = cls()
         pos = _SNAPSHOT_HEAD.size
         try:
             for _ in range(count):
-                producer_id, epoch, batches = _PRODUCER.unpack_from(body, pos)
-                pos += _PRODUCER.size
-                entry = ProducerStateEntry(producer_id, epoch)
+                if version == _SNAPSHOT_V1:
+                    producer_id, epoch, batches = _PRODUCER_V1.unpack_from(body, pos)
+                    coordinator_epoch, txn_first_offset = NO_COORDINATOR_EPOCH, NO_OFFSET
+                    pos += _PRODUCER_V1.size
+                else:
+                    producer_id, epoch, coordinator_epoch, txn_first_offset, batches = (
+                        _PRODUCER.unpack_from(body, pos)
+                    )
+                    pos += _PRODUCER.size
+                entry = ProducerStateEntry(
+                    producer_id,
+                    epoch,
+                    coordinator_epoch=coordinator_epoch,
+                    current_txn_first_offset=txn_first_offset,
+                )
                 for _ in range(batches):
                     entry.batches.append(BatchMetadata(*_BATCH.unpack_from(body, pos)))
                     pos += _BATCH.size
                 manager._producers[producer_id] = entry
+                if txn_first_offset != NO_OFFSET:
+                    manager._ongoing[producer_id] = txn_first_offset
         except struct.error as exc:
             raise ValueError(f"producer snapshot is malformed: {exc}") from None
         if pos != len(body):

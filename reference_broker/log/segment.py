@@ -1,4 +1,4 @@
-"""One log segment: `<20-digit base offset>.log` plus its offset and time indexes.
+"""One log segment: `<20-digit base offset>.log` plus its offset, time and transaction indexes.
 
 Modelled on Kafka's LogSegment. Batches are stored byte for byte; the segment only reads their
 61-byte headers (os.pread) to find positions, and reads whole batches only to verify CRCs during
@@ -24,6 +24,7 @@ from reference_broker.log.file_records import (
 )
 from reference_broker.log.index import OffsetIndex, TimeIndex
 from reference_broker.log.log_config import LogConfig
+from reference_broker.log.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 logger = logging.getLogger("reference_broker.log")
 
@@ -83,6 +84,12 @@ class LogSegment:
             self._indexes_usable = False
         self.offset_index = self._open_index(OffsetIndex, index_path, config, create)
         self.time_index = self._open_index(TimeIndex, time_index_path, config, create)
+        # Aborted transactions whose marker is here; the log keeps it (this class cannot
+        # rebuild it: an entry's first offset comes from the producer state).
+        self.txn_index = TransactionIndex(directory / segment_file_name(base_offset,
+                                                                        TXN_INDEX_SUFFIX))
+        if create:
+            self.txn_index.delete()  # a leftover of an older segment at this offset
 
     def _open_index(
         self, kind: type[_Index], path: Path, config: LogConfig, create: bool
@@ -291,10 +298,17 @@ class LogSegment:
 
     def iter_headers(self, start_offset: int) -> Iterator[BatchHeader]:
         """Headers of the batches whose base offset >= `start_offset`, in order."""
+        for _, header in self.iter_positioned_headers(start_offset):
+            yield header
+
+    def iter_positioned_headers(self, start_offset: int) -> Iterator[tuple[int, BatchHeader]]:
+        """(file position, header) of the batches whose base offset >= `start_offset`."""
         _, position = self.offset_index.lookup(start_offset)
-        for _, header in iter_file_headers(self.file, position, self._size, _REBUILD_SCAN_CHUNK):
+        for batch_position, header in iter_file_headers(
+            self.file, position, self._size, _REBUILD_SCAN_CHUNK
+        ):
             if header.base_offset >= start_offset:
-                yield header
+                yield batch_position, header
 
     # --- loading and recovery ---------------------------------------------------------------
 
@@ -409,6 +423,7 @@ class LogSegment:
         if found is None:
             return 0
         position, header = found
+        self.txn_index.truncate_to(header.base_offset)
         self.offset_index.truncate_to_position(position)
         self.time_index.truncate_to_offset(header.base_offset)
         removed = self._size - position
@@ -454,6 +469,7 @@ class LogSegment:
             self._unflushed = False
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         self.offset_index.close()
@@ -465,6 +481,7 @@ class LogSegment:
         point into it, and it closes when the last of them is dropped (see SegmentFile)."""
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
         self.file.path.unlink(missing_ok=True)
 
     def __repr__(self) -> str:

@@ -30,12 +30,14 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.wire.control_records import EndTxnMarker, build_marker_batch
 from harness.wire.errors import ErrorCode
 from harness.wire.records import (
     BatchHeader,
     patch_base_offset,
     patch_leader_epoch,
     patch_log_append_time,
+    read_header,
 )
 from reference_broker.log import log_read
 from reference_broker.log.checkpoint_file import fsync_directory
@@ -48,6 +50,8 @@ from reference_broker.log.log_loader import (
     delete_snapshots,
     load_log,
     load_producer_state,
+    read_marker,
+    record_aborts,
     take_snapshot,
 )
 from reference_broker.log.log_read import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
@@ -56,6 +60,7 @@ from reference_broker.log.log_validation import validate_follower_batches
 from reference_broker.log.producer_state import ProducerStateManager
 from reference_broker.log.segment import INT32_MAX, LogSegment
 from reference_broker.log.topic_partition import TopicPartition, parse_topic_partition
+from reference_broker.log.transaction_index import AbortedTxn, collect_aborted
 
 logger = logging.getLogger("reference_broker.log")
 
@@ -218,6 +223,53 @@ class UnifiedLog:
             if verdict.error is not None:
                 return self._refused(verdict.error)
         now = self._now_ms() if now_ms is None else now_ms
+        base_offset, last_offset, append_time = self._write_as_leader(
+            records, header, leader_epoch, now
+        )
+        if idempotent:
+            self._producer_state.update(header, base_offset, last_offset, append_time)
+        self._maybe_flush()
+        return AppendResult(base_offset, last_offset, append_time, self._log_start_offset)
+
+    def append_marker_as_leader(
+        self,
+        marker: EndTxnMarker,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        leader_epoch: int,
+        now_ms: int | None = None,
+    ) -> AppendResult:
+        """Write the control batch ending `producer_id`'s transaction (WriteTxnMarkers).
+
+        Refused with INVALID_PRODUCER_EPOCH for an older producer epoch and
+        TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch; an abort is indexed in
+        the active segment's transaction index, with the last stable offset of that moment."""
+        error = self._producer_state.check_marker(
+            producer_id, producer_epoch, marker.coordinator_epoch
+        )
+        if error is not None:
+            return self._refused(error)
+        now = self._now_ms() if now_ms is None else now_ms
+        records = bytearray(build_marker_batch(
+            marker, producer_id=producer_id, producer_epoch=producer_epoch, timestamp_ms=now
+        ))
+        header = read_header(records, 0)
+        base_offset, last_offset, append_time = self._write_as_leader(
+            records, header, leader_epoch, now
+        )
+        completed = self._producer_state.complete(producer_id, producer_epoch, marker, base_offset)
+        record_aborts(self._segments[-1], [completed])
+        self._maybe_flush()
+        return AppendResult(base_offset, last_offset, append_time, self._log_start_offset)
+
+    def _write_as_leader(
+        self, records: bytearray, header: BatchHeader, leader_epoch: int, now: int
+    ) -> tuple[int, int, int]:
+        """Assign offsets, stamp the epoch (and LogAppendTime), write, rolling first if due.
+        Returns (base offset, last offset, log append time or -1)."""
+        config = self._config
+        size = header.size
         position = header.position
         base_offset = self._log_end_offset
         last_offset = base_offset + header.last_offset_delta
@@ -236,11 +288,11 @@ class UnifiedLog:
         data = records if whole else memoryview(records)[position : position + size]
         segment.append_batch(data, base_offset, last_offset, max_timestamp)
         self._log_end_offset = last_offset + 1
-        if idempotent:
-            self._producer_state.update(header, base_offset, last_offset, append_time)
-        if self._log_end_offset - self._recovery_point >= config.flush_interval_messages:
+        return base_offset, last_offset, append_time
+
+    def _maybe_flush(self) -> None:
+        if self._log_end_offset - self._recovery_point >= self._config.flush_interval_messages:
             self.flush()
-        return AppendResult(base_offset, last_offset, append_time, self._log_start_offset)
 
     def _refused(self, error: ErrorCode) -> AppendResult:
         return AppendResult(-1, -1, -1, self._log_start_offset, error=error)
@@ -282,12 +334,42 @@ class UnifiedLog:
                 [(header.position - start, header) for header in headers[i:j]],
             )
             self._log_end_offset = headers[j - 1].last_offset + 1
-            self._producer_state.rebuild_from(headers[i:j])
+            completed = self._producer_state.rebuild_from(
+                (header, read_marker(records, header.position, header) if header.is_control
+                 else None)
+                for header in headers[i:j]
+            )
+            record_aborts(segment, completed)
             i = j
-        if self._log_end_offset - self._recovery_point >= self._config.flush_interval_messages:
-            self.flush()
+        self._maybe_flush()
         return AppendResult(
             headers[0].base_offset, headers[-1].last_offset, -1, self._log_start_offset
+        )
+
+    # --- transactions -----------------------------------------------------------------------
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the earliest transaction still open here (None: none open)."""
+        return self._producer_state.first_unstable_offset()
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        """What read_committed consumers may read below: the first unstable offset, bounded
+        by the high watermark (Kafka's UnifiedLog.lastStableOffset)."""
+        first_unstable = self._producer_state.first_unstable_offset()
+        return high_watermark if first_unstable is None else min(first_unstable, high_watermark)
+
+    def collect_aborted_transactions(
+        self, start_offset: int, upper_bound_offset: int
+    ) -> list[AbortedTxn]:
+        """The aborted transactions with records in [start_offset, upper_bound_offset), oldest
+        marker first: only segments from the one holding `start_offset` can index them, since
+        a marker comes after its transaction's records."""
+        first = log_read.segment_index(self._bases, max(start_offset, self._bases[0]))
+        return collect_aborted(
+            (segment.txn_index.entries for segment in self._segments[first:]),
+            start_offset,
+            upper_bound_offset,
         )
 
     # --- reading ----------------------------------------------------------------------------
@@ -370,8 +452,10 @@ class UnifiedLog:
         self._segments.append(segment)
         self._bases = [s.base_offset for s in self._segments]
         self._dir_needs_fsync = True
-        take_snapshot(self.directory, base_offset, self._producer_state)
+        # Flushed first: a snapshot on disk then vouches for every segment (and transaction
+        # index) below it, which is what the loader's replay from it relies on.
         self.flush(base_offset)
+        take_snapshot(self.directory, base_offset, self._producer_state)
         return segment
 
     # --- compaction -------------------------------------------------------------------------

@@ -20,9 +20,15 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.wire.control_records import EndTxnMarker
 from harness.wire.errors import ErrorCode
 from harness.wire.records import InvalidBatch, validate_batches
-from reference_broker.cluster.partition import Partition, PartitionError, ReadResult
+from reference_broker.cluster.partition import (
+    IsolationLevel,
+    Partition,
+    PartitionError,
+    ReadResult,
+)
 from reference_broker.log.log_config import LogConfig
 from reference_broker.log.log_manager import LogManager
 from reference_broker.log.unified_log import OffsetOutOfRange
@@ -277,6 +283,25 @@ class ReplicaManager:
                              result.log_start_offset,
                              required_offset=result.last_offset + 1)
 
+    def append_txn_marker(self, topic: str, partition: int, marker: EndTxnMarker,
+                          producer_id: int, producer_epoch: int,
+                          min_insync_replicas: int = 1) -> ProduceResult:
+        """Append one transaction marker as leader (WriteTxnMarkers); the caller then waits on
+        `wait_for_acks` as for acks=all, as Kafka's coordinator-origin appends do."""
+        part = self._partitions.get((topic, partition))
+        if part is None:
+            return ProduceResult(ErrorCode.unknown_topic_or_partition)
+        try:
+            result = part.append_marker_to_leader(marker, producer_id, producer_epoch,
+                                                  min_insync_replicas)
+        except PartitionError as exc:
+            return ProduceResult(exc.error, message=str(exc))
+        if result.error is not None:
+            return ProduceResult(result.error, log_start_offset=result.log_start_offset)
+        self._wake_followers((topic, partition))
+        return ProduceResult(ErrorCode.none, result.first_offset, -1, result.log_start_offset,
+                             required_offset=result.last_offset + 1)
+
     async def wait_for_acks(self, topic: str, partition: int, required_offset: int,
                             timeout_s: float, min_insync_replicas: int) -> ErrorCode:
         """acks=all: wait until the ISR holds everything below `required_offset`."""
@@ -346,7 +371,9 @@ class ReplicaManager:
     def read(self, topic: str, partition: int, fetch_offset: int, max_bytes: int,
              min_one_batch: bool, replica_id: int = -1,
              current_leader_epoch: int = -1,
-             follower_may_serve: bool = False) -> tuple[ErrorCode, object]:
+             follower_may_serve: bool = False,
+             isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+             ) -> tuple[ErrorCode, object]:
         """(error, ReadResult or None) for one partition of a fetch.
 
         A fetch from a follower (`replica_id` >= 0) reads up to the log end and tells the
@@ -370,7 +397,8 @@ class ReplicaManager:
                     self._write_isr(part, wider)
             return ErrorCode.none, part.read_records(fetch_offset, max_bytes, min_one_batch,
                                                      from_follower=replica_id >= 0,
-                                                     follower_may_serve=follower_may_serve)
+                                                     follower_may_serve=follower_may_serve,
+                                                     isolation=isolation)
         except PartitionError as exc:
             return exc.error, None
         except OffsetOutOfRange:
@@ -394,9 +422,12 @@ class ReplicaManager:
 
     # --- list offsets --------------------------------------------------------------------------
 
-    def offset_for_timestamp(self, topic: str, partition: int,
-                             timestamp: int) -> tuple[ErrorCode, int, int, int]:
-        """(error, timestamp, offset, leader_epoch) as ListOffsets answers it."""
+    def offset_for_timestamp(self, topic: str, partition: int, timestamp: int,
+                             isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+                             ) -> tuple[ErrorCode, int, int, int]:
+        """(error, timestamp, offset, leader_epoch) as ListOffsets answers it; what lies at or
+        past the readable end (the high watermark, or the last stable offset for
+        read_committed) is not answered, as in Kafka."""
         part = self._partitions.get((topic, partition))
         if part is None:
             return ErrorCode.unknown_topic_or_partition, -1, -1, -1
@@ -406,8 +437,9 @@ class ReplicaManager:
         epoch = part.leader_epoch
         if timestamp == -2:  # EARLIEST
             return ErrorCode.none, -1, log_.log_start_offset, epoch
-        if timestamp == -1:  # LATEST: consumers see up to the high watermark
-            return ErrorCode.none, -1, part.high_watermark, epoch
+        readable_end = part.readable_end(isolation)
+        if timestamp == -1:  # LATEST: consumers see up to the readable end
+            return ErrorCode.none, -1, readable_end, epoch
         if timestamp == -4:  # EARLIEST_LOCAL (KIP-405): no tiered storage, same as earliest
             return ErrorCode.none, -1, log_.log_start_offset, epoch
         if timestamp == -5:  # LATEST_TIERED (KIP-1005): nothing is tiered
@@ -416,7 +448,7 @@ class ReplicaManager:
             found = log_.max_timestamp_offset()
         else:
             found = log_.fetch_offset_by_timestamp(timestamp)
-        if found is None or found[0] >= part.high_watermark:
+        if found is None or found[0] >= readable_end:
             return ErrorCode.none, -1, -1, epoch
         offset, ts = found
         return ErrorCode.none, ts, offset, epoch

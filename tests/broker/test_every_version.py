@@ -91,6 +91,9 @@ def _sample(api_key: int, version: int, topic: str, topic_id: uuid.UUID) -> dict
         42: {"groups_names": [fresh]},
         47: {"group_id": GROUP, "topics": [{"name": topic, "partitions": [
             {"partition_index": 0}]}]},
+        27: {"markers": [{"producer_id": 1 << 40, "producer_epoch": 0, "transaction_result": True,
+                          "topics": [{"name": topic, "partition_indexes": [0]}],
+                          "coordinator_epoch": 0}]},
         23: {"replica_id": -1, "topics": [{"topic": topic, "partitions": [
             {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]},
         43: {"election_type": 0, "topic_partitions": [{"topic": topic, "partitions": [0]}],

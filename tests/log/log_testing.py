@@ -34,6 +34,7 @@ def batch(
     compression: int = 0,
     base_offset: int = 0,
     partition_leader_epoch: int = -1,
+    transactional: bool = False,
 ) -> bytearray:
     return bytearray(
         build_batch(
@@ -45,6 +46,7 @@ def batch(
             base_sequence=base_sequence,
             compression=compression,
             partition_leader_epoch=partition_leader_epoch,
+            transactional=transactional,
         )
     )
 

@@ -2,6 +2,7 @@
 
 from dataclasses import replace
 
+from harness.wire.control_records import ControlType, EndTxnMarker
 from harness.wire.records import build_batch, decode_records, read_header
 from reference_broker.log.cleaner import CleanResult, clean, clean_logs, dirty_ratio
 from reference_broker.log.log_config import LogConfig
@@ -124,3 +125,36 @@ def test_leftover_cleaned_files_are_discarded_on_load(tmp_path):
     assert contents(reopened) == [(0, b"a", b"1")]
     assert not list(directory.glob("*.cleaned"))
     reopened.close()
+
+
+def test_an_aborted_write_never_supersedes_a_committed_one(tmp_path):
+    """Kafka's cleaner drops aborted transactional batches and keeps their keys out of the
+    map: were the aborted value the latest, compaction would delete the committed one."""
+    log = open_log(tmp_path / "t-0", COMPACT, now_ms=FakeClock())
+    write(log, [(b"k", b"committed")])  # 0
+    write(log, [(b"k", b"aborted")], producer_id=7, producer_epoch=0, base_sequence=0,
+          transactional=True)  # 1
+    log.append_marker_as_leader(EndTxnMarker(ControlType.ABORT, 0), producer_id=7,
+                                producer_epoch=0, leader_epoch=0)  # 2
+    log.roll()
+    append(log, bytearray(build_batch([(b"other", b"x")], timestamp_ms=10_000)))
+    result = clean(log, now_ms=10_000)
+    assert result.records_removed == 1
+    assert [(o, k, v) for o, k, v in contents(log) if k != b"\x00\x00\x00\x00"] == \
+        [(0, b"k", b"committed"), (3, b"other", b"x")]
+    assert log.collect_aborted_transactions(0, 4)[0].producer_id == 7  # the index stays
+
+
+def test_nothing_from_an_open_transaction_on_is_cleaned(tmp_path):
+    log = open_log(tmp_path / "t-0", COMPACT, now_ms=FakeClock())
+    write(log, [(b"k", b"1")])  # 0
+    write(log, [(b"t", b"open")], producer_id=7, producer_epoch=0, base_sequence=0,
+          transactional=True)  # 1: open, so its segment and every later one wait
+    write(log, [(b"k", b"2")])  # 2
+    append(log, bytearray(build_batch([(b"k", b"3")], timestamp_ms=10_000)))
+    assert clean(log, now_ms=10_000).records_removed == 0
+    log.append_marker_as_leader(EndTxnMarker(ControlType.COMMIT, 0), producer_id=7,
+                                producer_epoch=0, leader_epoch=0)
+    log.roll()
+    append(log, bytearray(build_batch([(b"z", b"1")], timestamp_ms=10_000)))
+    assert clean(log, now_ms=10_000).records_removed == 2  # k=1 and k=2 go, k=3 stays

@@ -93,7 +93,7 @@ def test_rebuild_from_log_headers_restores_dedup():
     headers = [header(i, base_offset=10 + i) for i in range(3)]
     headers.append(header(-1, pid=-1, base_offset=13))  # non-idempotent batches are skipped
     state = ProducerStateManager()
-    state.rebuild_from(headers)
+    state.rebuild_from((h, None) for h in headers)
     assert state.check(header(2)).duplicate.first_offset == 12
     assert state.check(header(3)).ok
     assert len(state) == 1

@@ -5,6 +5,8 @@ the request is parked. Here the handler reads once, and if it is short of `min_b
 watching the replica manager's "new data" signal before it returns: the parked part runs as a
 task from the next loop turn, and an append handled before then must still wake it. Each wake,
 and the deadline, reads again.
+A read_committed fetch (isolation level 1) reads to the last stable offset and lists the
+aborted transactions overlapping it, from the segments' transaction indexes.
 Incremental fetch sessions (KIP-227) are not offered: the response's session id 0 tells the
 client to keep sending full fetch requests, which every client supports.
 """
@@ -17,6 +19,7 @@ from typing import Any
 
 from harness.wire.errors import ErrorCode
 from harness.wire.protocol import Deferred
+from reference_broker.cluster.partition import IsolationLevel
 from reference_broker.server.api_registry import api
 from reference_broker.server.broker_services import BrokerServices
 
@@ -94,6 +97,7 @@ def _read_all(services: BrokerServices, body: Any) -> _FetchResult:
     out = _FetchResult()
     budget = body.max_bytes
     replica_id = replica_id_of(body)
+    isolation = IsolationLevel.from_wire(getattr(body, "isolation_level", 0))
     # v11+ carries client metadata (a rack id): Kafka then lets a follower serve a consumer.
     follower_may_serve = replica_id < 0 and getattr(body, "rack_id", None) is not None
     for fetch_topic in body.topics:
@@ -110,7 +114,7 @@ def _read_all(services: BrokerServices, body: Any) -> _FetchResult:
                 continue
             out.keys.append((topic.name, fp.partition))
             partitions.append(_read_partition(replicas, topic.name, fp, budget, out,
-                                              replica_id, follower_may_serve))
+                                              replica_id, follower_may_serve, isolation))
             budget = max(body.max_bytes - out.total_bytes, 0)
         out.topics.append({"topic": name, "topic_id": topic_id or ZERO_UUID,
                            "partitions": partitions})
@@ -119,17 +123,17 @@ def _read_all(services: BrokerServices, body: Any) -> _FetchResult:
 
 def _read_partition(replicas: Any, topic: str, fp: Any, budget: int,
                     out: _FetchResult, replica_id: int,
-                    follower_may_serve: bool) -> dict[str, Any]:
+                    follower_may_serve: bool, isolation: IsolationLevel) -> dict[str, Any]:
     max_bytes = min(fp.partition_max_bytes, budget)
     error, read = replicas.read(topic, fp.partition, fp.fetch_offset, max_bytes,
                                 min_one_batch=out.total_bytes == 0, replica_id=replica_id,
                                 current_leader_epoch=getattr(fp, "current_leader_epoch", -1),
-                                follower_may_serve=follower_may_serve)
+                                follower_may_serve=follower_may_serve, isolation=isolation)
     if error is ErrorCode.offset_out_of_range:
         out.has_error = True
         response = _partition_error(fp.partition, error)
         response.update(high_watermark=read.high_watermark,
-                        last_stable_offset=read.high_watermark,
+                        last_stable_offset=read.last_stable_offset,
                         log_start_offset=read.log.log_start_offset)
         return response
     if error is not ErrorCode.none:
@@ -142,5 +146,13 @@ def _read_partition(replicas: Any, topic: str, fp: Any, budget: int,
         out.total_bytes += records.size
     return {"partition_index": fp.partition, "error_code": ErrorCode.none,
             "high_watermark": read.high_watermark, "last_stable_offset": read.last_stable_offset,
-            "log_start_offset": read.log_start_offset, "aborted_transactions": None,
+            "log_start_offset": read.log_start_offset,
+            "aborted_transactions": _aborted(read.aborted_transactions),
             "preferred_read_replica": -1, "records": records}
+
+
+def _aborted(found: Any) -> list[dict[str, int]] | None:
+    """The response's list (null for read_uncommitted, as Kafka sends it)."""
+    if found is None:
+        return None
+    return [{"producer_id": txn.producer_id, "first_offset": txn.first_offset} for txn in found]

@@ -1,4 +1,11 @@
-"""Produce: acks 0/1/-1, per-partition validation and append, Kafka's error answers."""
+"""Produce: acks 0/1/-1, per-partition validation and append, Kafka's error answers.
+
+Transactional batches are appended and tracked by the partition's producer state (which opens
+the producer's transaction); as in Kafka, a request carrying one must name its transactional id,
+else every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Kafka 3.9's KIP-890 part 1
+check (asking the coordinator whether the partition was added to the transaction) is not done:
+there is no coordinator here to ask yet.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ from typing import Any
 
 from harness.wire.errors import ErrorCode, error_name
 from harness.wire.protocol import ProtocolError
+from harness.wire.records import HEADER_SIZE, read_header
 from reference_broker.server import topic_config
 from reference_broker.server.api_registry import api
 from reference_broker.server.broker_services import BrokerServices
@@ -23,6 +31,10 @@ def handle_produce(
 ) -> dict[str, Any] | None | Awaitable[dict[str, Any]]:
     body = request.body
     acks = body.acks
+    if getattr(body, "transactional_id", None) is None and _has_transactional_records(body):
+        if acks == 0:  # no response to carry the error: Kafka closes the connection
+            raise ProtocolError("transactional records without a transactional id")
+        return _refuse_all(body, ErrorCode.transactional_id_authorization_failed)
     cache = services.metadata_cache
     replicas = services.replica_manager
     responses = []
@@ -79,6 +91,24 @@ def handle_produce(
     if waiting and not all(_replicated(services, w) for w in waiting):
         return _await_isr(services, response, waiting, body.timeout)
     return response
+
+
+def _has_transactional_records(body: Any) -> bool:
+    """Whether a partition's first batch is transactional (Kafka looks at the first batch)."""
+    return any(
+        data.records is not None and len(data.records) >= HEADER_SIZE
+        and read_header(data.records).is_transactional
+        for topic_data in body.topic_data for data in topic_data.partition_data)
+
+
+def _refuse_all(body: Any, error: ErrorCode) -> dict[str, Any]:
+    return {"throttle_time": 0, "responses": [
+        {"name": getattr(t, "name", None), "topic_id": getattr(t, "topic_id", None) or ZERO_UUID,
+         "partition_responses": [
+             {"index": d.index, "error_code": error, "base_offset": -1, "log_append_time": -1,
+              "log_start_offset": -1, "error_message": None, "record_errors": []}
+             for d in t.partition_data]}
+        for t in body.topic_data]}
 
 
 def _replicated(services: BrokerServices, waiting: tuple) -> bool:
