@@ -1,0 +1,93 @@
+"""Chaos on transactions: both transactional workloads under a seeded nemesis aimed at the
+brokers transactions rest on, judged by the checker's transaction rules.
+
+Each test is a run of its own (:mod:`suites.seeded_chaos`: a cluster of the target's kind,
+min.insync.replicas=2, the transaction state topic three replicas with min.isr 2) of 30 s or
+more, so that at least two faults come: partitions, kills, pauses and lost unflushed log tails,
+aimed in turn at the transaction coordinator of a running client (the leader of its
+``__transaction_state`` partition: ``txn-coordinator``, bound to one running client's
+transactional.id when the fault is applied, :mod:`harness.nemesis.roles`) and at the leaders
+of a partition of each topic. Which faults come, when and in which order is the seed's; the
+run prints the pytest command that replays it.
+
+What Kafka promises, and so what each run must keep (``harness.checker.result.GUARANTEES``):
+
+* ``transactions`` — KIP-98's atomic, read-committed writes: at-least-once, which forbids
+  every transaction anomaly (an aborted or not-yet-committed value read committed, a committed
+  transaction read in part, a cycle of transactions reading each other) and a lost committed
+  write. Not exactly-once: its consumers are plain group consumers committing after they
+  process, which Kafka lets read a record again after a rebalance (``redelivery``);
+* ``consume-transform-produce`` — KIP-98/KIP-447's exactly-once processing: exactly-once, so
+  also no input processed into two committed outputs, and no input skipped.
+
+The tests also fail unless the nemesis faulted the coordinator and a leader, and some
+transactions committed: a run that proved nothing does not pass.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cluster.targets import Target
+from harness.nemesis.schedule import TXN_COORDINATOR, leader_of
+from harness.plugin.options import kafka_options
+from harness.run.runner import RunResult
+from harness.workload.kinds import WorkloadKind, workload_topics
+
+from ..seeded_chaos import Chaos, seeded_chaos_run
+
+FAULTS = ("partition", "kill", "pause", "lose-unflushed")
+MIN_DURATION_S = 30.0
+"""A run's least duration: the schedule's first fault comes at 3 s and its last heal by 3 s
+before the end, each fault held 3-8 s with 2-5 s between — so 30 s hold two faults at least,
+one for the coordinator and one for a leader."""
+GUARANTEE = {WorkloadKind.TRANSACTIONS: "at-least-once",
+             WorkloadKind.CONSUME_TRANSFORM_PRODUCE: "exactly-once"}
+TOPIC = "workload"  # the runner's
+
+pytestmark = [pytest.mark.requires_transactions, pytest.mark.requires_faults,
+              pytest.mark.requires_process_faults, pytest.mark.requires_multi_broker,
+              pytest.mark.slow]
+
+
+def _targets(workload: WorkloadKind) -> tuple[str, ...]:
+    """The coordinator first, then the leader of partition 0 of the topic written in
+    transactions, then partition 1 of the other (the input of consume-transform-produce)."""
+    first, second = workload_topics(workload, TOPIC)
+    return TXN_COORDINATOR, leader_of(second, 0), leader_of(first, 1)
+
+
+def _faulted(result: RunResult, role: str) -> list[str]:
+    """The accounts of the faults the nemesis did on ``role`` (heals excluded)."""
+    return [str(done["result"]) for done in result.nemesis
+            if "error" not in done and not str(done["what"]).startswith("heal")
+            and str(done["what"]).endswith(role)]
+
+
+def _txn_chaos(cluster: Target, request: pytest.FixtureRequest, tmp_path: Path,
+               workload: WorkloadKind) -> None:
+    duration = max(MIN_DURATION_S, kafka_options(request.config).chaos_duration_s)
+    targets = _targets(workload)
+    result, replay = seeded_chaos_run(cluster, request, tmp_path, Chaos(
+        workload, GUARANTEE[workload], FAULTS, duration, "--kafka-chaos-duration", targets))
+    failed = [done for done in result.nemesis if "error" in done]
+    coordinator = _faulted(result, TXN_COORDINATOR)
+    leaders = [account for target in targets[1:] for account in _faulted(result, target)]
+    assert coordinator, f"no fault reached a transaction coordinator (failed: {failed}); {replay}"
+    assert leaders, f"no fault reached a partition leader (failed: {failed}); {replay}"
+    assert result.stats["txns_committed"] > 0, f"no transaction committed: {result.stats}; " \
+                                               f"{replay}"
+
+
+def test_transactions_stay_atomic_and_read_committed_under_faults_on_their_coordinator_and_leaders(  # noqa: E501
+        kafka_target: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Transactional producers over two topics, read_committed consumers: with partitions, kills, pauses and lost unflushed tails of the transaction coordinator and the leaders, no aborted or uncommitted value is read committed, no committed transaction is read in part or lost [KIP-98; Kafka docs, Design: Message Delivery Semantics]."""  # noqa: E501
+    _txn_chaos(kafka_target, request, tmp_path, WorkloadKind.TRANSACTIONS)
+
+
+def test_consume_transform_produce_processes_each_input_exactly_once_under_faults_on_its_coordinator_and_leaders(  # noqa: E501
+        kafka_target: Target, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Processors that read, transform, write and commit their input offsets in one transaction: under the same faults every input is processed into exactly one committed output [KIP-98; KIP-447; Kafka docs, Design: Message Delivery Semantics]."""  # noqa: E501
+    _txn_chaos(kafka_target, request, tmp_path, WorkloadKind.CONSUME_TRANSFORM_PRODUCE)
