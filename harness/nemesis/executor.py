@@ -188,10 +188,11 @@ class FaultTarget:
             bound = self._bind(role)
             if bound != role:
                 self._bound[step], role = str(bound), bound
+            holding = role  # in a tuple, as wait_for takes node id 0 for "not yet"
             try:
-                broker = wait_for(partial(roles.holder, self.cluster, role), ROLE_WAIT_S,
-                                  f"a broker holding the role {role}",
-                                  retry_on=(roles.NoHolder,))
+                (broker,) = wait_for(lambda: (roles.holder(self.cluster, holding),), ROLE_WAIT_S,
+                                     f"a broker holding the role {role}",
+                                     retry_on=(roles.NoHolder,))
             except ClusterWaitTimeout as exc:
                 raise RuntimeError(f"no broker holds the role {str(role)!r} now") from exc
             self._resolved[step] = self.cluster.spec.node_name(broker)

@@ -107,3 +107,15 @@ def test_without_running_transactional_clients_the_coordinator_fault_is_not_done
                                       txn_ids=ids)
         with pytest.raises(RuntimeError, match="no transactional client is running"):
             target.apply(Step(1.0, 2.0, "partition", f"isolate {TXN_COORDINATOR}"))
+
+
+def test_a_role_held_by_node_0_is_resolved_not_waited_for(monkeypatch):
+    """Node id 0 is a holder (a recipe's broker may have it), not wait_for's "not yet"."""
+    state = _Cluster({})
+    state.leaders = iter([0])
+    acted: list[tuple[str, str]] = []
+    monkeypatch.setattr(executor.process_faults, "apply",
+                        lambda cluster, action, node: acted.append((action, node)) or {})
+    target = executor.FaultTarget(state)  # type: ignore[arg-type]
+    target.apply(Step(1.0, 2.0, "pause", leader_of("workload", 0)))
+    assert acted == [("pause", "broker-0")]
