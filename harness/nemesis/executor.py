@@ -28,6 +28,7 @@ from harness.nemesis.schedule import (
     TXN_COORDINATORS,
     Step,
 )
+from harness.waiting import ClusterWaitTimeout, wait_for
 from harness.workload.recorder import Recorder
 
 
@@ -72,6 +73,10 @@ TOXICS = {
 DELAYED_END_TXN_TOXIC = ToxicFault("latency", {"latency": 4000, "jitter": 0}, "upstream",
                                    toxicity=0.5, label=DELAYED_END_TXN)
 TOXIC_FAULTS = frozenset({*TOXICS, DELAYED_END_TXN})
+ROLE_WAIT_S = 10.0
+"""How long a fault on a role waits for a broker to hold it (a partition's leader, a
+transaction coordinator whose ``__transaction_state`` partition is being elected or loaded)
+before the step is recorded ``info``."""
 _PROCESS_FAULT = {"kill": "kill", "pause": "pause", "stop": "stop",
                   "lose-unflushed": "lose_unflushed"}
 _PROCESS_HEAL = {"kill": "restart", "pause": "resume", "stop": "restart"}
@@ -90,6 +95,7 @@ class FaultTarget:
         self.txn_ids = txn_ids  # the transactional.ids of the running clients, now
         self._rng = random.Random(seed)
         self._resolved: dict[Step, str] = {}
+        self._bound: dict[Step, str] = {}  # a role step's role, its client's id bound
         self._coordinators: dict[Step, list[str]] = {}
 
     def unsupported(self, fault: str) -> str | None:
@@ -116,17 +122,19 @@ class FaultTarget:
         """Do the step's fault; returns a short account of what was done."""
         if step.fault == "partition":
             network = self._network(step.fault)
-            shape, _, node = step.target.partition(" ")
-            cut = network.isolate(node) if shape == "isolate" else getattr(network, shape)()
-            return f"{len(cut)} directed links cut"
+            shape, _, aimed = step.target.partition(" ")
+            if shape != "isolate":
+                return f"{len(getattr(network, shape)())} directed links cut"
+            node = self._node(step, aimed)
+            return self._account(step, aimed, node,
+                                 f"{len(network.isolate(node))} directed links cut")
         if step.fault == DELAYED_END_TXN:
             return self._delay_coordinators(step)
         if step.fault in TOXICS:
             toxic, node = TOXICS[step.fault], self._node(step)
             self._network(step.fault).add_toxic(f"client->{node}", toxic.type, toxic.attributes,
                                                 stream=toxic.stream, name=toxic.name)
-            done = toxic.account()
-            return done if node == step.target else f"{step.target} was {node}: {done}"
+            return self._account(step, step.target, node, toxic.account())
         if step.fault == "crash-client":
             if self.crash_client is None:
                 raise RuntimeError("cannot crash-client: no workload clients to crash")
@@ -135,11 +143,11 @@ class FaultTarget:
         if step.fault in DISK_FAULTS:
             node = self._node(step)
             done = cluster_disks.apply_disk_fault(self.cluster, step.fault, node)
-            return done if node == step.target else f"{step.target} was {node}: {done}"
+            return self._account(step, step.target, node, done)
         node = self._node(step)
         result = process_faults.apply(self.cluster, _PROCESS_FAULT[step.fault], node)
         done = ", ".join(f"{k}={v}" for k, v in result.items() if k != "partitions")
-        return done if node == step.target else f"{step.target} was {node}: {done}"
+        return self._account(step, step.target, node, done)
 
     def _delay_coordinators(self, step: Step) -> str:
         """The toxic of :data:`DELAYED_END_TXN_TOXIC` on the client link of every broker that
@@ -166,15 +174,44 @@ class FaultTarget:
         held = "; ".join(f"{node} (of {', '.join(of)})" for node, of in sorted(nodes.items()))
         return f"{toxic.account()} to {held}"
 
-    def _node(self, step: Step) -> str:
-        """The node a process or link fault acts on: the step's own, or the broker holding its
-        role (leader, controller) now; the heal of the step acts on the same one."""
+    def _node(self, step: Step, aimed: str | None = None) -> str:
+        """The node a fault acts on: its target (``aimed``, the step's by default) if a node,
+        else the broker holding that role now — waiting up to :data:`ROLE_WAIT_S` for one, as
+        a role is briefly held by nobody while a restarted broker's partitions elect leaders;
+        the heal of the step acts on the same one. The keyless ``txn-coordinator`` is first
+        bound to a running client's transactional id, drawn from the seed's generator."""
         if step not in self._resolved:
+            role = roles.parse_role(aimed or step.target)
+            if role is None:
+                self._resolved[step] = aimed or step.target
+                return self._resolved[step]
+            bound = self._bind(role)
+            if bound != role:
+                self._bound[step], role = str(bound), bound
+            holding = role  # in a tuple, as wait_for takes node id 0 for "not yet"
             try:
-                self._resolved[step] = roles.resolve(self.cluster, step.target)
-            except roles.NoHolder as exc:
-                raise RuntimeError(f"no broker holds the role {step.target!r} now") from exc
+                (broker,) = wait_for(lambda: (roles.holder(self.cluster, holding),), ROLE_WAIT_S,
+                                     f"a broker holding the role {role}",
+                                     retry_on=(roles.NoHolder,))
+            except ClusterWaitTimeout as exc:
+                raise RuntimeError(f"no broker holds the role {str(role)!r} now") from exc
+            self._resolved[step] = self.cluster.spec.node_name(broker)
         return self._resolved[step]
+
+    def _bind(self, role: roles.Role) -> roles.Role:
+        """``role``, the keyless ``txn-coordinator`` bound to one running client's id."""
+        if role.kind is not roles.RoleKind.TXN_COORDINATOR or role.group:
+            return role
+        ids = sorted(self.txn_ids()) if self.txn_ids is not None else []
+        if not ids:
+            raise RuntimeError(f"{role}: no transactional client is running")
+        return roles.for_transactional_id(role, self._rng.choice(ids))
+
+    def _account(self, step: Step, aimed: str, node: str, done: str) -> str:
+        """What a fault did, saying which node its role was (and the client's id it was
+        bound to): ``txn-coordinator:run-…-txn-0-p3 was broker-2: …``."""
+        named = self._bound.get(step, aimed)
+        return done if node == named else f"{named} was {node}: {done}"
 
     def heal(self, step: Step) -> str:
         if step.fault == "partition":

@@ -11,7 +11,12 @@ cluster's own state, never from a client's opinion:
   broker on its own listener;
 * ``txn-coordinator:TRANSACTIONAL_ID`` — the transaction coordinator of a transactional id: the
   leader of its ``__transaction_state`` partition, as FindCoordinator names it (the broker
-  whose fault tests what exactly-once rests on).
+  whose fault tests what exactly-once rests on);
+* ``txn-coordinator`` alone — the transaction coordinator of one of a run's transactional
+  clients. Their ids are made when each client process starts, so a schedule written before
+  the run cannot name one: the run's nemesis picks a running client's id when it applies the
+  fault (:func:`for_transactional_id`) and resolves that. A shell, which knows no clients, is
+  told to name the id.
 
 The same names serve the shell (``kafka-harness kill controller``) and the seeded schedules
 (:mod:`harness.nemesis.schedule`), so a role means one thing wherever it is written.
@@ -54,7 +59,7 @@ class Role:
     def __str__(self) -> str:
         if self.kind is RoleKind.LEADER:
             return f"leader:{self.topic}/{self.partition}"
-        if self.kind in _KEY_TYPES:
+        if self.kind in _KEY_TYPES and self.group:
             return f"{self.kind}:{self.group}"
         return self.kind.value
 
@@ -70,8 +75,8 @@ _LEADER_OF = re.compile(r"leader of (?P<topic>.+)-(?P<partition>\d+)")
 def parse_role(target: str) -> Role | None:
     """The role a fault target names, None for a node name; ValueError for a role spelt
     wrong (``leader:orders``), naming the forms there are."""
-    if target == RoleKind.CONTROLLER:
-        return Role(RoleKind.CONTROLLER)
+    if target in (RoleKind.CONTROLLER, RoleKind.TXN_COORDINATOR):
+        return Role(RoleKind(target))
     kind, colon, key = target.partition(":")
     if colon and kind in _KEY_TYPES:
         role = RoleKind(kind)
@@ -87,8 +92,20 @@ def parse_role(target: str) -> Role | None:
     return None
 
 
+def for_transactional_id(role: Role, txn_id: str) -> Role:
+    """The keyless ``txn-coordinator`` role bound to one client's transactional id; any other
+    role as it is."""
+    if role.kind is RoleKind.TXN_COORDINATOR and not role.group:
+        return Role(RoleKind.TXN_COORDINATOR, group=txn_id)
+    return role
+
+
 def holder(cluster: ClusterNodes, role: Role) -> int:
-    """The node id that holds ``role`` now; :class:`NoHolder` when none does."""
+    """The node id that holds ``role`` now; :class:`NoHolder` when none does, or when the
+    role is the keyless ``txn-coordinator``, which names no id to ask about."""
+    if role.kind is RoleKind.TXN_COORDINATOR and not role.group:
+        raise NoHolder(f"{role} names a run's transactional client, chosen by the run's "
+                       f"nemesis; name the id: {role}:TRANSACTIONAL_ID")
     if role.kind is RoleKind.CONTROLLER:
         broker = cluster.controller_id()
     elif role.kind is RoleKind.LEADER:

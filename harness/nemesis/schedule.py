@@ -11,6 +11,10 @@ the leader of a partition or the controller, again and again.
 A role is named in the step (``"leader of workload-0"``, ``"controller"``) and resolved to a
 broker only when the fault is applied, because the leader moves with every fault.
 
+:func:`plan` can aim too: given ``targets`` (nodes or roles), its faults that act on one node
+take them in turn, and a partition isolates them — so a short run faults every role it names
+(the transactions suite's chaos: the leaders and :data:`TXN_COORDINATOR`).
+
 ``delayed-end-txn`` is KAFKA-17754's fault (docs/scenarios.md): a request of one transaction —
 an EndTxn above all — held on the way to its transaction coordinator past the client's request
 timeout, so the client retries it on a new connection, commits and begins its next transaction
@@ -58,8 +62,15 @@ DISK_FAULTS = frozenset({"disk-full", "disk-errors"})
 # of client (CLIENT_ROLES) — which :func:`repeated` and :func:`rolling` can schedule.
 NODE_FAULTS = PROCESS_FAULTS | DISK_FAULTS | {"latency", "bandwidth", "crash-client"}
 CLIENT_ROLES = ("client", "consumer", "producer")  # "client": any workload client
+# The faults :func:`plan` aims at its ``targets``: those acting on one node, and a partition
+# (isolating it). crash-client and delayed-end-txn have targets of their own kind.
+AIMED_FAULTS = (NODE_FAULTS - {"crash-client"}) | {"partition"}
 CONTROLLER = "controller"
 LEADER_OF = "leader of "
+TXN_COORDINATOR = "txn-coordinator"
+"""The role of one running transactional client's transaction coordinator, the client picked
+when the fault is applied (:mod:`harness.nemesis.roles`): a schedule cannot name an id made
+when a client process starts."""
 
 
 def leader_of(topic: str, partition: int) -> str:
@@ -101,11 +112,17 @@ def parse_faults(text: str) -> tuple[str, ...]:
     return names
 
 
-def _target(rng: random.Random, fault: str, brokers: int) -> str:
+def _target(rng: random.Random, fault: str, brokers: int, aim: str | None = None) -> str:
+    """The step's target; ``aim`` (a node or a role) overrides what is drawn, and the draws are
+    made all the same, so the seed's sequence — the faults' times and kinds — stays as it is."""
     broker = f"broker-{rng.randint(1, brokers)}"
     if fault == "partition":
         shape = rng.choice(_SHAPES if brokers >= 3 else ("isolate",))
+        if aim is not None:
+            return f"isolate {aim}"
         return f"isolate {broker}" if shape == "isolate" else shape
+    if aim is not None:
+        return aim
     if fault == "crash-client":
         return "client"
     if fault == DELAYED_END_TXN:
@@ -135,8 +152,12 @@ def pacing(faults: tuple[str, ...] | list[str], quiet_s: tuple[float, float] = Q
 
 def plan(seed: int, faults: tuple[str, ...] | list[str], duration_s: float, brokers: int, *,
          start_s: float = 3.0, quiet_s: tuple[float, float] = QUIET_S,
-         fault_s: tuple[float, float] = FAULT_S, tail_s: float = 3.0) -> list[Step]:
-    """The schedule for one run; empty when no faults are asked for or there is no room."""
+         fault_s: tuple[float, float] = FAULT_S, tail_s: float = 3.0,
+         targets: tuple[str, ...] = ()) -> list[Step]:
+    """The schedule for one run; empty when no faults are asked for or there is no room.
+    With ``targets`` the :data:`AIMED_FAULTS` take them in turn (the first such fault the
+    first target, and so on round), instead of a broker drawn from the seed; without, the
+    same seed plans the same schedule as before targets existed."""
     rng = random.Random(seed)
     steps: list[Step] = []
     if not faults or brokers < 1:
@@ -144,12 +165,17 @@ def plan(seed: int, faults: tuple[str, ...] | list[str], duration_s: float, brok
     kinds = sorted(faults)
     t = start_s
     last_heal = duration_s - tail_s
+    aimed = 0
     while True:
         held = rng.uniform(*fault_s)
         if t + held > last_heal:
             break
         fault = rng.choice(kinds)
-        steps.append(Step(round(t, 3), round(t + held, 3), fault, _target(rng, fault, brokers)))
+        aim = None
+        if targets and fault in AIMED_FAULTS:
+            aim, aimed = targets[aimed % len(targets)], aimed + 1
+        steps.append(Step(round(t, 3), round(t + held, 3), fault,
+                          _target(rng, fault, brokers, aim)))
         t += held + rng.uniform(*quiet_s)
     return steps
 

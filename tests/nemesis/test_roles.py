@@ -6,7 +6,15 @@ from __future__ import annotations
 import pytest
 
 from harness.cluster.spec import ClusterSpec
-from harness.nemesis.roles import NoHolder, Role, RoleKind, holder, parse_role, resolve
+from harness.nemesis.roles import (
+    NoHolder,
+    Role,
+    RoleKind,
+    for_transactional_id,
+    holder,
+    parse_role,
+    resolve,
+)
 
 
 def test_each_role_form_parses_and_prints_back_as_the_shell_writes_it():
@@ -20,6 +28,19 @@ def test_each_role_form_parses_and_prints_back_as_the_shell_writes_it():
         assert str(parse_role(text)) == text
     for node in ("broker-1", "zk", "client"):
         assert parse_role(node) is None
+
+
+def test_the_keyless_txn_coordinator_is_a_run_clients_and_the_shell_is_told_to_name_one():
+    """A run's nemesis binds ``txn-coordinator`` to one of its clients' ids; a shell, which
+    knows no client, cannot resolve it."""
+    anyone = parse_role("txn-coordinator")
+    assert anyone == Role(RoleKind.TXN_COORDINATOR) and str(anyone) == "txn-coordinator"
+    bound = for_transactional_id(anyone, "run-txn-0-p3")
+    assert str(bound) == "txn-coordinator:run-txn-0-p3"
+    assert for_transactional_id(bound, "other") == bound
+    assert for_transactional_id(Role(RoleKind.CONTROLLER), "x") == Role(RoleKind.CONTROLLER)
+    with pytest.raises(NoHolder, match="txn-coordinator:TRANSACTIONAL_ID"):
+        holder(None, anyone)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("wrong", ["leader:orders", "leader:orders/x", "coordinator:",
