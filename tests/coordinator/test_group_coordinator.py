@@ -12,6 +12,7 @@ import pytest
 
 from harness.wire.errors import ErrorCode
 from harness.wire.group_records import decode_group_value, decode_key
+from reference_broker.coordinator.common import java_string_hash, partition_for
 from reference_broker.coordinator.group import group_admin
 from reference_broker.coordinator.group.group_coordinator import (
     GroupConfig,
@@ -19,11 +20,7 @@ from reference_broker.coordinator.group.group_coordinator import (
     JoinRequest,
 )
 from reference_broker.coordinator.group.group_metadata import GroupState
-from reference_broker.coordinator.group.group_metadata_manager import (
-    GroupMetadataManager,
-    java_string_hash,
-    partition_for,
-)
+from reference_broker.coordinator.group.group_metadata_manager import GroupMetadataManager
 from reference_broker.coordinator.group.offset_commits import OffsetCommits, OffsetToCommit
 from tests.virtual_time import clock_ms, run, settle
 

@@ -95,7 +95,8 @@ def test_init_on_an_ongoing_transaction_fences_then_aborts():
     apply(meta, meta.add_partitions(frozenset({("a", 0)}), 10))
     decision = meta.init_producer_id(1000, 20, new_producer_id=99)
     assert decision.error is ErrorCode.concurrent_transactions and decision.fence
-    apply(meta, decision.transit)
+    assert decision.transit is None and meta.pending is None
+    apply(meta, meta.prepare_fence(20))
     assert (meta.state, meta.producer_epoch) == (S.PREPARE_EPOCH_FENCE, 5)
     assert meta.check_producer(7, 4) is ErrorCode.producer_fenced
     apply(meta, meta.prepare_abort_after_fence(21))
@@ -175,16 +176,27 @@ def test_adding_known_partitions_writes_nothing_and_the_clock_starts_at_the_firs
     (S.COMPLETE_COMMIT, False, ErrorCode.invalid_txn_state),
     (S.COMPLETE_ABORT, False, ErrorCode.none),
     (S.COMPLETE_ABORT, True, ErrorCode.invalid_txn_state),
+    (S.PREPARE_COMMIT, True, ErrorCode.concurrent_transactions),
+    (S.PREPARE_COMMIT, False, ErrorCode.invalid_txn_state),
+    (S.PREPARE_ABORT, False, ErrorCode.concurrent_transactions),
+    (S.PREPARE_ABORT, True, ErrorCode.invalid_txn_state),
+    (S.PREPARE_EPOCH_FENCE, True, ErrorCode.concurrent_transactions),
 ])
-def test_end_transaction_outside_a_transaction(state, commit, answer):
-    assert meta_in(state).end_transaction(commit, 1) is answer
+def test_end_transaction_outside_an_open_transaction(state, commit, answer):
+    assert meta_in(state).end_transaction(7, 3, commit, 1) is answer
+
+
+def test_end_transaction_checks_the_producer_first():
+    meta = meta_in(S.ONGOING)
+    assert meta.end_transaction(8, 3, True, 1) is ErrorCode.invalid_producer_id_mapping
+    assert meta.end_transaction(7, 2, True, 1) is ErrorCode.producer_fenced
 
 
 def test_end_transaction_of_an_ongoing_one_prepares_its_outcome():
     for commit, prepared, done in ((True, S.PREPARE_COMMIT, S.COMPLETE_COMMIT),
                                    (False, S.PREPARE_ABORT, S.COMPLETE_ABORT)):
         meta = meta_in(S.ONGOING)
-        apply(meta, meta.end_transaction(commit, 1))
+        apply(meta, meta.end_transaction(7, 3, commit, 1))
         assert meta.state is prepared
         apply(meta, meta.prepare_complete(2))
         assert meta.state is done
@@ -218,10 +230,11 @@ def test_epochs_never_go_back_and_a_producer_id_only_changes_at_exhaustion(reque
             decision = meta.init_producer_id(
                 1000, 1, next_id, expected=(meta.producer_id, meta.producer_epoch) if arg
                 else None)
-            if decision.transit is not None:
+            if decision.fence:
+                apply(meta, meta.prepare_fence(1))
+                apply(meta, meta.prepare_abort_after_fence(1))
+            elif decision.transit is not None:
                 apply(meta, decision.transit)
-                if decision.fence:
-                    apply(meta, meta.prepare_abort_after_fence(1))
             if meta.producer_id == next_id:
                 next_id += 1
         elif kind == "add":
@@ -230,10 +243,9 @@ def test_epochs_never_go_back_and_a_producer_id_only_changes_at_exhaustion(reque
                 if transit is not None:
                     apply(meta, transit)
         elif kind == "end":
-            if meta.check_producer(meta.producer_id, meta.producer_epoch) is ErrorCode.none:
-                outcome = meta.end_transaction(arg, 1)
-                if not isinstance(outcome, ErrorCode):
-                    apply(meta, outcome)
+            outcome = meta.end_transaction(meta.producer_id, meta.producer_epoch, arg, 1)
+            if not isinstance(outcome, ErrorCode):
+                apply(meta, outcome)
         elif meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             apply(meta, meta.prepare_complete(1))
         current = (meta.producer_id, meta.producer_epoch)

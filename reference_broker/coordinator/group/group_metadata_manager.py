@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.wire.errors import ErrorCode
@@ -39,6 +39,15 @@ from harness.wire.group_records import (
     encode_offset_key,
     encode_offset_value,
 )
+from reference_broker.coordinator.common import (
+    APPEND_ERRORS,
+    AppendToPartition,
+    CoordinatorPartitions,
+    KeyValue,
+    ReadPartition,
+    replay,
+    wall_clock_ms,
+)
 from reference_broker.coordinator.group.group_metadata import (
     CommittedOffset,
     GroupMetadata,
@@ -49,44 +58,6 @@ from reference_broker.coordinator.group.group_metadata import (
 
 log = logging.getLogger("reference_broker.coordinator.group")
 
-KeyValue = tuple[bytes, bytes | None]
-AppendToPartition = Callable[[int, list[KeyValue]], ErrorCode]
-"""Append records to an offsets partition; returns a Kafka error code, `none` on success."""
-ReadPartition = Callable[[int], Iterable[tuple[bytes | None, bytes | None]]]
-"""Every (key, value) of an offsets partition up to its log end, in offset order."""
-
-_INT_MIN = -(2**31)
-# Records replayed between two yields to the event loop (other requests are served meanwhile).
-_REPLAY_SLICE = 256
-
-# How an append failure reads to a client (Kafka maps produce errors the same way).
-_APPEND_ERRORS: dict[ErrorCode, ErrorCode] = {
-    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
-    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
-    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
-    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
-    ErrorCode.message_too_large: ErrorCode.unknown_server_error,
-    ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
-    ErrorCode.invalid_fetch_size: ErrorCode.unknown_server_error,
-}
-
-
-def java_string_hash(value: str) -> int:
-    """Java's String.hashCode: 31*h + c over UTF-16 code units, wrapped to a signed int32."""
-    h = 0
-    encoded = value.encode("utf-16-be")
-    for i in range(0, len(encoded), 2):
-        h = (31 * h + ((encoded[i] << 8) | encoded[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def partition_for(group_id: str, num_partitions: int) -> int:
-    """Kafka's placement: Utils.abs(hashCode) (which maps Integer.MIN_VALUE to 0) mod count."""
-    h = java_string_hash(group_id)
-    return (0 if h == _INT_MIN else abs(h)) % num_partitions
-
 
 @dataclass(frozen=True)
 class _Replayed:
@@ -94,34 +65,16 @@ class _Replayed:
     offsets: dict[str, dict[TopicPartition, OffsetValue]]
 
 
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-class GroupMetadataManager:
+class GroupMetadataManager(CoordinatorPartitions):
     def __init__(self, num_partitions: int, append: AppendToPartition, read: ReadPartition,
                  *, load_delay_ms: int = 0, now_ms: Callable[[], int] = wall_clock_ms) -> None:
-        self.num_partitions = num_partitions
+        super().__init__(num_partitions)
         self._append = append
         self._read = read
         self._load_delay_s = load_delay_ms / 1000
         self.now_ms = now_ms
         self.groups: dict[str, GroupMetadata] = {}
-        self.owned: set[int] = set()
-        self.loading: set[int] = set()
         self._loader: asyncio.Lock | None = None  # one replay at a time; made on the loop
-
-    def partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, self.num_partitions)
-
-    def ownership_error(self, group_id: str) -> ErrorCode:
-        """NONE if this coordinator serves the group now, else the error the client must see."""
-        partition = self.partition_for(group_id)
-        if partition in self.loading:
-            return ErrorCode.coordinator_load_in_progress
-        if partition not in self.owned:
-            return ErrorCode.not_coordinator
-        return ErrorCode.none
 
     # --- loading and unloading ---------------------------------------------------------------
 
@@ -159,15 +112,10 @@ class GroupMetadataManager:
         leading the partition before the replay finished."""
         groups: dict[str, GroupValue] = {}
         offsets: dict[str, dict[TopicPartition, OffsetValue]] = {}
-        if partition not in self.owned:
+        records = await replay(self._read, partition, self.owned)
+        if records is None:
             return None
-        for count, (key_bytes, value_bytes) in enumerate(self._read(partition), 1):
-            if count % _REPLAY_SLICE == 0:
-                await asyncio.sleep(0)
-                if partition not in self.owned:
-                    return None
-            if key_bytes is None:
-                continue
+        for key_bytes, value_bytes in records:
             try:
                 key = decode_key(key_bytes)
                 if isinstance(key, OffsetKey):
@@ -226,7 +174,7 @@ class GroupMetadataManager:
 
     def _write(self, group_id: str, records: list[KeyValue]) -> ErrorCode:
         error = self._append(self.partition_for(group_id), records)
-        return _APPEND_ERRORS.get(error, error)
+        return APPEND_ERRORS.get(error, error)
 
     def store_group(self, group: GroupMetadata) -> ErrorCode:
         """Persist the group's generation and assignment (after SyncGroup or an emptied join)."""

@@ -111,9 +111,9 @@ class TxnTransit:
 @dataclass(frozen=True)
 class InitDecision:
     """What InitProducerId does: answer `error` at once (nothing to write), write `transit`
-    and answer with its producer id and epoch, or — `fence` — write `transit` (the epoch
-    bumped into PrepareEpochFence), abort the ongoing transaction and answer
-    CONCURRENT_TRANSACTIONS so the client retries once the abort completes."""
+    and answer with its producer id and epoch, or — `fence` — fence the ongoing transaction
+    (`prepare_fence`), abort it and answer CONCURRENT_TRANSACTIONS so the client retries
+    once the abort completes."""
 
     error: ErrorCode
     transit: TxnTransit | None = None
@@ -159,9 +159,7 @@ class TransactionMetadata:
             raise InvalidStateTransition(
                 f"transactional id {self.transactional_id!r}: completing a change that is "
                 f"not the pending one")
-        for f in fields(TxnTransit):
-            setattr(self, f.name, getattr(transit, f.name))
-        self.pending = None
+        self.restore(transit)
 
     def abandon(self) -> None:
         """The pending change could not be written: the state stays as it was."""
@@ -171,8 +169,7 @@ class TransactionMetadata:
     def loaded(cls, transactional_id: str, state: TxnTransit) -> TransactionMetadata:
         """The metadata a replay of `__transaction_state` ends with."""
         meta = cls(transactional_id)
-        for f in fields(TxnTransit):
-            setattr(meta, f.name, getattr(state, f.name))
+        meta.restore(state)
         return meta
 
     # --- questions ---------------------------------------------------------------------------
@@ -209,8 +206,7 @@ class TransactionMetadata:
         if expected is not None and not self._plausible_expected(*expected):
             return InitDecision(ErrorCode.producer_fenced)
         if self.state is _S.ONGOING:
-            return InitDecision(ErrorCode.concurrent_transactions, self.prepare_fence(now_ms),
-                                fence=True)
+            return InitDecision(ErrorCode.concurrent_transactions, fence=True)
         if self.state is _S.DEAD:
             raise InvalidStateTransition(f"InitProducerId on dead {self.transactional_id!r}")
         base: dict[str, Any] = {"timeout_ms": timeout_ms, "partitions": frozenset(),
@@ -260,15 +256,32 @@ class TransactionMetadata:
         return self.prepare(_S.ONGOING, now_ms, partitions=self.partitions | partitions,
                             txn_start_ms=start)
 
-    def end_transaction(self, commit: bool, now_ms: int) -> ErrorCode | TxnTransit:
-        """EndTxn after `check_producer`: PrepareCommit/PrepareAbort to write, or the answer.
-        A retried EndTxn whose outcome is already complete is answered NONE."""
+    def end_transaction(self, producer_id: int, epoch: int, commit: bool,
+                        now_ms: int) -> ErrorCode | TxnTransit:
+        """EndTxn: PrepareCommit/PrepareAbort to write, or the answer. A retried EndTxn whose
+        outcome is being completed is CONCURRENT_TRANSACTIONS, one already complete NONE; the
+        other outcome than the one under way is INVALID_TXN_STATE."""
+        error = self.check_producer(producer_id, epoch)
+        prepared = _S.PREPARE_COMMIT if commit else _S.PREPARE_ABORT
+        if error is ErrorCode.concurrent_transactions and self.pending is None \
+                and self.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT) \
+                and self.state is not prepared:
+            return ErrorCode.invalid_txn_state
+        if error is not ErrorCode.none:
+            return error
         if self.state is _S.ONGOING:
-            return self.prepare(_S.PREPARE_COMMIT if commit else _S.PREPARE_ABORT, now_ms)
+            return self.prepare(prepared, now_ms)
         done = _S.COMPLETE_COMMIT if commit else _S.COMPLETE_ABORT
         if self.state is done:
             return ErrorCode.none
         return ErrorCode.invalid_txn_state
+
+    def restore(self, state: TxnTransit) -> None:
+        """Back to `state` with nothing pending: the coordinator's own fence-and-abort could
+        not be written, so the producer keeps the epoch it had."""
+        for f in fields(TxnTransit):
+            setattr(self, f.name, getattr(state, f.name))
+        self.pending = None
 
     def prepare_abort_after_fence(self, now_ms: int) -> TxnTransit:
         """The coordinator's own abort (after a fence or a timeout)."""
