@@ -59,7 +59,8 @@ class HeldMarkers:
         self.requests = []
         self._released = asyncio.Event()
 
-    async def write_markers(self, producer_id, producer_epoch, commit, partitions):
+    async def write_markers(self, transactional_id, producer_id, producer_epoch, commit,
+                            partitions):
         self.requests.append((producer_id, producer_epoch, commit, partitions))
         await self._released.wait()
 

@@ -43,8 +43,8 @@ _COMPLETE_RETRY_S = 0.1  # pause before writing CompleteCommit/CompleteAbort aga
 class MarkerWriter(Protocol):
     """Writes a transaction's markers (Kafka's TransactionMarkerChannelManager)."""
 
-    async def write_markers(self, producer_id: int, producer_epoch: int, commit: bool,
-                            partitions: frozenset[TopicPartition]) -> None:
+    async def write_markers(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                            commit: bool, partitions: frozenset[TopicPartition]) -> None:
         """Return once every partition's leader wrote the marker (or the partition is gone);
         retries on its own meanwhile."""
         ...
@@ -227,8 +227,8 @@ class TransactionCoordinator:
 
     async def _complete(self, meta: TransactionMetadata) -> None:
         commit = meta.state is TransactionState.PREPARE_COMMIT
-        await self._markers.write_markers(meta.producer_id, meta.producer_epoch, commit,
-                                          meta.partitions)
+        await self._markers.write_markers(meta.transactional_id, meta.producer_id,
+                                          meta.producer_epoch, commit, meta.partitions)
         while self.manager.transactions.get(meta.transactional_id) is meta:
             error = await self.manager.write(meta, meta.prepare_complete(self.manager.now_ms()))
             if error is ErrorCode.none:

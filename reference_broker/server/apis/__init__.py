@@ -14,4 +14,5 @@ from reference_broker.server.apis import (  # noqa: F401
     metadata,
     produce,
     replication,
+    transactions,
 )
