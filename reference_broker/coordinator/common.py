@@ -12,14 +12,46 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Protocol
 
 from harness.wire.errors import ErrorCode
 
 KeyValue = tuple[bytes, bytes | None]
-AppendToPartition = Callable[[int, list[KeyValue]], ErrorCode]
-"""Append records to an internal topic's partition; a Kafka error code, `none` on success."""
-ReadPartition = Callable[[int], Iterable[tuple[bytes | None, bytes | None]]]
-"""Every (key, value) of an internal topic's partition up to its log end, in offset order."""
+ProducerIdAndEpoch = tuple[int, int]
+
+
+class AppendToPartition(Protocol):
+    """Append records to an internal topic's partition; a Kafka error code, `none` on success.
+    With `producer`, the records are one transactional batch of that producer (TxnOffsetCommit),
+    which its transaction's marker later commits or aborts."""
+
+    def __call__(self, partition: int, records: list[KeyValue],
+                 producer: ProducerIdAndEpoch | None = None) -> ErrorCode: ...
+
+
+class ControlType(IntEnum):
+    """A transaction marker's control record type (the key's second int16)."""
+
+    ABORT = 0
+    COMMIT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedRecord:
+    """One record of an internal topic as its replay needs it: the key and value, and for a
+    transactional batch its producer id; a marker has `control` set and no value."""
+
+    key: bytes | None
+    value: bytes | None
+    producer_id: int = -1
+    transactional: bool = False
+    control: ControlType | None = None
+
+
+ReadPartition = Callable[[int], Iterable[LoggedRecord]]
+"""Every record of an internal topic's partition up to its log end, in offset order."""
 
 _INT_MIN = -(2**31)
 # Records replayed between two yields to the event loop (other requests are served meanwhile).
@@ -83,18 +115,18 @@ def wall_clock_ms() -> int:
 
 
 async def replay(read: ReadPartition, partition: int,
-                 owned: Collection[int]) -> list[KeyValue] | None:
-    """The keyed records of `partition` to its log end, yielding to the event loop every few
-    hundred so the broker keeps serving; None if `partition` left `owned` meanwhile (this broker
-    stopped leading it, and the new leader loads it instead)."""
-    records: list[KeyValue] = []
+                 owned: Collection[int]) -> list[LoggedRecord] | None:
+    """The keyed records and the markers of `partition` to its log end, yielding to the event
+    loop every few hundred so the broker keeps serving; None if `partition` left `owned`
+    meanwhile (this broker stopped leading it, and the new leader loads it instead)."""
+    records: list[LoggedRecord] = []
     if partition not in owned:
         return None
-    for count, (key, value) in enumerate(read(partition), 1):
+    for count, record in enumerate(read(partition), 1):
         if count % _REPLAY_SLICE == 0:
             await asyncio.sleep(0)
             if partition not in owned:
                 return None
-        if key is not None:
-            records.append((key, value))
+        if record.key is not None or record.control is not None:
+            records.append(record)
     return records

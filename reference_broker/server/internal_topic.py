@@ -15,13 +15,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from harness.wire.errors import ErrorCode
-from harness.wire.records import build_batch, decode_records, iter_headers
+from harness.wire.records import (
+    NO_PRODUCER_ID,
+    BatchHeader,
+    Record,
+    build_batch,
+    decode_records,
+    iter_headers,
+)
 from reference_broker.config import KafkaConfig
+from reference_broker.coordinator.common import ControlType, LoggedRecord
 from reference_broker.server.admin_manager import AdminError, AdminManager, NewTopic
 from reference_broker.server.metadata_cache import MetadataCache, PartitionInfo
 from reference_broker.server.replica_manager import ReplicaManager, now_ms
@@ -29,6 +38,7 @@ from reference_broker.server.replica_manager import ReplicaManager, now_ms
 log = logging.getLogger("reference_broker.server.internal_topic")
 
 _READ_CHUNK = 1 << 20
+_CONTROL_KEY = struct.Struct(">hh")  # a marker's key: version, type
 
 OnElected = Callable[[int], Coroutine[Any, Any, None]]
 
@@ -127,8 +137,13 @@ class InternalTopic:
         if not task.cancelled() and task.exception() is not None:
             log.error("Loading a partition of %s failed", self.name, exc_info=task.exception())
 
-    def append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> ErrorCode:
-        batch = build_batch(records, timestamp_ms=now_ms())
+    def append(self, partition: int, records: list[tuple[bytes, bytes | None]],
+               producer: tuple[int, int] | None = None) -> ErrorCode:
+        """One batch of `records`; with `producer` (id, epoch), a transactional batch of that
+        producer, as Kafka writes a TxnOffsetCommit (no sequence: the coordinator writes it)."""
+        pid, epoch = producer if producer is not None else (NO_PRODUCER_ID, -1)
+        batch = build_batch(records, timestamp_ms=now_ms(), producer_id=pid,
+                            producer_epoch=epoch, transactional=producer is not None)
         min_isr = self._min_isr()
         result = self._replicas.append_records(self.name, partition, batch,
                                                required_acks=self._append_acks(),
@@ -166,10 +181,11 @@ class InternalTopic:
             return error
         return await self.wait_replicated(partition)
 
-    def read(self, partition: int) -> Iterator[tuple[bytes | None, bytes | None]]:
+    def read(self, partition: int) -> Iterator[LoggedRecord]:
         """Replay to the log end, as Kafka's loader does (FetchLogEnd), not to the high
         watermark: a new leader's high watermark lags what its ISR acknowledged, and stopping
-        there would lose the commits acknowledged last before a failover."""
+        there would lose the commits acknowledged last before a failover. Markers come as
+        records with `control` set, so pending transactional offsets can be settled."""
         part = self._replicas.partition(self.name, partition)
         if part is None:
             return
@@ -180,13 +196,21 @@ class InternalTopic:
             if not data:
                 return
             for header in iter_headers(data):
-                if not header.is_control:
-                    batch = data[header.position:header.position + header.size]
-                    for record in decode_records(batch):
-                        if record.offset >= offset:
-                            yield record.key, record.value
+                batch = data[header.position:header.position + header.size]
+                for record in decode_records(batch):
+                    if record.offset >= offset:
+                        yield _logged(header, record)
                 offset = header.next_offset
 
     async def shutdown(self) -> None:
         for task in list(self._loads):
             task.cancel()
+
+
+def _logged(header: BatchHeader, record: Record) -> LoggedRecord:
+    control = None
+    if header.is_control and record.key is not None and len(record.key) >= _CONTROL_KEY.size:
+        _version, kind = _CONTROL_KEY.unpack_from(record.key)
+        control = ControlType(kind) if kind in (ControlType.ABORT, ControlType.COMMIT) else None
+    return LoggedRecord(None if header.is_control else record.key, record.value,
+                        header.producer_id, header.is_transactional, control)

@@ -13,7 +13,7 @@ import itertools
 
 from harness.wire.errors import ErrorCode
 from harness.wire.txn_records import decode_txn_key, decode_txn_value
-from reference_broker.coordinator.common import partition_for
+from reference_broker.coordinator.common import LoggedRecord, partition_for
 from reference_broker.coordinator.transaction.transaction_coordinator import (
     TransactionConfig,
     TransactionCoordinator,
@@ -39,7 +39,7 @@ class TxnLog:
     async def append(self, partition, records):
         if self.fail_with is not ErrorCode.none:
             return self.fail_with
-        self.partitions[partition].extend(records)
+        self.partitions[partition].extend(LoggedRecord(k, v) for k, v in records)
         return ErrorCode.none
 
     def read(self, partition):
@@ -48,8 +48,8 @@ class TxnLog:
     def states(self, transactional_id):
         """The states written for the id, in order."""
         records = self.partitions[partition_for(transactional_id, PARTITIONS)]
-        return [S(decode_txn_value(v).state) for k, v in records
-                if decode_txn_key(k) == transactional_id]
+        return [S(decode_txn_value(r.value).state) for r in records
+                if decode_txn_key(r.key) == transactional_id]
 
 
 class HeldMarkers:

@@ -42,8 +42,10 @@ from harness.wire.group_records import (
 from reference_broker.coordinator.common import (
     APPEND_ERRORS,
     AppendToPartition,
+    ControlType,
     CoordinatorPartitions,
     KeyValue,
+    ProducerIdAndEpoch,
     ReadPartition,
     replay,
     wall_clock_ms,
@@ -63,6 +65,8 @@ log = logging.getLogger("reference_broker.coordinator.group")
 class _Replayed:
     groups: dict[str, GroupValue]
     offsets: dict[str, dict[TopicPartition, OffsetValue]]
+    # producer id -> group -> offsets of a transaction whose marker is not in the log yet
+    pending: dict[int, dict[str, dict[TopicPartition, OffsetValue]]]
 
 
 class GroupMetadataManager(CoordinatorPartitions):
@@ -115,11 +119,23 @@ class GroupMetadataManager(CoordinatorPartitions):
         records = await replay(self._read, partition, self.owned)
         if records is None:
             return None
-        for key_bytes, value_bytes in records:
+        pending: dict[int, dict[str, dict[TopicPartition, OffsetValue]]] = {}
+        for record in records:
+            if record.control is not None:
+                # A transaction's marker: its offsets become the groups' or are dropped.
+                for group_id, committed in pending.pop(record.producer_id, {}).items():
+                    if record.control is ControlType.COMMIT:
+                        offsets.setdefault(group_id, {}).update(committed)
+                continue
+            key_bytes, value_bytes = record.key, record.value
+            if key_bytes is None:
+                continue
             try:
                 key = decode_key(key_bytes)
                 if isinstance(key, OffsetKey):
-                    group_offsets = offsets.setdefault(key.group, {})
+                    into = pending.setdefault(record.producer_id, {}) if record.transactional \
+                        else offsets
+                    group_offsets = into.setdefault(key.group, {})
                     tp = (key.topic, key.partition)
                     if value_bytes is None:
                         group_offsets.pop(tp, None)
@@ -132,11 +148,13 @@ class GroupMetadataManager(CoordinatorPartitions):
             except RecordFormatError as exc:
                 log.warning("Skipping unreadable record in __consumer_offsets-%d: %s",
                             partition, exc)
-        return _Replayed(groups, offsets)
+        return _Replayed(groups, offsets, pending)
 
     def _restore(self, replayed: _Replayed) -> list[GroupMetadata]:
         restored = []
-        for group_id in set(replayed.groups) | {g for g, o in replayed.offsets.items() if o}:
+        pending_groups = {g for by_group in replayed.pending.values() for g in by_group}
+        for group_id in set(replayed.groups) | {g for g, o in replayed.offsets.items() if o} \
+                | pending_groups:
             value = replayed.groups.get(group_id)
             group = GroupMetadata(group_id)
             if value is not None:
@@ -154,8 +172,11 @@ class GroupMetadataManager(CoordinatorPartitions):
                 if value.members:
                     group.state = GroupState.STABLE
             for tp, o in replayed.offsets.get(group_id, {}).items():
-                group.commit(tp, CommittedOffset(o.offset, o.leader_epoch, o.metadata,
-                                                 o.commit_timestamp, o.expire_timestamp))
+                group.commit(tp, _committed(o))
+            for producer_id, by_group in replayed.pending.items():
+                if group_id in by_group:
+                    group.add_pending_txn_offsets(
+                        producer_id, {tp: _committed(o) for tp, o in by_group[group_id].items()})
             restored.append(group)
         return restored
 
@@ -172,8 +193,9 @@ class GroupMetadataManager(CoordinatorPartitions):
 
     # --- writing -----------------------------------------------------------------------------
 
-    def _write(self, group_id: str, records: list[KeyValue]) -> ErrorCode:
-        error = self._append(self.partition_for(group_id), records)
+    def _write(self, group_id: str, records: list[KeyValue],
+               producer: ProducerIdAndEpoch | None = None) -> ErrorCode:
+        error = self._append(self.partition_for(group_id), records, producer)
         return APPEND_ERRORS.get(error, error)
 
     def store_group(self, group: GroupMetadata) -> ErrorCode:
@@ -189,21 +211,34 @@ class GroupMetadataManager(CoordinatorPartitions):
         return self._write(group.group_id, [(encode_group_key(group.group_id),
                                              encode_group_value(value))])
 
-    def store_offsets(self, group: GroupMetadata,
-                      offsets: dict[TopicPartition, CommittedOffset]) -> ErrorCode:
+    def store_offsets(self, group: GroupMetadata, offsets: dict[TopicPartition, CommittedOffset],
+                      producer: ProducerIdAndEpoch | None = None) -> ErrorCode:
+        """Write the offsets; applied at once, or — with `producer`, a TxnOffsetCommit, written
+        as that producer's transactional batch — held pending until its transaction's marker
+        (`complete_txn_offsets`)."""
         records: list[KeyValue] = [
             (encode_offset_key(group.group_id, topic, partition),
              encode_offset_value(OffsetValue(o.offset, o.leader_epoch, o.metadata,
                                              o.commit_timestamp, o.expire_timestamp)))
             for (topic, partition), o in offsets.items()
         ]
-        error = self._write(group.group_id, records)
+        error = self._write(group.group_id, records, producer)
         if error is ErrorCode.unknown_server_error:
             return ErrorCode.invalid_commit_offset_size
         if error is ErrorCode.none:
-            for tp, o in offsets.items():
-                group.commit(tp, o)
+            if producer is not None:
+                group.add_pending_txn_offsets(producer[0], offsets)
+            else:
+                for tp, o in offsets.items():
+                    group.commit(tp, o)
         return error
+
+    def complete_txn_offsets(self, partition: int, producer_id: int, commit: bool) -> int:
+        """A transaction marker was written to offsets partition `partition`: the producer's
+        pending offsets in its groups become committed, or are dropped. The groups touched."""
+        return sum(group.complete_txn_offsets(producer_id, commit)
+                   for group in list(self.groups.values())
+                   if self.partition_for(group.group_id) == partition)
 
     def delete_offsets(self, group: GroupMetadata,
                        partitions: list[TopicPartition]) -> ErrorCode:
@@ -223,7 +258,7 @@ class GroupMetadataManager(CoordinatorPartitions):
     @staticmethod
     def _abandoned(group: GroupMetadata) -> bool:
         return group.is_state(GroupState.EMPTY) and not group.offsets \
-            and not group.pending_members
+            and not group.pending_members and not group.pending_txn_offsets
 
     def delete_group(self, group: GroupMetadata) -> ErrorCode:
         """Tombstone the group and all its offsets, then forget it (DeleteGroups, expiry)."""
@@ -252,3 +287,8 @@ class GroupMetadataManager(CoordinatorPartitions):
         if removed:
             log.info("Removed %d expired offset(s)", removed)
         return removed
+
+
+def _committed(value: OffsetValue) -> CommittedOffset:
+    return CommittedOffset(value.offset, value.leader_epoch, value.metadata,
+                           value.commit_timestamp, value.expire_timestamp)

@@ -31,6 +31,7 @@ from reference_broker.coordinator.common import (
     APPEND_ERRORS,
     CoordinatorPartitions,
     KeyValue,
+    LoggedRecord,
     ReadPartition,
     replay,
     wall_clock_ms,
@@ -138,10 +139,13 @@ class TransactionStateManager(CoordinatorPartitions):
                 if self.partition_for(t) not in self.loading and m.has_expired(now_ms)]
 
 
-def _latest_states(records: list[KeyValue], partition: int) -> dict[str, TxnTransit]:
+def _latest_states(records: list[LoggedRecord], partition: int) -> dict[str, TxnTransit]:
     """The last state of each id (a tombstone removes it); unreadable records are skipped."""
     states: dict[str, TxnTransit] = {}
-    for key, value in records:
+    for record in records:
+        key, value = record.key, record.value
+        if key is None:
+            continue
         try:
             transactional_id = decode_txn_key(key)
             if value is None:
