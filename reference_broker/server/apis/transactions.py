@@ -115,10 +115,10 @@ def _timestamp(ms: int) -> datetime.datetime:
 
 def _described(transactional_id: str, error: ErrorCode,
                meta: TransactionMetadata | None) -> dict[str, Any]:
-    if meta is None:
+    if meta is None:  # Kafka 3.9's zero values, measured (tests/differential)
         return {"error_code": error, "transactional_id": transactional_id,
                 "transaction_state": "", "transaction_timeout": 0,
-                "transaction_start_time": _timestamp(-1), "producer_id": -1, "producer_epoch": -1,
+                "transaction_start_time": _timestamp(0), "producer_id": -1, "producer_epoch": 0,
                 "topics": []}
     topics: dict[str, list[int]] = {}
     for topic, partition in sorted(meta.partitions):
