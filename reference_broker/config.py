@@ -206,6 +206,26 @@ DEFINITIONS: dict[str, Definition] = {
                                                       "how often expired offsets are removed"),
     "offset.metadata.max.bytes": Definition(_int(0, MAX_INT), 4096, "an integer >= 0",
                                             "largest metadata string of a committed offset"),
+    "transaction.state.log.num.partitions": Definition(_int(1, MAX_INT), 50, "an integer >= 1",
+                                                       "partitions of __transaction_state"),
+    # Kafka's defaults are 3 replicas and a min ISR of 2, which a single reference broker could
+    # never satisfy; as for the offsets topic, cluster setups set them explicitly.
+    "transaction.state.log.replication.factor": Definition(_int(1, 32767), 1,
+                                                           "an integer in [1, 32767]",
+                                                           "replicas of __transaction_state"),
+    "transaction.state.log.min.isr": Definition(_int(1, MAX_INT), 1, "an integer >= 1",
+                                                "min.insync.replicas of __transaction_state"),
+    "transaction.state.log.segment.bytes": Definition(_int(1, MAX_INT), 104857600,
+                                                      "an integer >= 1",
+                                                      "segment size of __transaction_state"),
+    "transaction.max.timeout.ms": Definition(_int(1, MAX_INT), 900000, "an integer >= 1",
+                                             "largest transaction timeout a producer may ask "
+                                             "for (INVALID_TRANSACTION_TIMEOUT above it)"),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": Definition(
+        _int(1, MAX_INT), 10000, "an integer >= 1",
+        "how often transactions past their timeout are aborted"),
+    "request.timeout.ms": Definition(_int(0, MAX_INT), 30000, "an integer >= 0",
+                                     "how long a transaction state write waits for the ISR"),
     "log.cleaner.enable": Definition(_bool, True, "true or false",
                                      "compact topics with cleanup.policy=compact"),
     "log.cleaner.backoff.ms": Definition(_int(1, MAX_LONG), 15000, "an integer >= 1",
@@ -288,7 +308,8 @@ DEFINITIONS: dict[str, Definition] = {
 IGNORED = frozenset({
     "num.recovery.threads.per.data.dir", "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes",
-    "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
+    "transactional.id.expiration.ms",
+    "transaction.remove.expired.transaction.cleanup.interval.ms",
     "listener.security.protocol.map",
 })
 

@@ -52,6 +52,7 @@ GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
 GROUP_METADATA_VALUE_VERSION = 3
 
+_I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -79,8 +80,8 @@ class GroupMetadataKey:
 def encode_offset_key(group: str, topic: str, partition: int) -> bytes:
     out = io.BytesIO()
     out.write(_I16.pack(OFFSET_COMMIT_KEY_VERSION))
-    _write_string(out, group)
-    _write_string(out, topic)
+    write_string(out, group)
+    write_string(out, topic)
     out.write(_I32.pack(partition))
     return out.getvalue()
 
@@ -88,12 +89,12 @@ def encode_offset_key(group: str, topic: str, partition: int) -> bytes:
 def encode_group_key(group: str) -> bytes:
     out = io.BytesIO()
     out.write(_I16.pack(GROUP_METADATA_KEY_VERSION))
-    _write_string(out, group)
+    write_string(out, group)
     return out.getvalue()
 
 
 def decode_key(data: bytes) -> OffsetKey | GroupMetadataKey:
-    reader = _Reader(data)
+    reader = RecordReader(data)
     version = reader.i16()
     if version in (0, 1):
         return OffsetKey(reader.string(), reader.string(), reader.i32())
@@ -121,20 +122,20 @@ def encode_offset_value(value: OffsetValue) -> bytes:
     if value.expire_timestamp >= 0:
         out.write(_I16.pack(1))
         out.write(_I64.pack(value.offset))
-        _write_string(out, value.metadata)
+        write_string(out, value.metadata)
         out.write(_I64.pack(value.commit_timestamp))
         out.write(_I64.pack(value.expire_timestamp))
         return out.getvalue()
     out.write(_I16.pack(OFFSET_COMMIT_VALUE_VERSION))
     out.write(_I64.pack(value.offset))
     out.write(_I32.pack(value.leader_epoch))
-    _write_string(out, value.metadata)
+    write_string(out, value.metadata)
     out.write(_I64.pack(value.commit_timestamp))
     return out.getvalue()
 
 
 def decode_offset_value(data: bytes) -> OffsetValue:
-    reader = _Reader(data)
+    reader = RecordReader(data)
     version = reader.i16()
     if version not in (0, 1, 2, 3):
         raise RecordFormatError(f"unsupported offset commit value version {version}")
@@ -174,17 +175,17 @@ class GroupValue:
 def encode_group_value(value: GroupValue) -> bytes:
     out = io.BytesIO()
     out.write(_I16.pack(GROUP_METADATA_VALUE_VERSION))
-    _write_string(out, value.protocol_type)
+    write_string(out, value.protocol_type)
     out.write(_I32.pack(value.generation))
-    _write_string(out, value.protocol)
-    _write_string(out, value.leader)
+    write_string(out, value.protocol)
+    write_string(out, value.leader)
     out.write(_I64.pack(value.current_state_timestamp))
     out.write(_I32.pack(len(value.members)))
     for member in value.members:
-        _write_string(out, member.member_id)
-        _write_string(out, member.group_instance_id)
-        _write_string(out, member.client_id)
-        _write_string(out, member.client_host)
+        write_string(out, member.member_id)
+        write_string(out, member.group_instance_id)
+        write_string(out, member.client_id)
+        write_string(out, member.client_host)
         out.write(_I32.pack(member.rebalance_timeout_ms))
         out.write(_I32.pack(member.session_timeout_ms))
         _write_bytes(out, member.subscription)
@@ -193,7 +194,7 @@ def encode_group_value(value: GroupValue) -> bytes:
 
 
 def decode_group_value(data: bytes) -> GroupValue:
-    reader = _Reader(data)
+    reader = RecordReader(data)
     version = reader.i16()
     if version not in (0, 1, 2, 3):
         raise RecordFormatError(f"unsupported group metadata value version {version}")
@@ -276,7 +277,7 @@ def _write_versioned(classes: tuple[type, ...], version: int, body: dict[str, An
 # --- primitives -------------------------------------------------------------------------------
 
 
-def _write_string(out: io.BytesIO, value: str | None) -> None:
+def write_string(out: io.BytesIO, value: str | None) -> None:
     if value is None:
         out.write(_I16.pack(-1))
         return
@@ -290,7 +291,9 @@ def _write_bytes(out: io.BytesIO, value: bytes) -> None:
     out.write(value)
 
 
-class _Reader:
+class RecordReader:
+    """Kafka's non-flexible primitives from a byte string; shared with `txn_records`."""
+
     def __init__(self, data: bytes) -> None:
         self._data = data
         self._pos = 0
@@ -298,10 +301,13 @@ class _Reader:
     def _take(self, size: int) -> bytes:
         end = self._pos + size
         if size < 0 or end > len(self._data):
-            raise RecordFormatError("truncated __consumer_offsets record")
+            raise RecordFormatError("truncated internal-topic record")
         chunk = self._data[self._pos:end]
         self._pos = end
         return chunk
+
+    def i8(self) -> int:
+        return _I8.unpack(self._take(1))[0]
 
     def i16(self) -> int:
         return _I16.unpack(self._take(2))[0]

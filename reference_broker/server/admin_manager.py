@@ -222,12 +222,12 @@ class AdminManager:
             if epoch < MAX_PRODUCER_EPOCH:
                 self._producer_epochs[producer_id] = epoch + 1
                 return ErrorCode.none, producer_id, epoch + 1
-        new_id = self._next_producer_id()
+        new_id = self.next_producer_id()
         self._producer_epochs[new_id] = 0
         return ErrorCode.none, new_id, 0
 
 
-    def _next_producer_id(self) -> int:
+    def next_producer_id(self) -> int:
         return self._store.next_producer_id()
 
 

@@ -9,12 +9,20 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from reference_broker.config import KafkaConfig
 from reference_broker.controller.kafka_controller import KafkaController
 from reference_broker.coordinator.group.group_coordinator import GroupConfig, GroupCoordinator
 from reference_broker.coordinator.group.group_metadata_manager import GroupMetadataManager
 from reference_broker.coordinator.group.offset_commits import OffsetCommits
+from reference_broker.coordinator.transaction.transaction_coordinator import (
+    TransactionConfig,
+    TransactionCoordinator,
+)
+from reference_broker.coordinator.transaction.transaction_state_manager import (
+    TransactionStateManager,
+)
 from reference_broker.log import log_dir_failure
 from reference_broker.log.cleaner import clean_logs
 from reference_broker.log.log_manager import LogManager
@@ -29,6 +37,11 @@ from reference_broker.server.metadata_cache import BrokerEndpoint, MetadataCache
 from reference_broker.server.offsets_topic import OFFSETS_TOPIC, OffsetsTopic
 from reference_broker.server.replica_manager import ReplicaManager
 from reference_broker.server.topic_store import TopicStore
+from reference_broker.server.transaction_marker_channel import TransactionMarkerChannelManager
+from reference_broker.server.transaction_state_topic import (
+    TRANSACTION_STATE_TOPIC,
+    TransactionStateTopic,
+)
 from reference_broker.server.zk_admin_manager import ZkAdminManager
 from reference_broker.server.zk_broker import ZkBroker
 
@@ -53,6 +66,15 @@ def group_config_of(config: KafkaConfig) -> GroupConfig:
     )
 
 
+async def _stored_partition_count(zk_broker: ZkBroker | None, store: TopicStore,
+                                  topic: str) -> int | None:
+    """An internal topic's partition count if it exists (it wins over the config)."""
+    if zk_broker is not None:
+        return await asyncio.to_thread(zk_broker.partition_count, topic)
+    stored = store.topics.get(topic)
+    return len(stored.assignment) if stored else None
+
+
 class KafkaServer:
     def __init__(self, config: KafkaConfig) -> None:
         self.config = config
@@ -61,6 +83,9 @@ class KafkaServer:
         self._log_manager: LogManager | None = None
         self._socket_server: SocketServer | None = None
         self._offsets_topic: OffsetsTopic | None = None
+        self._txn_topic: TransactionStateTopic | None = None
+        self._txn_coordinator: TransactionCoordinator | None = None
+        self._txn_markers: TransactionMarkerChannelManager | None = None
         self._zk_broker: ZkBroker | None = None
         self._controller: KafkaController | None = None
         self._fetchers: ReplicaFetcherManager | None = None
@@ -86,11 +111,9 @@ class KafkaServer:
         replicas = self._replicas = ReplicaManager(config.broker_id, self._log_manager)
         if zk_broker is not None:
             admin: AdminManager = ZkAdminManager(config, cache, replicas, store, zk_broker.zk)
-            offsets_count = await asyncio.to_thread(zk_broker.partition_count, OFFSETS_TOPIC)
         else:
             admin = AdminManager(config, cache, replicas, store)
-            stored_offsets = store.topics.get(OFFSETS_TOPIC)
-            offsets_count = len(stored_offsets.assignment) if stored_offsets else None
+        offsets_count = await _stored_partition_count(zk_broker, store, OFFSETS_TOPIC)
         offsets_topic = self._offsets_topic = OffsetsTopic(config, admin, cache, replicas)
         groups = GroupMetadataManager(
             offsets_topic.partition_count(offsets_count),
@@ -98,8 +121,13 @@ class KafkaServer:
             load_delay_ms=config["group.coordinator.load.delay.ms"])
         group_config = group_config_of(config)
         coordinator = GroupCoordinator(groups, group_config)
+        txn_topic = self._txn_topic = TransactionStateTopic(config, admin, cache, replicas)
+        txn_coordinator = self._txn_coordinator = self._transaction_coordinator(
+            txn_topic, await _stored_partition_count(zk_broker, store, TRANSACTION_STATE_TOPIC),
+            admin, cache, zk_broker, groups.partition_for)
         services = BrokerServices(config, cache, replicas, admin, offsets_topic, coordinator,
-                                  OffsetCommits(groups, group_config), zk_broker=zk_broker)
+                                  OffsetCommits(groups, group_config), txn_topic,
+                                  txn_coordinator, zk_broker=zk_broker)
         apis = KafkaApis(services)
         self._socket_server = SocketServer(apis.handle_frame, config["socket.request.max.bytes"])
         for endpoint in config.listeners:
@@ -110,12 +138,14 @@ class KafkaServer:
         manager = self._log_manager
         if zk_broker is not None:
             offsets_topic.start(coordinator.on_elected, coordinator.on_resigned)
+            txn_topic.start(txn_coordinator.on_elected, txn_coordinator.on_resigned)
             await self._start_zk_mode(zk_broker, services, advertised)
         else:
             first = advertised[0]
             cache.set_brokers([BrokerEndpoint(config.broker_id, first.host, first.port)])
             admin.load()
             offsets_topic.start(coordinator.on_elected, coordinator.on_resigned)
+            txn_topic.start(txn_coordinator.on_elected, txn_coordinator.on_resigned)
         self._every(config["log.retention.check.interval.ms"] / 1000, manager.cleanup_logs)
         self._every(config["log.flush.scheduler.interval.ms"] / 1000, manager.flush_dirty_logs)
         self._every(CHECKPOINT_INTERVAL_S, lambda _now: manager.checkpoint_recovery_points())
@@ -124,6 +154,8 @@ class KafkaServer:
                         lambda now: clean_logs(manager.all_logs(), now))
         self._every(config["offsets.retention.check.interval.ms"] / 1000,
                     lambda _now: groups.expire_offsets(group_config.offsets_retention_ms))
+        self._every(config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000,
+                    txn_coordinator.abort_timed_out)
         log.info("Reference broker %d started (cluster %s), advertising %s", config.broker_id,
                  cluster_id, ", ".join(f"{e.host}:{e.port}" for e in advertised))
 
@@ -135,6 +167,7 @@ class KafkaServer:
         replicas.fetchers = self._fetchers = ReplicaFetcherManager(
             config.broker_id, config, zk_broker.address_of)
         zk_broker.leadership_listeners.append(services.offsets_topic.on_leadership)
+        zk_broker.leadership_listeners.append(services.transaction_topic.on_leadership)
         zk_broker.watch_config_changes(asyncio.get_running_loop())
         broker_epoch = await zk_broker.register(
             [(e.listener, e.host, e.port) for e in advertised])
@@ -147,6 +180,32 @@ class KafkaServer:
         assert manager is not None
         self._every(config["replica.high.watermark.checkpoint.interval.ms"] / 1000,
                     lambda _now: manager.checkpoint_high_watermarks(replicas.high_watermarks()))
+
+    def _transaction_coordinator(self, txn_topic: TransactionStateTopic, stored: int | None,
+                                 admin: AdminManager, cache: MetadataCache, zk_broker: Any,
+                                 offsets_partition_for: Callable[[str], int]
+                                 ) -> TransactionCoordinator:
+        """The transaction coordinator on `__transaction_state`, its markers sent to leaders
+        at their peer address (a proxy, when the harness set one) with the transaction
+        partition's leader epoch as the coordinator epoch."""
+        config = self.config
+        manager = TransactionStateManager(txn_topic.partition_count(stored),
+                                          txn_topic.append_replicated, txn_topic.read)
+
+        def registered(broker_id: int) -> tuple[str, int] | None:
+            broker = cache.broker(broker_id)
+            return None if broker is None else (broker.host, broker.port)
+
+        def coordinator_epoch(transactional_id: str) -> int:
+            info = txn_topic.leader_of(manager.partition_for(transactional_id))
+            return 0 if info is None else max(info.leader_epoch, 0)
+
+        markers = self._txn_markers = TransactionMarkerChannelManager(
+            config.broker_id, cache, zk_broker.address_of if zk_broker else registered,
+            coordinator_epoch, request_timeout_s=config["request.timeout.ms"] / 1000)
+        return TransactionCoordinator(
+            manager, TransactionConfig(max_timeout_ms=config["transaction.max.timeout.ms"]),
+            admin.next_producer_id, offsets_partition_for, markers)
 
     def _every(self, interval_s: float, action: Callable[[int], object]) -> None:
         async def loop() -> None:
@@ -179,6 +238,12 @@ class KafkaServer:
             await self._replicas.shutdown()
         if self._offsets_topic is not None:
             await self._offsets_topic.shutdown()
+        if self._txn_coordinator is not None:
+            await self._txn_coordinator.shutdown()
+        if self._txn_markers is not None:
+            await self._txn_markers.shutdown()
+        if self._txn_topic is not None:
+            await self._txn_topic.shutdown()
         if self._zk_broker is not None:
             await self._zk_broker.shutdown()
         if self._log_manager is not None:

@@ -141,7 +141,7 @@ class ZkAdminManager(AdminManager):
             raise AdminError(ErrorCode.unknown_topic_or_partition, f"Topic {name} does not exist.")
         return self._zk.get_topic_config(name)
 
-    def _next_producer_id(self) -> int:
+    def next_producer_id(self) -> int:
         """Producer ids come from blocks claimed in ZooKeeper, unique across the cluster."""
         if self._block is None or self._next_id > self._block.block_end:
             self._block = self._zk.claim_producer_id_block(self._config.broker_id)

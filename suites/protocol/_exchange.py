@@ -28,6 +28,11 @@ RETRIABLE = frozenset(
      "NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PARTITION"))
 
 
+# Where a response carries an error code: AddPartitionsToTxn names its per-partition one
+# `partition_error_code`.
+_ERROR_FIELDS = frozenset({"error_code", "partition_error_code"})
+
+
 def route(wire: Wire, sample: Sample, names: Names) -> RawClient:
     """A connection to the broker that answers ``sample`` (after finding the one a client
     finds first, if any)."""
@@ -55,7 +60,7 @@ def error_codes(value: Any) -> set[int]:
     if is_dataclass(value) and not isinstance(value, type):
         for f in fields(value):
             item = getattr(value, f.name)
-            if f.name == "error_code":
+            if f.name in _ERROR_FIELDS:
                 found.add(int(item.value))
             found |= error_codes(item)
     elif isinstance(value, tuple):

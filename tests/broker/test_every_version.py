@@ -94,6 +94,19 @@ def _sample(api_key: int, version: int, topic: str, topic_id: uuid.UUID) -> dict
         27: {"markers": [{"producer_id": 1 << 40, "producer_epoch": 0, "transaction_result": True,
                           "topics": [{"name": topic, "partition_indexes": [0]}],
                           "coordinator_epoch": 0}]},
+        # The transaction APIs name a transactional id the coordinator never saw.
+        24: {"v3_and_below_transactional_id": TXN_ID, "v3_and_below_producer_id": 1,
+             "v3_and_below_producer_epoch": 0,
+             "v3_and_below_topics": [{"name": topic, "partitions": [0]}],
+             "transactions": [{"transactional_id": TXN_ID, "producer_id": 1,
+                               "producer_epoch": 0, "verify_only": True,
+                               "topics": [{"name": topic, "partitions": [0]}]}]},
+        25: {"transactional_id": TXN_ID, "producer_id": 1, "producer_epoch": 0,
+             "group_id": GROUP},
+        26: {"transactional_id": TXN_ID, "producer_id": 1, "producer_epoch": 0,
+             "committed": False},
+        65: {"transactional_ids": [TXN_ID]},
+        66: {"state_filters": [], "producer_id_filters": [], "duration_filter": -1},
         23: {"replica_id": -1, "topics": [{"topic": topic, "partitions": [
             {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]},
         43: {"election_type": 0, "topic_partitions": [{"topic": topic, "partitions": [0]}],
@@ -107,8 +120,9 @@ def _sample(api_key: int, version: int, topic: str, topic_id: uuid.UUID) -> dict
 # Per API: the error codes a minimal, valid request may legitimately get back. Membership
 # requests name an unknown member (UNKNOWN_MEMBER_ID, 25) so none waits for a rebalance.
 EXPECTED_ERRORS = {20: {0, 3}, 37: {3}, 11: {25}, 12: {25}, 13: {0, 25}, 14: {25}, 42: {69},
-                   43: {0, 84}}
+                   43: {0, 84}, 24: {0, 49}, 25: {49}, 26: {49}, 65: {105}}
 GROUP = "every-version"
+TXN_ID = "every-version-txn"
 
 
 def _errors(response) -> set[int]:
@@ -135,6 +149,9 @@ def target(broker):
     with RawClient(broker.host, broker.port) as raw:
         md = raw.request(3, 12, {"topics": [{"name": name}]})
         raw.request(10, 3, {"key": GROUP, "key_type": 0})  # creates __consumer_offsets
+        raw.request(10, 3, {"key": TXN_ID, "key_type": 1})  # creates __transaction_state
+        wait_for(lambda: _errors(raw.request(65, 0, _sample(65, 0, name, md.topics[0].topic_id)))
+                 == {105}, 30, "the transaction coordinator to load its partitions")
         # The group exists before any case runs, whatever the order (OffsetDelete answers
         # GROUP_ID_NOT_FOUND for a group with no offsets; under xdist the cases are split).
         wait_for(lambda: _errors(raw.request(8, 8, _sample(8, 8, name, md.topics[0].topic_id)))
@@ -144,8 +161,8 @@ def target(broker):
 
 def test_the_cases_cover_the_issue_apis():
     tried = {case.values[0] if hasattr(case, "values") else case[0] for case in CASES}
-    assert tried >= {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 22, 32, 37, 42,
-                     44, 47}
+    assert tried >= {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 22, 24, 25, 26,
+                     32, 37, 42, 44, 47, 65, 66}
 
 
 @pytest.mark.parametrize("api_key,version", CASES)

@@ -94,8 +94,10 @@ def test_find_coordinator_single_and_batched(client, group_broker):
     batched = client.request(FIND, 4, {"key_type": 0, "coordinator_keys": ["a", "b"]})
     assert [(c.key, c.node_id, err(c)) for c in batched.coordinators] \
         == [("a", 0, ErrorCode.none), ("b", 0, ErrorCode.none)]
-    other = client.request(FIND, 4, {"key_type": 1, "coordinator_keys": ["txn"]})
-    assert err(other.coordinators[0]) == ErrorCode.invalid_request
+    txn = client.request(FIND, 4, {"key_type": 1, "coordinator_keys": ["txn"]})
+    assert [(c.node_id, err(c)) for c in txn.coordinators] == [(0, ErrorCode.none)]
+    share = client.request(FIND, 4, {"key_type": 2, "coordinator_keys": ["share"]})
+    assert err(share.coordinators[0]) == ErrorCode.invalid_request  # no share groups
     assert err(client.request(FIND, 0, {"key": "legacy"})) == ErrorCode.none
 
 

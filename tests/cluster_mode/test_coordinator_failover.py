@@ -20,7 +20,7 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, To
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.local import LocalCluster
-from reference_broker.coordinator.group.group_metadata_manager import partition_for
+from reference_broker.coordinator.common import partition_for
 
 MakeCluster = Callable[..., LocalCluster]
 

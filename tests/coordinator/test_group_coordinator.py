@@ -12,6 +12,12 @@ import pytest
 
 from harness.wire.errors import ErrorCode
 from harness.wire.group_records import decode_group_value, decode_key
+from reference_broker.coordinator.common import (
+    ControlType,
+    LoggedRecord,
+    java_string_hash,
+    partition_for,
+)
 from reference_broker.coordinator.group import group_admin
 from reference_broker.coordinator.group.group_coordinator import (
     GroupConfig,
@@ -19,11 +25,7 @@ from reference_broker.coordinator.group.group_coordinator import (
     JoinRequest,
 )
 from reference_broker.coordinator.group.group_metadata import GroupState
-from reference_broker.coordinator.group.group_metadata_manager import (
-    GroupMetadataManager,
-    java_string_hash,
-    partition_for,
-)
+from reference_broker.coordinator.group.group_metadata_manager import GroupMetadataManager
 from reference_broker.coordinator.group.offset_commits import OffsetCommits, OffsetToCommit
 from tests.virtual_time import clock_ms, run, settle
 
@@ -37,11 +39,18 @@ class FakeOffsetsLog:
         self.partitions = {p: [] for p in range(PARTITIONS)}
         self.fail_with = ErrorCode.none
 
-    def append(self, partition, records):
+    def append(self, partition, records, producer=None):
         if self.fail_with != ErrorCode.none:
             return self.fail_with
-        self.partitions[partition].extend(records)
+        pid = -1 if producer is None else producer[0]
+        self.partitions[partition].extend(
+            LoggedRecord(k, v, pid, producer is not None) for k, v in records)
         return ErrorCode.none
+
+    def marker(self, partition, producer_id, commit):
+        """What the WriteTxnMarkers handler appends to an offsets partition."""
+        self.partitions[partition].append(LoggedRecord(
+            None, None, producer_id, True, ControlType.COMMIT if commit else ControlType.ABORT))
 
     def read(self, partition):
         return iter(list(self.partitions[partition]))
@@ -100,14 +109,14 @@ def test_two_members_join_sync_and_survive_a_reload():
         assert coordinator.heartbeat("g", b.member_id, None, 1) == ErrorCode.illegal_generation
         assert offsets.commit("g", a.member_id, None, 2, {("t", 0): OffsetToCommit(7, 3, "m")}) \
             == {("t", 0): ErrorCode.none}
-        group_key = [decode_key(k) for p in log.partitions.values() for k, _ in p]
+        group_key = [decode_key(r.key) for p in log.partitions.values() for r in p]
         assert any(getattr(k, "topic", None) == "t" for k in group_key)
         # A new coordinator replaying the same log knows the group and its offsets.
         again, offsets_again = await started(log)
         group = again.manager.groups["g"]
         assert group.state is GroupState.STABLE and group.generation_id == 2
         assert group.members[b.member_id].assignment == b"B"
-        _, fetched = offsets_again.fetch("g", [("t", 0), ("t", 1)])
+        _, fetched, _ = offsets_again.fetch("g", [("t", 0), ("t", 1)])
         assert fetched[("t", 0)].offset == 7 and fetched[("t", 1)] is None
         again.on_resigned(partition_for("g", PARTITIONS))
         assert again.heartbeat("g", b.member_id, None, 2) == ErrorCode.not_coordinator
@@ -310,10 +319,12 @@ def test_offset_rules_retention_and_group_deletion():
         assert coordinator.manager.expire_offsets(CONFIG.offsets_retention_ms) == 1
         assert "s" not in coordinator.manager.groups
         assert group_admin.describe_group(coordinator.manager, "s").state == "Dead"
-        tombstones = [decode_key(k) for p in log.partitions.values() for k, v in p if v is None]
+        tombstones = [decode_key(r.key) for p in log.partitions.values() for r in p
+                      if r.value is None]
         assert {getattr(k, "group", None) for k in tombstones} >= {"s"}
-        values = [decode_group_value(v) for p in log.partitions.values() for k, v in p
-                  if v is not None and decode_key(k).__class__.__name__ == "GroupMetadataKey"]
+        values = [decode_group_value(r.value) for p in log.partitions.values() for r in p
+                  if r.value is not None
+                  and decode_key(r.key).__class__.__name__ == "GroupMetadataKey"]
         assert values and all(v.protocol_type == "consumer" for v in values)
 
     run(scenario())
@@ -374,5 +385,57 @@ def test_resigning_during_a_load_abandons_it():
         assert manager.groups == {} and partition not in manager.owned
         assert manager.ownership_error("g") == ErrorCode.not_coordinator
         assert writer.manager.groups["g"].offsets
+
+    run(scenario())
+
+
+def test_transactional_offsets_wait_for_their_marker_and_survive_a_reload():
+    """TxnOffsetCommit (KIP-98): pending until the marker — invisible to OffsetFetch, and with
+    require_stable UNSTABLE_OFFSET_COMMIT (KIP-447) — then committed or dropped; a reload
+    replays the transactional batches and their markers the same way."""
+    async def scenario():
+        log = FakeOffsetsLog()
+        coordinator, offsets = await started(log)
+        tp0, tp1 = ("t", 0), ("t", 1)
+        assert offsets.commit("g", "", None, -1, {tp0: OffsetToCommit(3, -1, "")}) == {
+            tp0: ErrorCode.none}
+        for pid, offset in ((7, 10), (8, 20)):
+            assert offsets.txn_commit("g", pid, 0, "", None, -1, {
+                tp0: OffsetToCommit(offset, -1, ""), tp1: OffsetToCommit(offset, -1, "")}) \
+                == {tp0: ErrorCode.none, tp1: ErrorCode.none}
+        error, fetched, unstable = offsets.fetch("g", [tp0, tp1], require_stable=True)
+        assert (error, fetched[tp0].offset, fetched[tp1], unstable) == (
+            ErrorCode.none, 3, None, {tp0, tp1})
+        assert offsets.fetch("g", [tp0], require_stable=False)[2] == frozenset()
+        partition = partition_for("g", PARTITIONS)
+        assert coordinator.complete_transactional_offsets(partition, 7, commit=False) == 1
+        log.marker(partition, 7, commit=False)
+        assert offsets.fetch("g", [tp0], require_stable=True)[2] == {tp0}  # 8 still pending
+        # A reload before producer 8's marker: its offsets are pending again.
+        again, offsets_again = await started(log)
+        error, fetched, unstable = offsets_again.fetch("g", [tp0, tp1], require_stable=True)
+        assert (fetched[tp0].offset, unstable) == (3, {tp0, tp1})
+        assert again.complete_transactional_offsets(partition, 8, commit=True) == 1
+        log.marker(partition, 8, commit=True)
+        assert again.complete_transactional_offsets(partition, 8, commit=True) == 0
+        _, fetched, unstable = offsets_again.fetch("g", [tp0, tp1], require_stable=True)
+        assert ({tp: o.offset for tp, o in fetched.items()}, unstable) == (
+            {tp0: 20, tp1: 20}, frozenset())
+        _, reloaded, _ = (await started(log))[1].fetch("g", [tp0, tp1], require_stable=True)
+        assert {tp: o.offset for tp, o in reloaded.items()} == {tp0: 20, tp1: 20}
+
+    run(scenario())
+
+
+def test_a_transactional_commit_checks_member_and_generation_when_given():
+    async def scenario():
+        _, offsets = await started(FakeOffsetsLog())
+        wanted = {("t", 0): OffsetToCommit(1, -1, "")}
+        assert offsets.txn_commit("g", 7, 0, "stranger", None, -1, wanted) == {
+            ("t", 0): ErrorCode.unknown_member_id}
+        assert offsets.txn_commit("g", 7, 0, "", None, 4, wanted) == {
+            ("t", 0): ErrorCode.illegal_generation}
+        assert offsets.txn_commit("g", 7, 0, "", None, -1, wanted) == {
+            ("t", 0): ErrorCode.none}
 
     run(scenario())

@@ -69,13 +69,16 @@ def test_the_reference_broker_answers_as_apache_kafka_does(
     """Every version of every API both brokers advertise gets the same answer from both,
     field by field, but for the declared instance-specific fields."""
     kafka, reference = sides["apache-kafka"], sides["reference"]
-    versions = sorted(set(encodable_versions(kafka.wire.advertised, api_key))
-                      & set(encodable_versions(reference.wire.advertised, api_key)))
+    sample = SAMPLES[api_key]
+    # Up to the sample's client version, as the round-trip test: above it is a request only
+    # brokers send (AddPartitionsToTxn v4+), which Kafka leaves unanswered for a client's body.
+    versions = sorted(v for v in set(encodable_versions(kafka.wire.advertised, api_key))
+                      & set(encodable_versions(reference.wire.advertised, api_key))
+                      if sample.client_max_version is None or v <= sample.client_max_version)
     if not versions:
         pytest.skip(f"{protocol.api_name(api_key)} is not advertised by both at a common "
                     f"version (Kafka {kafka.wire.advertised.get(api_key)}, reference "
                     f"{reference.wire.advertised.get(api_key)})")
-    sample = SAMPLES[api_key]
     found = []
     for version in versions:
         answers = {}

@@ -106,6 +106,13 @@ class GroupCoordinator:
                 self._answer_join(member_id, JoinResult(ErrorCode.not_coordinator, member_id))
                 self._answer_sync(member_id, SyncResult(ErrorCode.not_coordinator))
 
+    def complete_transactional_offsets(self, offsets_partition: int, producer_id: int,
+                                       commit: bool) -> int:
+        """A transaction marker was written to `__consumer_offsets-<offsets_partition>` (the
+        WriteTxnMarkers handler calls this): the producer's pending TxnOffsetCommits in that
+        partition's groups become their offsets, or are dropped. The groups it touched."""
+        return self.manager.complete_txn_offsets(offsets_partition, producer_id, commit)
+
     def _group_error(self, group_id: str) -> ErrorCode:
         if not group_id:
             return ErrorCode.invalid_group_id

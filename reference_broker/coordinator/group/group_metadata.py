@@ -112,6 +112,9 @@ class GroupMetadata:
     pending_members: set[str] = field(default_factory=set)
     static_members: dict[str, str] = field(default_factory=dict)
     offsets: dict[TopicPartition, CommittedOffset] = field(default_factory=dict)
+    # KIP-98: offsets committed in a transaction, per producer id, invisible until its marker.
+    pending_txn_offsets: dict[int, dict[TopicPartition, CommittedOffset]] = field(
+        default_factory=dict)
     new_member_added: bool = False
 
     # --- states ------------------------------------------------------------------------------
@@ -251,6 +254,27 @@ class GroupMetadata:
 
     def commit(self, tp: TopicPartition, offset: CommittedOffset) -> None:
         self.offsets[tp] = offset
+
+    def add_pending_txn_offsets(self, producer_id: int,
+                                offsets: dict[TopicPartition, CommittedOffset]) -> None:
+        """TxnOffsetCommit: held apart until the transaction's marker (a later commit of the
+        same partition in the same transaction replaces an earlier one)."""
+        self.pending_txn_offsets.setdefault(producer_id, {}).update(offsets)
+
+    def complete_txn_offsets(self, producer_id: int, commit: bool) -> bool:
+        """The marker of `producer_id`'s transaction: a commit makes its offsets the group's,
+        an abort drops them. False if the producer had none pending here."""
+        pending = self.pending_txn_offsets.pop(producer_id, None)
+        if pending is None:
+            return False
+        if commit:
+            self.offsets.update(pending)
+        return True
+
+    def has_pending_txn_offset(self, tp: TopicPartition) -> bool:
+        """OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for such a partition
+        (KIP-447): its offset may change when the transaction ends."""
+        return any(tp in pending for pending in self.pending_txn_offsets.values())
 
     def remove_offsets(self, partitions: list[TopicPartition]) -> None:
         for tp in partitions:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.wire.errors import ErrorCode
@@ -39,6 +39,17 @@ from harness.wire.group_records import (
     encode_offset_key,
     encode_offset_value,
 )
+from reference_broker.coordinator.common import (
+    APPEND_ERRORS,
+    AppendToPartition,
+    ControlType,
+    CoordinatorPartitions,
+    KeyValue,
+    ProducerIdAndEpoch,
+    ReadPartition,
+    replay,
+    wall_clock_ms,
+)
 from reference_broker.coordinator.group.group_metadata import (
     CommittedOffset,
     GroupMetadata,
@@ -49,79 +60,25 @@ from reference_broker.coordinator.group.group_metadata import (
 
 log = logging.getLogger("reference_broker.coordinator.group")
 
-KeyValue = tuple[bytes, bytes | None]
-AppendToPartition = Callable[[int, list[KeyValue]], ErrorCode]
-"""Append records to an offsets partition; returns a Kafka error code, `none` on success."""
-ReadPartition = Callable[[int], Iterable[tuple[bytes | None, bytes | None]]]
-"""Every (key, value) of an offsets partition up to its log end, in offset order."""
-
-_INT_MIN = -(2**31)
-# Records replayed between two yields to the event loop (other requests are served meanwhile).
-_REPLAY_SLICE = 256
-
-# How an append failure reads to a client (Kafka maps produce errors the same way).
-_APPEND_ERRORS: dict[ErrorCode, ErrorCode] = {
-    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
-    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
-    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
-    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
-    ErrorCode.message_too_large: ErrorCode.unknown_server_error,
-    ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
-    ErrorCode.invalid_fetch_size: ErrorCode.unknown_server_error,
-}
-
-
-def java_string_hash(value: str) -> int:
-    """Java's String.hashCode: 31*h + c over UTF-16 code units, wrapped to a signed int32."""
-    h = 0
-    encoded = value.encode("utf-16-be")
-    for i in range(0, len(encoded), 2):
-        h = (31 * h + ((encoded[i] << 8) | encoded[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def partition_for(group_id: str, num_partitions: int) -> int:
-    """Kafka's placement: Utils.abs(hashCode) (which maps Integer.MIN_VALUE to 0) mod count."""
-    h = java_string_hash(group_id)
-    return (0 if h == _INT_MIN else abs(h)) % num_partitions
-
 
 @dataclass(frozen=True)
 class _Replayed:
     groups: dict[str, GroupValue]
     offsets: dict[str, dict[TopicPartition, OffsetValue]]
+    # producer id -> group -> offsets of a transaction whose marker is not in the log yet
+    pending: dict[int, dict[str, dict[TopicPartition, OffsetValue]]]
 
 
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-class GroupMetadataManager:
+class GroupMetadataManager(CoordinatorPartitions):
     def __init__(self, num_partitions: int, append: AppendToPartition, read: ReadPartition,
                  *, load_delay_ms: int = 0, now_ms: Callable[[], int] = wall_clock_ms) -> None:
-        self.num_partitions = num_partitions
+        super().__init__(num_partitions)
         self._append = append
         self._read = read
         self._load_delay_s = load_delay_ms / 1000
         self.now_ms = now_ms
         self.groups: dict[str, GroupMetadata] = {}
-        self.owned: set[int] = set()
-        self.loading: set[int] = set()
         self._loader: asyncio.Lock | None = None  # one replay at a time; made on the loop
-
-    def partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, self.num_partitions)
-
-    def ownership_error(self, group_id: str) -> ErrorCode:
-        """NONE if this coordinator serves the group now, else the error the client must see."""
-        partition = self.partition_for(group_id)
-        if partition in self.loading:
-            return ErrorCode.coordinator_load_in_progress
-        if partition not in self.owned:
-            return ErrorCode.not_coordinator
-        return ErrorCode.none
 
     # --- loading and unloading ---------------------------------------------------------------
 
@@ -159,19 +116,26 @@ class GroupMetadataManager:
         leading the partition before the replay finished."""
         groups: dict[str, GroupValue] = {}
         offsets: dict[str, dict[TopicPartition, OffsetValue]] = {}
-        if partition not in self.owned:
+        records = await replay(self._read, partition, self.owned)
+        if records is None:
             return None
-        for count, (key_bytes, value_bytes) in enumerate(self._read(partition), 1):
-            if count % _REPLAY_SLICE == 0:
-                await asyncio.sleep(0)
-                if partition not in self.owned:
-                    return None
+        pending: dict[int, dict[str, dict[TopicPartition, OffsetValue]]] = {}
+        for record in records:
+            if record.control is not None:
+                # A transaction's marker: its offsets become the groups' or are dropped.
+                for group_id, committed in pending.pop(record.producer_id, {}).items():
+                    if record.control is ControlType.COMMIT:
+                        offsets.setdefault(group_id, {}).update(committed)
+                continue
+            key_bytes, value_bytes = record.key, record.value
             if key_bytes is None:
                 continue
             try:
                 key = decode_key(key_bytes)
                 if isinstance(key, OffsetKey):
-                    group_offsets = offsets.setdefault(key.group, {})
+                    into = pending.setdefault(record.producer_id, {}) if record.transactional \
+                        else offsets
+                    group_offsets = into.setdefault(key.group, {})
                     tp = (key.topic, key.partition)
                     if value_bytes is None:
                         group_offsets.pop(tp, None)
@@ -184,11 +148,13 @@ class GroupMetadataManager:
             except RecordFormatError as exc:
                 log.warning("Skipping unreadable record in __consumer_offsets-%d: %s",
                             partition, exc)
-        return _Replayed(groups, offsets)
+        return _Replayed(groups, offsets, pending)
 
     def _restore(self, replayed: _Replayed) -> list[GroupMetadata]:
         restored = []
-        for group_id in set(replayed.groups) | {g for g, o in replayed.offsets.items() if o}:
+        pending_groups = {g for by_group in replayed.pending.values() for g in by_group}
+        for group_id in set(replayed.groups) | {g for g, o in replayed.offsets.items() if o} \
+                | pending_groups:
             value = replayed.groups.get(group_id)
             group = GroupMetadata(group_id)
             if value is not None:
@@ -206,8 +172,11 @@ class GroupMetadataManager:
                 if value.members:
                     group.state = GroupState.STABLE
             for tp, o in replayed.offsets.get(group_id, {}).items():
-                group.commit(tp, CommittedOffset(o.offset, o.leader_epoch, o.metadata,
-                                                 o.commit_timestamp, o.expire_timestamp))
+                group.commit(tp, _committed(o))
+            for producer_id, by_group in replayed.pending.items():
+                if group_id in by_group:
+                    group.add_pending_txn_offsets(
+                        producer_id, {tp: _committed(o) for tp, o in by_group[group_id].items()})
             restored.append(group)
         return restored
 
@@ -224,9 +193,10 @@ class GroupMetadataManager:
 
     # --- writing -----------------------------------------------------------------------------
 
-    def _write(self, group_id: str, records: list[KeyValue]) -> ErrorCode:
-        error = self._append(self.partition_for(group_id), records)
-        return _APPEND_ERRORS.get(error, error)
+    def _write(self, group_id: str, records: list[KeyValue],
+               producer: ProducerIdAndEpoch | None = None) -> ErrorCode:
+        error = self._append(self.partition_for(group_id), records, producer)
+        return APPEND_ERRORS.get(error, error)
 
     def store_group(self, group: GroupMetadata) -> ErrorCode:
         """Persist the group's generation and assignment (after SyncGroup or an emptied join)."""
@@ -241,21 +211,34 @@ class GroupMetadataManager:
         return self._write(group.group_id, [(encode_group_key(group.group_id),
                                              encode_group_value(value))])
 
-    def store_offsets(self, group: GroupMetadata,
-                      offsets: dict[TopicPartition, CommittedOffset]) -> ErrorCode:
+    def store_offsets(self, group: GroupMetadata, offsets: dict[TopicPartition, CommittedOffset],
+                      producer: ProducerIdAndEpoch | None = None) -> ErrorCode:
+        """Write the offsets; applied at once, or — with `producer`, a TxnOffsetCommit, written
+        as that producer's transactional batch — held pending until its transaction's marker
+        (`complete_txn_offsets`)."""
         records: list[KeyValue] = [
             (encode_offset_key(group.group_id, topic, partition),
              encode_offset_value(OffsetValue(o.offset, o.leader_epoch, o.metadata,
                                              o.commit_timestamp, o.expire_timestamp)))
             for (topic, partition), o in offsets.items()
         ]
-        error = self._write(group.group_id, records)
+        error = self._write(group.group_id, records, producer)
         if error is ErrorCode.unknown_server_error:
             return ErrorCode.invalid_commit_offset_size
         if error is ErrorCode.none:
-            for tp, o in offsets.items():
-                group.commit(tp, o)
+            if producer is not None:
+                group.add_pending_txn_offsets(producer[0], offsets)
+            else:
+                for tp, o in offsets.items():
+                    group.commit(tp, o)
         return error
+
+    def complete_txn_offsets(self, partition: int, producer_id: int, commit: bool) -> int:
+        """A transaction marker was written to offsets partition `partition`: the producer's
+        pending offsets in its groups become committed, or are dropped. The groups touched."""
+        return sum(group.complete_txn_offsets(producer_id, commit)
+                   for group in list(self.groups.values())
+                   if self.partition_for(group.group_id) == partition)
 
     def delete_offsets(self, group: GroupMetadata,
                        partitions: list[TopicPartition]) -> ErrorCode:
@@ -275,7 +258,7 @@ class GroupMetadataManager:
     @staticmethod
     def _abandoned(group: GroupMetadata) -> bool:
         return group.is_state(GroupState.EMPTY) and not group.offsets \
-            and not group.pending_members
+            and not group.pending_members and not group.pending_txn_offsets
 
     def delete_group(self, group: GroupMetadata) -> ErrorCode:
         """Tombstone the group and all its offsets, then forget it (DeleteGroups, expiry)."""
@@ -304,3 +287,8 @@ class GroupMetadataManager:
         if removed:
             log.info("Removed %d expired offset(s)", removed)
         return removed
+
+
+def _committed(value: OffsetValue) -> CommittedOffset:
+    return CommittedOffset(value.offset, value.leader_epoch, value.metadata,
+                           value.commit_timestamp, value.expire_timestamp)

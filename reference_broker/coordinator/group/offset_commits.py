@@ -39,6 +39,13 @@ class OffsetCommits:
                retention_ms: int = -1) -> dict[TopicPartition, ErrorCode]:
         """The error per partition; a group-level error is answered for every partition."""
         error, group = self._validate(group_id, member_id, instance_id, generation_id)
+        return self._store(error, group, offsets, retention_ms, None)
+
+    def _store(self, error: ErrorCode, group: GroupMetadata | None,
+               offsets: dict[TopicPartition, OffsetToCommit], retention_ms: int,
+               producer: tuple[int, int] | None) -> dict[TopicPartition, ErrorCode]:
+        """Write what a validated commit may keep: metadata over offset.metadata.max.bytes is
+        refused per partition, the rest is stored (pending, for a transactional commit)."""
         if error is not ErrorCode.none or group is None:
             return dict.fromkeys(offsets, error)
         now = self._manager.now_ms()
@@ -53,9 +60,41 @@ class OffsetCommits:
                 accepted[tp] = CommittedOffset(wanted.offset, wanted.leader_epoch, metadata,
                                                now, expire)
         if accepted:
-            stored = self._manager.store_offsets(group, accepted)
+            stored = self._manager.store_offsets(group, accepted, producer)
             result.update(dict.fromkeys(accepted, stored))
         return {tp: result[tp] for tp in offsets}
+
+    def txn_commit(self, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
+                   instance_id: str | None, generation_id: int,
+                   offsets: dict[TopicPartition, OffsetToCommit]
+                   ) -> dict[TopicPartition, ErrorCode]:
+        """TxnOffsetCommit: the offsets are written as the producer's transactional batch and
+        stay pending — invisible to OffsetFetch — until the transaction's marker reaches the
+        offsets partition (`GroupCoordinator.complete_transactional_offsets`). KIP-447: a
+        member id and generation, when given, must be the group's current ones."""
+        error, group = self._validate_txn(group_id, member_id, instance_id, generation_id)
+        return self._store(error, group, offsets, -1, (producer_id, producer_epoch))
+
+    def _validate_txn(self, group_id: str, member_id: str, instance_id: str | None,
+                      generation_id: int) -> tuple[ErrorCode, GroupMetadata | None]:
+        """Kafka's order for a transactional commit: Dead, a fenced static member, an unknown
+        member (when one is named), a generation that is not the group's (when one is given)."""
+        error = self._group_error(group_id)
+        if error is not ErrorCode.none:
+            return error, None
+        group = self._manager.groups.get(group_id)
+        if group is None:
+            group = GroupMetadata(group_id, current_state_timestamp=self._manager.now_ms())
+            self._manager.groups[group_id] = group
+        if group.is_state(GroupState.DEAD):
+            return ErrorCode.coordinator_not_available, None
+        if group.is_fenced(instance_id, member_id):
+            return ErrorCode.fenced_instance_id, None
+        if member_id and not group.has_member(member_id):
+            return ErrorCode.unknown_member_id, None
+        if generation_id >= 0 and generation_id != group.generation_id:
+            return ErrorCode.illegal_generation, None
+        return ErrorCode.none, group
 
     def _validate(self, group_id: str, member_id: str, instance_id: str | None,
                   generation_id: int) -> tuple[ErrorCode, GroupMetadata | None]:
@@ -86,18 +125,24 @@ class OffsetCommits:
             return ErrorCode.rebalance_in_progress, None
         return ErrorCode.none, group
 
-    def fetch(self, group_id: str, partitions: list[TopicPartition] | None
-              ) -> tuple[ErrorCode, dict[TopicPartition, CommittedOffset | None]]:
-        """(group error, committed offset or None per partition; every one when `partitions`
-        is None). No transactional commits exist here, so `require_stable` never waits."""
+    def fetch(self, group_id: str, partitions: list[TopicPartition] | None,
+              require_stable: bool = False
+              ) -> tuple[ErrorCode, dict[TopicPartition, CommittedOffset | None],
+                         frozenset[TopicPartition]]:
+        """(group error, committed offset or None per partition — every one when `partitions`
+        is None —, and with `require_stable` the partitions a pending transaction may still
+        change, which OffsetFetch answers UNSTABLE_OFFSET_COMMIT, KIP-447)."""
         error = self._group_error(group_id)
         if error is not ErrorCode.none:
-            return error, {}
+            return error, {}, frozenset()
         group = self._manager.groups.get(group_id)
         committed = group.offsets if group is not None else {}
-        if partitions is None:
-            return ErrorCode.none, dict(committed)
-        return ErrorCode.none, {tp: committed.get(tp) for tp in partitions}
+        fetched: dict[TopicPartition, CommittedOffset | None] = dict(committed) \
+            if partitions is None \
+            else {tp: committed.get(tp) for tp in partitions}
+        unstable = frozenset(tp for tp in fetched if require_stable and group is not None
+                             and group.has_pending_txn_offset(tp))
+        return ErrorCode.none, fetched, unstable
 
     def delete(self, group_id: str, partitions: list[TopicPartition]
                ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:

@@ -14,5 +14,6 @@ from reference_broker.server.apis import (  # noqa: F401
     metadata,
     produce,
     replication,
+    transactions,
     write_txn_markers,
 )

@@ -1,4 +1,6 @@
-"""OffsetCommit v2-v9, OffsetFetch v1-v9 (multi-group from v8) and OffsetDelete v0.
+"""OffsetCommit v2-v9, OffsetFetch v1-v9 (multi-group from v8; `require_stable` from v7
+answers UNSTABLE_OFFSET_COMMIT for a partition a pending transaction may change) and
+OffsetDelete v0.
 
 Partitions the broker does not host are refused per partition (UNKNOWN_TOPIC_OR_PARTITION /
 UNKNOWN_TOPIC_ID) before anything reaches the coordinator, which decides the rest. The handlers
@@ -113,16 +115,18 @@ def _commit_response(body: Any, refused: dict[tuple[int, int], ErrorCode],
 def handle_offset_fetch(services: BrokerServices, request: Any, conn: Any) -> dict[str, Any]:
     body = request.body
     version = request.api_version
+    stable = bool(getattr(body, "require_stable", False))
     if version >= MULTI_GROUP_FETCH_VERSION:
         return {"throttle_time": 0,
                 "groups": [{"group_id": g.group_id, **_fetch_group(services, g.group_id,
-                                                                    g.topics, version)}
+                                                                    g.topics, version, stable)}
                            for g in body.groups]}
-    return {"throttle_time": 0, **_fetch_group(services, body.group_id, body.topics, version)}
+    return {"throttle_time": 0, **_fetch_group(services, body.group_id, body.topics, version,
+                                               stable)}
 
 
 def _fetch_group(services: BrokerServices, group_id: str, topics: Any,
-                 version: int) -> dict[str, Any]:
+                 version: int, require_stable: bool) -> dict[str, Any]:
     by_id = version >= 10
     requested: list[tuple[Any, str | None, ErrorCode, list[int]]] | None = None
     if topics is not None:
@@ -130,7 +134,7 @@ def _fetch_group(services: BrokerServices, group_id: str, topics: Any,
     wanted = None if requested is None else [
         (name, p) for _t, name, error, parts in requested
         if error is ErrorCode.none and name is not None for p in parts]
-    error, offsets = services.offset_commits.fetch(group_id, wanted)
+    error, offsets, unstable = services.offset_commits.fetch(group_id, wanted, require_stable)
     if error is not ErrorCode.none:
         if version >= TOP_LEVEL_FETCH_ERROR_VERSION or requested is None:
             return {"error_code": error, "topics": []}
@@ -156,6 +160,7 @@ def _fetch_group(services: BrokerServices, group_id: str, topics: Any,
             _fetched(p, None if topic_error is not ErrorCode.none or name is None
                      else offsets.get((name, p)),
                      topic_error if version >= TOP_LEVEL_FETCH_ERROR_VERSION else ErrorCode.none)
+            if (name, p) not in unstable else _fetched(p, None, ErrorCode.unstable_offset_commit)
             for p in parts]}
         if by_id:  # only v10's topic entity has the field; v0-v7's is another class
             fetched["topic_id"] = topic_id or ZERO_UUID
@@ -165,7 +170,7 @@ def _fetch_group(services: BrokerServices, group_id: str, topics: Any,
 
 def _fetched(partition: int, committed: CommittedOffset | None,
              error: ErrorCode) -> dict[str, Any]:
-    if committed is None:
+    if committed is None or error is not ErrorCode.none:
         return {"partition_index": partition, "committed_offset": -1,
                 "committed_leader_epoch": -1, "metadata": "", "error_code": error}
     return {"partition_index": partition, "committed_offset": committed.offset,

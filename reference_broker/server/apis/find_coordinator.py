@@ -1,8 +1,10 @@
-"""FindCoordinator v0-v6, batched keys from v4: the leader of the group's offsets partition.
+"""FindCoordinator v0-v6, batched keys from v4: the leader of the key's partition of its
+internal topic — `__consumer_offsets` for a group (key type 0), `__transaction_state` for a
+transactional id (key type 1).
 
-Asking creates `__consumer_offsets` on first use, as in Kafka; the coordinator may then still be
-loading, which the group requests (not this one) answer with COORDINATOR_LOAD_IN_PROGRESS.
-Only group keys are served: this broker has no transaction or share-group coordinator.
+Asking creates the topic on first use, as in Kafka; the coordinator may then still be loading,
+which the coordinator's own requests (not this one) answer with COORDINATOR_LOAD_IN_PROGRESS.
+There is no share-group coordinator (key type 2).
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from typing import Any
 from harness.wire.errors import ErrorCode
 from reference_broker.server.api_registry import api
 from reference_broker.server.broker_services import BrokerServices
+from reference_broker.server.internal_topic import InternalTopic
 
 FIND_COORDINATOR = 10
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
 
 
 @api(FIND_COORDINATOR, range(0, 7))
@@ -30,18 +34,27 @@ def handle_find_coordinator(services: BrokerServices, request: Any,
 
 
 def find(services: BrokerServices, key: str, key_type: int) -> dict[str, Any]:
-    if key_type != GROUP_KEY_TYPE:
+    topic: InternalTopic
+    if key_type == GROUP_KEY_TYPE:
+        if not key:
+            return _failed(ErrorCode.invalid_group_id, "the group id must not be empty")
+        topic, partition = services.offsets_topic, \
+            services.group_coordinator.manager.partition_for(key)
+    elif key_type == TRANSACTION_KEY_TYPE:
+        if not key:
+            return _failed(ErrorCode.invalid_request, "the transactional id must not be empty")
+        topic, partition = services.transaction_topic, \
+            services.transaction_coordinator.manager.partition_for(key)
+    else:
         return _failed(ErrorCode.invalid_request, f"key type {key_type} has no coordinator here")
-    if not key:
-        return _failed(ErrorCode.invalid_group_id, "the group id must not be empty")
-    error = services.offsets_topic.ensure_exists()
+    error = topic.ensure_exists()
     if error is not ErrorCode.none:
-        return _failed(error, "the offsets topic cannot be created yet")
-    partition = services.group_coordinator.manager.partition_for(key)
-    info = services.offsets_topic.leader_of(partition)
+        return _failed(error, f"{topic.name} cannot be created yet")
+    info = topic.leader_of(partition)
     broker = services.metadata_cache.broker(info.leader) if info is not None else None
     if broker is None:
-        return _failed(ErrorCode.coordinator_not_available, "the offsets partition has no leader")
+        return _failed(ErrorCode.coordinator_not_available,
+                       f"{topic.name}-{partition} has no leader")
     return {"error_code": ErrorCode.none, "error_message": None, "node_id": broker.broker_id,
             "host": broker.host, "port": broker.port}
 

@@ -19,6 +19,7 @@ from harness.wire.errors import ErrorCode
 from reference_broker.server import topic_config
 from reference_broker.server.api_registry import api
 from reference_broker.server.broker_services import BrokerServices
+from reference_broker.server.offsets_topic import OFFSETS_TOPIC
 
 WRITE_TXN_MARKERS = 27
 # Kafka's request.timeout.ms default: how long the coordinator's marker append may wait for
@@ -27,6 +28,8 @@ MARKER_APPEND_TIMEOUT_S = 30.0
 
 # (the partition's result dict, topic, partition, offset the ISR must reach, min ISR)
 _Waiting = tuple[dict[str, Any], str, int, int, int]
+# A written marker of an offsets partition: (partition, producer id, commit?)
+_OffsetsMarker = tuple[int, int, bool]
 
 
 @api(WRITE_TXN_MARKERS, range(0, 2))  # Kafka 3.9: v0-v1; kio has no v0 (KIP-896)
@@ -34,6 +37,7 @@ async def handle_write_txn_markers(services: BrokerServices, request: Any,
                                    conn: Any) -> dict[str, Any]:
     markers = []
     waiting: list[_Waiting] = []
+    offsets_markers: dict[int, _OffsetsMarker] = {}  # by id(result dict)
     for wire_marker in request.body.markers:
         marker = EndTxnMarker(
             ControlType.COMMIT if wire_marker.transaction_result else ControlType.ABORT,
@@ -46,6 +50,11 @@ async def handle_write_txn_markers(services: BrokerServices, request: Any,
                         topic.name, index, waiting)
                 for index in topic.partition_indexes
             ]
+            if topic.name == OFFSETS_TOPIC:
+                for result in partitions:
+                    offsets_markers[id(result)] = (result["partition_index"],
+                                                   wire_marker.producer_id,
+                                                   marker.control_type is ControlType.COMMIT)
             topics.append({"name": topic.name, "partitions": partitions})
         markers.append({"producer_id": wire_marker.producer_id, "topics": topics})
     outcomes = await asyncio.gather(*(
@@ -54,9 +63,11 @@ async def handle_write_txn_markers(services: BrokerServices, request: Any,
         for _result, topic, partition, required, min_isr in waiting))
     for (result, *_), error in zip(waiting, outcomes, strict=True):
         result["error_code"] = error
-    # Where the group coordinator completes the transactional offset commits of the
-    # __consumer_offsets partitions written above without error (Kafka's
-    # GroupCoordinator.scheduleHandleTxnCompletion): the transaction coordinator's work.
+        completed = offsets_markers.get(id(result))
+        if completed is not None and error is ErrorCode.none:
+            # The marker is in the offsets partition's ISR: its groups' pending transactional
+            # offsets become offsets or are dropped (Kafka's scheduleHandleTxnCompletion).
+            services.group_coordinator.complete_transactional_offsets(*completed)
     return {"markers": markers}
 
 
