@@ -37,8 +37,6 @@ Ranges = dict[int, tuple[int, int]]
 # APIs Kafka 3.9 advertises that the reference broker does not implement (so does not advertise;
 # the protocol suite skips them on it with the reason). Implementing one means removing it here,
 # and the tests then hold its range to Kafka's.
-_TRANSACTIONS = ("the transaction coordinator's APIs are implemented, but not yet the log side "
-                 "of transactions: the markers' handler and transactional offset commits")
 _SECURITY = ("PLAINTEXT listeners only: no SASL, ACLs, quotas, delegation tokens or SCRAM "
              "credentials")
 _INTER_BROKER = ("a ZooKeeper-mode inter-broker request the reference cluster does not use: its "
@@ -47,7 +45,6 @@ _INTER_BROKER = ("a ZooKeeper-mode inter-broker request the reference cluster do
 NOT_IMPLEMENTED: dict[int, str] = {
     17: _SECURITY,  # SaslHandshake
     21: "DeleteRecords is not implemented",
-    28: _TRANSACTIONS,  # TxnOffsetCommit
     29: _SECURITY,  # DescribeAcls
     30: _SECURITY,  # CreateAcls
     31: _SECURITY,  # DeleteAcls

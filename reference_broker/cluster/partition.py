@@ -18,6 +18,7 @@ from enum import IntEnum
 from harness.wire.control_records import EndTxnMarker
 from harness.wire.errors import ErrorCode, error_name
 from harness.wire.records import BatchHeader
+from reference_broker.log.producer_state import AppendOrigin
 from reference_broker.log.transaction_index import AbortedTxn
 from reference_broker.log.unified_log import AppendResult, UnifiedLog
 
@@ -176,10 +177,11 @@ class Partition:
     def append_records_to_leader(
         self, records: bytearray, header: BatchHeader, now_ms: int | None = None,
         required_acks: int = 1, min_insync_replicas: int = 1,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> AppendResult:
         self._check_leader_for_append(required_acks, min_insync_replicas)
         result = self.log.append_as_leader(
-            records, header, leader_epoch=self.leader_epoch, now_ms=now_ms
+            records, header, leader_epoch=self.leader_epoch, now_ms=now_ms, origin=origin
         )
         if not result.duplicate and result.error is None:
             self._maybe_increment_high_watermark()

@@ -33,6 +33,7 @@ import struct
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 
 import crc32c
@@ -40,6 +41,15 @@ import crc32c
 from harness.wire.control_records import EndTxnMarker
 from harness.wire.errors import ErrorCode
 from harness.wire.records import NO_SEQUENCE, BatchHeader
+
+
+class AppendOrigin(Enum):
+    """Who wrote a leader append: a client's Produce, or a coordinator writing on a producer's
+    behalf into its internal topic (a TxnOffsetCommit's batch), which carries no sequence."""
+
+    CLIENT = "client"
+    COORDINATOR = "coordinator"
+
 
 OUT_OF_ORDER_SEQUENCE_NUMBER = ErrorCode.out_of_order_sequence_number
 INVALID_PRODUCER_EPOCH = ErrorCode.invalid_producer_epoch
@@ -129,8 +139,11 @@ class ProducerStateManager:
     def get(self, producer_id: int) -> ProducerStateEntry | None:
         return self._producers.get(producer_id)
 
-    def check(self, header: BatchHeader) -> CheckResult:
+    def check(self, header: BatchHeader, origin: AppendOrigin = AppendOrigin.CLIENT
+              ) -> CheckResult:
         """Judge a leader append from an idempotent producer (producer_id >= 0)."""
+        if origin is AppendOrigin.COORDINATOR:
+            return self._check_epoch(header)
         verdict = self._check_sequence(header)
         entry = self._producers.get(header.producer_id)
         if verdict.ok and not header.is_transactional and entry is not None \
@@ -139,6 +152,15 @@ class ProducerStateManager:
             # its epoch (the transaction outlives an epoch bump until its marker).
             return _NOT_TRANSACTIONAL
         return verdict
+
+    def _check_epoch(self, header: BatchHeader) -> CheckResult:
+        """A coordinator's batch (a TxnOffsetCommit written for a producer) has no sequence:
+        only a producer epoch older than the partition's is refused (Kafka's
+        AppendOrigin.Coordinator skips the sequence checks)."""
+        entry = self._producers.get(header.producer_id)
+        if entry is not None and header.producer_epoch < entry.producer_epoch:
+            return _FENCED
+        return ACCEPT
 
     def _check_sequence(self, header: BatchHeader) -> CheckResult:
         entry = self._producers.get(header.producer_id)

@@ -57,7 +57,7 @@ from reference_broker.log.log_loader import (
 from reference_broker.log.log_read import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from reference_broker.log.log_retention import deletable_prefix
 from reference_broker.log.log_validation import validate_follower_batches
-from reference_broker.log.producer_state import ProducerStateManager
+from reference_broker.log.producer_state import AppendOrigin, ProducerStateManager
 from reference_broker.log.segment import INT32_MAX, LogSegment
 from reference_broker.log.topic_partition import TopicPartition, parse_topic_partition
 from reference_broker.log.transaction_index import AbortedTxn, collect_aborted
@@ -195,8 +195,10 @@ class UnifiedLog:
         *,
         leader_epoch: int,
         now_ms: int | None = None,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> AppendResult:
-        """Append one validated batch (`header` read from `records` at header.position).
+        """Append one validated batch (`header` read from `records` at header.position); a
+        coordinator's batch (`origin`) is held to its producer's epoch, not its sequence.
 
         Assigns offsets from the log end, stamps the leader epoch (and LogAppendTime when the
         topic uses it) into `records` in place, then writes it unchanged otherwise.
@@ -210,7 +212,7 @@ class UnifiedLog:
             return self._refused(ErrorCode.record_list_too_large)
         idempotent = header.producer_id >= 0
         if idempotent:
-            verdict = self._producer_state.check(header)
+            verdict = self._producer_state.check(header, origin)
             if verdict.duplicate is not None:
                 original = verdict.duplicate
                 return AppendResult(

@@ -31,6 +31,7 @@ from harness.wire.records import (
 )
 from reference_broker.config import KafkaConfig
 from reference_broker.coordinator.common import ControlType, LoggedRecord
+from reference_broker.log.producer_state import AppendOrigin
 from reference_broker.server.admin_manager import AdminError, AdminManager, NewTopic
 from reference_broker.server.metadata_cache import MetadataCache, PartitionInfo
 from reference_broker.server.replica_manager import ReplicaManager, now_ms
@@ -147,7 +148,8 @@ class InternalTopic:
         min_isr = self._min_isr()
         result = self._replicas.append_records(self.name, partition, batch,
                                                required_acks=self._append_acks(),
-                                               min_insync_replicas=min_isr)
+                                               min_insync_replicas=min_isr,
+                                               origin=AppendOrigin.COORDINATOR)
         if result.error is ErrorCode.none:
             self._appended[partition] = result.required_offset
         return result.error

@@ -31,6 +31,7 @@ from reference_broker.cluster.partition import (
 )
 from reference_broker.log.log_config import LogConfig
 from reference_broker.log.log_manager import LogManager
+from reference_broker.log.producer_state import AppendOrigin
 from reference_broker.log.unified_log import OffsetOutOfRange
 from reference_broker.network.tasks import cancel_and_wait
 from reference_broker.server.fetcher import ReplicaFetcherManager
@@ -250,7 +251,8 @@ class ReplicaManager:
 
     def append_records(self, topic: str, partition: int, records: bytes | None,
                        now_ms: int | None = None, required_acks: int = 1,
-                       min_insync_replicas: int = 1) -> ProduceResult:
+                       min_insync_replicas: int = 1,
+                       origin: AppendOrigin = AppendOrigin.CLIENT) -> ProduceResult:
         part = self._partitions.get((topic, partition))
         if part is None:
             return ProduceResult(ErrorCode.unknown_topic_or_partition)
@@ -273,7 +275,7 @@ class ReplicaManager:
                                  log_start_offset=part.log.log_start_offset, message=reason)
         try:
             result = part.append_records_to_leader(bytearray(records), header, now_ms,
-                                                   required_acks, min_insync_replicas)
+                                                   required_acks, min_insync_replicas, origin)
         except PartitionError as exc:
             return ProduceResult(exc.error, message=str(exc))
         if result.error is not None:

@@ -105,6 +105,11 @@ def _sample(api_key: int, version: int, topic: str, topic_id: uuid.UUID) -> dict
              "group_id": GROUP},
         26: {"transactional_id": TXN_ID, "producer_id": 1, "producer_epoch": 0,
              "committed": False},
+        28: {"transactional_id": TXN_ID, "group_id": GROUP, "producer_id": 1,
+             "producer_epoch": 0, "generation_id": -1, "member_id": "",
+             "group_instance_id": None, "topics": [{"name": topic, "partitions": [
+                 {"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
+                  "committed_metadata": ""}]}]},
         65: {"transactional_ids": [TXN_ID]},
         66: {"state_filters": [], "producer_id_filters": [], "duration_filter": -1},
         23: {"replica_id": -1, "topics": [{"topic": topic, "partitions": [

@@ -63,7 +63,18 @@ def test_the_reference_broker_advertises_kafka_39s_ranges(sides: dict[str, Side]
     assert kafka_api_versions.advertised(reference) == expected
 
 
-@pytest.mark.parametrize("api_key", sorted(SAMPLES), ids=protocol.api_name)
+# Differences found and not yet closed, each with its reason; strict, so closing one fails the
+# test until its entry goes.
+KNOWN_DIFFERENCES = {
+    28: "KIP-890 part 1: Kafka 3.9's group coordinator verifies a TxnOffsetCommit with the "
+        "transaction coordinator and refuses one of no ongoing transaction; the reference broker "
+        "does not verify yet and holds the offsets pending (docs/reference-broker.md)",
+}
+
+
+@pytest.mark.parametrize("api_key", [
+    pytest.param(key, marks=pytest.mark.xfail(strict=True, reason=KNOWN_DIFFERENCES[key]))
+    if key in KNOWN_DIFFERENCES else key for key in sorted(SAMPLES)], ids=protocol.api_name)
 def test_the_reference_broker_answers_as_apache_kafka_does(
         sides: dict[str, Side], api_key: int) -> None:
     """Every version of every API both brokers advertise gets the same answer from both,

@@ -12,6 +12,7 @@ from reference_broker.log.producer_state import (
     INVALID_PRODUCER_EPOCH,
     INVALID_TXN_STATE,
     TRANSACTION_COORDINATOR_FENCED,
+    AppendOrigin,
     CompletedTxn,
     ProducerStateManager,
 )
@@ -166,3 +167,17 @@ def test_transactions_follow_a_simple_model(ops):
         assert state.first_unstable_offset() == min(model.values(), default=None)
     restored = ProducerStateManager.from_snapshot(state.to_snapshot())
     assert restored.ongoing_transactions() == model
+
+
+def test_a_coordinators_batch_has_no_sequence_and_is_held_to_the_epoch_only():
+    """A TxnOffsetCommit's batch, written by the group coordinator for a producer, carries no
+    sequence (Kafka's AppendOrigin.Coordinator): a client's such batch is out of order, the
+    coordinator's opens the transaction; an older epoch is fenced either way."""
+    state = ProducerStateManager()
+    unsequenced = txn_header(7, -1, epoch=2, base_offset=4)
+    assert not state.check(unsequenced).ok
+    assert state.check(unsequenced, AppendOrigin.COORDINATOR).ok
+    state.update(unsequenced, 4, 4)
+    assert state.first_unstable_offset() == 4
+    older = txn_header(7, -1, epoch=1, base_offset=5)
+    assert state.check(older, AppendOrigin.COORDINATOR).error is INVALID_PRODUCER_EPOCH

@@ -1,6 +1,11 @@
-"""OffsetCommit v2-v9, OffsetFetch v1-v9 (multi-group from v8; `require_stable` from v7
-answers UNSTABLE_OFFSET_COMMIT for a partition a pending transaction may change) and
-OffsetDelete v0.
+"""OffsetCommit v2-v9, TxnOffsetCommit v0-v4, OffsetFetch v1-v9 (multi-group from v8;
+`require_stable` from v7 answers UNSTABLE_OFFSET_COMMIT for a partition a pending transaction
+may change) and OffsetDelete v0.
+
+TxnOffsetCommit (KIP-98, KIP-447's member and generation from v3) writes the offsets as the
+producer's transactional batch in the group's offsets partition; they stay pending until the
+transaction's marker reaches that partition (WriteTxnMarkers). Not checked here, as in Kafka
+3.9 without KIP-890's part 2: that the transaction added the group with AddOffsetsToTxn.
 
 Partitions the broker does not host are refused per partition (UNKNOWN_TOPIC_OR_PARTITION /
 UNKNOWN_TOPIC_ID) before anything reaches the coordinator, which decides the rest. The handlers
@@ -22,6 +27,7 @@ from reference_broker.server.apis.group_membership import in_connection_order, m
 from reference_broker.server.broker_services import BrokerServices
 
 OFFSET_COMMIT = 8
+TXN_OFFSET_COMMIT = 28
 OFFSET_FETCH = 9
 OFFSET_DELETE = 47
 MULTI_GROUP_FETCH_VERSION = 8
@@ -54,6 +60,40 @@ def handle_offset_commit(
 ) -> dict[str, Any] | Awaitable[dict[str, Any]]:
     body = request.body
     retention = getattr(body, "retention_time", None)
+    wanted, refused, names = _wanted(services, body)
+    results = services.offset_commits.commit(
+        body.group_id, body.member_id, getattr(body, "group_instance_id", None),
+        body.generation_id_or_member_epoch, wanted,
+        -1 if retention is None else millis(retention))
+    return _answer(services, body, refused, names, results)
+
+
+@api(TXN_OFFSET_COMMIT, range(0, 5))  # Kafka 3.9: v0-v4
+@in_connection_order
+def handle_txn_offset_commit(
+    services: BrokerServices, request: Any, conn: Any
+) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+    body = request.body
+    wanted, refused, names = _wanted(services, body)
+    results = services.offset_commits.txn_commit(
+        body.group_id, body.producer_id, body.producer_epoch,
+        getattr(body, "member_id", "") or "", getattr(body, "group_instance_id", None),
+        getattr(body, "generation_id", -1), wanted)
+    return _answer(services, body, refused, names, results)
+
+
+def _answer(services: BrokerServices, body: Any, refused: dict[tuple[int, int], ErrorCode],
+            names: list[str | None], results: dict[TopicPartition, ErrorCode]
+            ) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+    written = any(error is ErrorCode.none for error in results.values())
+    if written and services.config.zookeeper_mode:
+        return _after_replication(services, body, refused, names, results)
+    return _commit_response(body, refused, names, results)
+
+
+def _wanted(services: BrokerServices, body: Any) -> tuple[
+        dict[TopicPartition, OffsetToCommit], dict[tuple[int, int], ErrorCode], list[str | None]]:
+    """The offsets to commit, the partitions refused (by topic index), each topic's name."""
     wanted: dict[TopicPartition, OffsetToCommit] = {}
     refused: dict[tuple[int, int], ErrorCode] = {}
     names: list[str | None] = []
@@ -69,14 +109,7 @@ def handle_offset_commit(
             else:
                 refused[(t_index, p.partition_index)] = \
                     error if error is not ErrorCode.none else ErrorCode.unknown_topic_or_partition
-    results = services.offset_commits.commit(
-        body.group_id, body.member_id, getattr(body, "group_instance_id", None),
-        body.generation_id_or_member_epoch, wanted,
-        -1 if retention is None else millis(retention))
-    written = any(error is ErrorCode.none for error in results.values())
-    if written and services.config.zookeeper_mode:
-        return _after_replication(services, body, refused, names, results)
-    return _commit_response(body, refused, names, results)
+    return wanted, refused, names
 
 
 async def _after_replication(services: BrokerServices, body: Any,
@@ -104,9 +137,10 @@ def _commit_response(body: Any, refused: dict[tuple[int, int], ErrorCode],
              if (t_index, p.partition_index) in refused or name is None
              else results[(name, p.partition_index)]}
             for p in topic.partitions]
-        topics.append({"name": getattr(topic, "name", None),
-                       "topic_id": getattr(topic, "topic_id", ZERO_UUID),
-                       "partitions": partitions})
+        answer = {"name": getattr(topic, "name", None), "partitions": partitions}
+        if hasattr(topic, "topic_id"):  # OffsetCommit v10 (TxnOffsetCommit has no topic ids)
+            answer["topic_id"] = topic.topic_id
+        topics.append(answer)
     return {"throttle_time": 0, "topics": topics}
 
 
