@@ -23,6 +23,7 @@ would itself lose or repeat work.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import sys
 import time
@@ -33,7 +34,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from harness.waiting import wait_for
+from harness.waiting import ClusterWaitTimeout, wait_for
 from harness.workload.context import QUIET, RunContext
 from harness.workload.kinds import DEFAULT_ABORT_P, TxnIdPolicy
 from harness.workload.outcomes import error_name, send_outcome
@@ -42,6 +43,8 @@ from harness.workload.recorder import Recorder
 REPLACE_ME = 1
 """A transactional client's exit code when it ended for a successor to carry on (after an
 ``info`` transaction, or with a fatal producer); any non-zero code gets a replacement."""
+# How long settle() serves the purged sends' delivery reports before it gives up on the rest.
+SETTLE_S = 5.0
 
 DELIBERATE_ABORT = "ABORTED_BY_WORKLOAD"
 """The error column of a ``fail`` txn row whose abort the workload chose (``--abort-p``), so a
@@ -204,7 +207,11 @@ class RecordedTransactions:
             self.settle()
             return self._complete(TxnOutcome.FAIL, self._fatal)
         if abort or self._must_abort is not None:
-            self.producer.flush(self.timeout_s)  # the sends complete before the transaction
+            fatal = self._flush()  # the sends complete before the transaction
+            if fatal is not None:
+                self.usable = False
+                self.settle()
+                return self._complete(TxnOutcome.FAIL, fatal)
             return self._abort(self._must_abort, commit_tried=False)
         self._commit_asked = True
         try:
@@ -254,9 +261,35 @@ class RecordedTransactions:
     def settle(self) -> None:
         """Purge what the producer still holds, so every send completes (``fail`` if never
         sent, ``info`` if in flight) — before its transaction's completion row, when the
-        producer cannot go on, and when the client ends."""
+        producer cannot go on, and when the client ends. A purged in-flight send's report
+        can come a moment after the purge: the reports are served until none is outstanding
+        (bounded; one still missing then stays an invoke without completion, which the
+        contract reads as unknown), so none lands after the completion row."""
         self.producer.purge()
-        self.producer.poll(0)
+        with contextlib.suppress(ClusterWaitTimeout):
+            wait_for(lambda: self.producer.poll(0.05) >= 0 and len(self.producer) == 0,
+                     SETTLE_S, "the purged sends' delivery reports", interval=0.0,
+                     retry_on=())
+
+    def _flush(self) -> KafkaError | None:
+        """Flush the transaction's sends; the fatal error that ended the producer meanwhile
+        (a successor fenced it), else None. confluent-kafka raises that error from flush() and
+        runs the delivery reports with it still pending, where the first C call fails with
+        SystemError (seen in a zombie-fencing test): either means the producer is dead, and a
+        transaction it never asked to commit cannot commit."""
+        try:
+            self.producer.flush(self.timeout_s)
+        except KafkaException as exc:
+            error = error_of(exc)
+            self._note_failure(error)
+            return self._fatal
+        except SystemError as exc:
+            cause = exc.__context__ or exc.__cause__
+            error = error_of(cause) if isinstance(cause, KafkaException) else KafkaError(
+                KafkaError._FATAL, f"the producer failed inside flush: {exc}", fatal=True)
+            self._fatal = self._fatal or error
+            return self._fatal
+        return None
 
     def _retrying(self, call: Callable[[float], None]) -> None:
         """Call ``call(timeout)`` again while it raises a retriable error and time is left."""

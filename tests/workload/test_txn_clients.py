@@ -82,13 +82,17 @@ class Clients:
         return journal.read_text().count('"type":"ok","f":"txn"') if journal.exists() else 0
 
     def left_open(self, process: int) -> bool:
-        """Whether the process's journal ends inside a transaction: a txn invoke with no
-        completion (a dead process's last line may be torn: only whole lines count)."""
-        rows = [json.loads(line) for line in
-                journal_path(self.history, process).read_text().splitlines(keepends=True)
-                if line.endswith("\n")]
-        txn_rows = [row for row in rows if row.get("f") == "txn"]
-        return bool(txn_rows) and txn_rows[-1]["type"] == "invoke"
+        """Whether the process's journal ends inside a transaction that has written: a txn
+        invoke with no completion, and an acknowledged send after it (so the transaction holds
+        its partitions' last stable offset). A dead process's last line may be torn: only
+        whole lines count."""
+        journal = journal_path(self.history, process)
+        lines = journal.read_text().splitlines(keepends=True) if journal.exists() else []
+        rows = [json.loads(line) for line in lines if line.endswith("\n")]
+        begun = [i for i, row in enumerate(rows) if row.get("f") == "txn"]
+        if not begun or rows[begun[-1]]["type"] != "invoke":
+            return False
+        return any(row.get("f") == "send" and row["type"] == "ok" for row in rows[begun[-1]:])
 
     def stop(self) -> None:
         for popen in self.started:
@@ -180,6 +184,10 @@ def test_the_final_read_waits_until_a_dead_producers_transaction_is_aborted(kafk
             producer = clients.start(process)
             wait_for(lambda: clients.committed_txns(process) >= 3, 30,  # noqa: B023
                      "three committed transactions")
+            # Killed as soon as its journal shows a transaction that has written: it may still
+            # commit in between (then the loop tries again).
+            wait_for(lambda: clients.left_open(process), 30,  # noqa: B023
+                     "a transaction with an acknowledged send")
             producer.kill()
             producer.wait()
             # A committed transaction's markers take milliseconds; a dead one's stay 10 s. Both
