@@ -18,7 +18,8 @@ from .html_page import Page, parse
 
 def _planted() -> Builder:
     """The zoo's transaction anomalies, plus an aborted transaction a read_committed poll read
-    (aborted_read), one left unknown, and a fault while they ran."""
+    (aborted_read), one left unknown, one unknown but read (committed), transactional
+    consume-transform-produce steps, and a fault while they ran."""
     b = Builder()
     b.nemesis("partition {1} | {2}")
     transactions(b)
@@ -30,6 +31,10 @@ def _planted() -> Builder:
     t = b.begin(42, "tx-unknown")
     b.send(42, "unk-a", 0, topic="unk", txn=t)
     b.end(42, t, "info")
+    t = b.begin(43, "tx-seen")  # unknown to its client, yet read: committed
+    b.send(43, "seen-a", 0, topic="seen", txn=t)
+    b.end(43, t, "info")
+    b.poll(44, [(0, "seen-a")], topic="seen", isolation=RC)
     # Consume-transform-produce in transactions: ip-a processed twice (by 50, then by 51 in a
     # later generation), ip-b read and not processed below the processed ip-c.
     for offset, value in enumerate(("ip-a", "ip-b", "ip-c")):
@@ -71,8 +76,9 @@ def test_the_transactions_section_shows_fates_over_time_and_each_examples_transa
 
     assert page.find("h2", id="transactions")
     [counts] = page.find("p", class_="txn-counts")
-    # precommitted, torn, the cycle's two, the aborted one, the unknown one, four processing.
-    assert counts.text == "10 transactions began: 8 committed, 1 aborted, 1 unknown."
+    # precommitted, torn, the cycle's two, the aborted one, the
+    # unknown one, the unknown one read (so committed), four processing.
+    assert counts.text == "11 transactions began: 9 committed, 1 aborted, 1 unknown."
     chart = page.elements.index(page.find("h2", id="transactions")[0])
     svg = next(e for e in page.elements[chart:] if e.tag == "svg")
     after = page.elements[page.elements.index(svg):]
