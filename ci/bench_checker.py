@@ -16,7 +16,13 @@ JVM (which in local mode runs the executors too). The pure-Python reference chec
 size too, as the baseline. Every run must report exactly the counts the generator planted, or
 the benchmark fails.
 
+With --transactional the histories are transactional (harness.checker.synth_txn), and for each
+the g1c rule is also timed alone: on the history's rows annotated with their transactions' fates
+and cached as the check caches them (not timed), its Spark job collecting the write-read edges
+between transactions and scipy's components on the driver; its share of the check is reported.
+
     .venv/bin/python ci/bench_checker.py --sizes 1M,10M,100M
+    .venv/bin/python ci/bench_checker.py --sizes 1M,10M --transactional --no-reference
 """
 
 from __future__ import annotations
@@ -36,10 +42,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from harness.checker import synth
+from harness.checker import synth, synth_txn
 
 RATES = {name: 2e-5 for name in synth.PLANTED}
 UNSEEN = 0.0005
+# Per transaction, each transaction anomaly: about 8 of each at 1M rows, 80 at 10M.
+TXN_RATES = {name: 2e-4 for name in synth_txn.PLANTED}
 
 
 def _size(text: str) -> int:
@@ -174,6 +182,32 @@ def _bound(session: Any, directory: str) -> dict[str, int]:
     return {row["by"]: row["rows"] for row in reduce(DataFrame.union, shipped).collect()}
 
 
+@contextmanager
+def _annotated(session: Any, directory: str) -> Iterator[tuple[Any, list[str]]]:
+    """The history's rows annotated with their transactions' fates (spark_rules_txn.annotate)
+    and cached on disk, as the check holds them before its rules run; materialized here, so
+    that what is timed inside is what the check pays for g1c on top of them."""
+    from dataclasses import replace
+
+    from pyspark import StorageLevel
+
+    from harness.checker import spark_rules_txn
+    from harness.checker.spark_load import open_history, release
+    from harness.checker.spark_rules import intern_topics
+
+    with open_history(session, directory) as (_, h, _small):
+        interned, topics, on = intern_topics(h)
+        annotated = spark_rules_txn.annotate(interned, on)
+        rows = annotated.rows.persist(StorageLevel.DISK_ONLY)
+        txns = annotated.txns.persist(StorageLevel.DISK_ONLY)
+        try:
+            rows.count(), txns.count()
+            yield replace(annotated, rows=rows, txns=txns), topics
+        finally:
+            release(rows)
+            release(txns)
+
+
 def _child(mode: str, directory: str) -> None:
     if mode == "reference":
         from harness.checker import rules
@@ -216,6 +250,15 @@ def _child(mode: str, directory: str) -> None:
             answer["bound_rows"] = _bound(session, directory)
         with _timed(session, answer, "scan"):
             answer["scan_rows"] = _scan(session, directory)
+        if result.stats.get("txns"):
+            from harness.checker import spark_rules_txn
+
+            # g1c alone, on the annotated rows cached as the check caches them: its Spark job
+            # (the write-read edges between transactions, to the driver) and scipy's
+            # components and explanations on the driver.
+            with _annotated(session, directory) as (annotated, topics), \
+                    _timed(session, answer, "g1c"):
+                answer["g1c_count"] = len(spark_rules_txn.g1c(annotated, topics))
         session.stop()
     answer["counts"] = {k: v.count for k, v in result.anomalies.items()}
     print(json.dumps(answer))
@@ -234,6 +277,9 @@ def main() -> None:
     parser.add_argument("--no-reference", action="store_true", help="skip the pure-Python run")
     parser.add_argument("--startups", type=int, default=3,
                         help="fresh processes timing start-up as a short run's check pays it")
+    parser.add_argument("--transactional", action="store_true",
+                        help="transactional histories (synth_txn): the transaction rules' cost, "
+                        "g1c's share of the check")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -251,12 +297,17 @@ def main() -> None:
         console.print(f"start-up to the first job (small history): {totals}")
     sizes = sorted(_size(s) for s in args.sizes.split(","))
     for rows in sizes:
-        directory = args.data / f"rows-{rows}"
+        directory = args.data / f"{'txn-' if args.transactional else ''}rows-{rows}"
         marker = directory / "expected.json"
         if not marker.exists():
             with console.status(f"generating {rows:,} rows in {directory}"):
                 started = time.perf_counter()
-                made = synth.generate(directory, synth.Spec(rows=rows, rates=RATES, unseen=UNSEEN))
+                if args.transactional:
+                    made = synth_txn.generate(directory,
+                                              synth_txn.TxnSpec(rows=rows, rates=TXN_RATES))
+                else:
+                    made = synth.generate(directory,
+                                          synth.Spec(rows=rows, rates=RATES, unseen=UNSEEN))
                 marker.write_text(json.dumps({"rows": made.rows, "expected": made.expected}))
             console.print(f"generated {made.rows:,} rows in {time.perf_counter() - started:.1f}s")
         planted = json.loads(marker.read_text())
@@ -293,8 +344,20 @@ def main() -> None:
                     answer["bound_cpu_s"] / answer["floor_cpu_s"], 2
                 )
                 result["cpu_vs_bound"] = round(answer["check_cpu_s"] / answer["bound_cpu_s"], 2)
+                if "g1c_s" in answer:
+                    if answer["g1c_count"] != planted["expected"]["g1c"]:
+                        raise SystemExit(f"g1c alone found {answer['g1c_count']} components")
+                    result["g1c_share"] = round(answer["g1c_s"] / answer["check_s"], 3)
+                    result["g1c_cpu_share"] = round(
+                        answer["g1c_cpu_s"] / answer["check_cpu_s"], 3
+                    )
             results.append(result)
             console.print({k: v for k, v in result.items() if not k.endswith("top_stages")})
+            if "g1c_share" in result:
+                console.print(f"g1c: {result['g1c_s']:.1f} s of the check's "
+                              f"{result['check_s']:.1f} s ({result['g1c_share']:.1%}), "
+                              f"{result['g1c_cpu_s']:.1f} of {result['check_cpu_s']:.1f} "
+                              f"executor CPU-s ({result['g1c_cpu_share']:.1%})")
 
     spark_runs = [r for r in results if r["engine"] == "spark"]
     for before, after in zip(spark_runs, spark_runs[1:], strict=False):
@@ -330,6 +393,7 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(
         {"cores": os.cpu_count(), "load_average": [round(x, 2) for x in load],
+         "transactional": args.transactional,
          "startup_small_history": [{k: round(v, 2) for k, v in a.items()} for a in startups],
          "results": results}, indent=1))
     console.print(f"wrote {args.out}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness import history
 from harness.checker import nemesis_ops, sql
 from harness.checker import result as R
 from harness.checker import timeline as timeline_py
@@ -44,6 +45,12 @@ def report_data(
         for r in spark.sql(query).orderBy("time_ns", "offset").collect():
             kind = "read" if r["read"] else "send"
             points[r["anchor"]].append(R.OffsetPoint(r["time_ns"], r["offset"], kind, r["process"]))
+    txn_timeline, txn_rows = [], {}
+    if result.stats.get("txns") or R.report_txns(result):
+        # A history with transactions only: any other's report stays as it was.
+        txn_timeline = [R.TxnBucket(first + r[0] * width, *r[1:])
+                        for r in spark.sql(sql.txn_timeline(first, width)).collect()]
+        txn_rows = _txn_rows(spark, R.report_txns(result))
     return R.ReportData(
         bucket_ns=width,
         timeline=timeline,
@@ -53,4 +60,19 @@ def report_data(
             for i, (name, index, (t, p, o)) in enumerate(anchors)
         ],
         nemesis=nemesis,
+        txn_timeline=txn_timeline,
+        txn_rows=txn_rows,
     )
+
+
+def _txn_rows(spark: Any, txns: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """The rows of each transaction the examples name, as timeline.txn_rows gives them."""
+    if not txns:
+        return {}
+    found: dict[int, list[dict[str, Any]]] = {}
+    for r in spark.sql(sql.txn_rows(txns, R.ROWS_PER_TXN + 1)).collect():
+        found.setdefault(r["of_txn"], []).append({n: r[n] for n in history.COLUMN_NAMES})
+    return {
+        txn: sorted(rows, key=lambda r: (r["time_ns"], r["process"], r["seq"]))
+        for txn, rows in sorted(found.items())
+    }

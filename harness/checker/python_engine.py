@@ -14,7 +14,7 @@ from pathlib import Path
 from harness import history
 from harness.checker import nemesis_ops, rules, timeline
 from harness.checker.nemesis_ops import NemesisRow
-from harness.checker.result import MAX_EXAMPLES, CheckResult, ReportData
+from harness.checker.result import MAX_EXAMPLES, CheckResult, ReportData, report_txns
 
 
 def check(history_dir: Path, guarantee: str, *,
@@ -27,4 +27,9 @@ def check(history_dir: Path, guarantee: str, *,
     first, last = result.stats.get("first_time_ns"), result.stats.get("last_time_ns") or 0
     width = timeline.bucket_width(first or 0, last)
     buckets = timeline.timeline(events, first, width) if first is not None else []
-    return result, ReportData(width, buckets, nemesis_ops.windows(nemesis, last), [], nemesis)
+    data = ReportData(width, buckets, nemesis_ops.windows(nemesis, last), [], nemesis)
+    if result.stats.get("txns") or report_txns(result):
+        # A history with transactions only: any other's report stays as it was.
+        data.txn_timeline = timeline.txn_timeline(events, first or 0, width)
+        data.txn_rows = timeline.txn_rows(events, report_txns(result))
+    return result, data

@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from harness.checker import report_sections, svg
+from harness.checker import report_sections, report_txn, svg
 from harness.checker.manifest import NO_MANIFEST, Provenance
 from harness.checker.result import ANOMALIES, STATS, CheckResult, ReportData
 
@@ -232,6 +232,7 @@ def render_html(
         f"<th>fails {result.guarantee}?</th><th>status</th></tr>{rows}</table>"
         f"<h2 id='run'>Run</h2>{report_sections.run_section(provenance)}"
         f"<h2>Timeline</h2>{_timeline(result, data)}"
+        f"{report_txn.transactions_section(result, data, _origin(result))}"
         f"<h2 id='nemesis'>Nemesis</h2>"
         f"{report_sections.nemesis_section(data, _origin(result), end_ns, provenance)}"
         f"<h2>Examples</h2>{_examples(result, data)}"

@@ -246,6 +246,41 @@ class Neighborhood:
 
 
 @dataclass
+class TxnBucket:
+    """Transactions that ended in one time bucket: at their completion row, or at their invoke
+    row when they have none; sorted by the contract's Terms as the stats are."""
+
+    start_ns: int
+    committed: int
+    aborted: int
+    unknown: int
+
+
+# The anomalies whose examples the report shows with their transactions' rows: the five only
+# transactions make, and aborted_read (a read_committed poll that saw an aborted transaction).
+TXN_EXAMPLES = ("aborted_read", *TRANSACTION_ANOMALIES)
+ROWS_PER_TXN = 40  # a transaction's rows the report shows; engines fetch one more to tell it
+
+
+def example_txns(example: dict[str, Any]) -> list[int]:
+    """The transactions an example is about, each once: its txn and txns fields, then the txn
+    of each of its rows (an aborted read's send, a double processing's outputs), in that order."""
+    named = [example.get("txn"), *example.get("txns", ()),
+             *(row.get("txn") for row in example.get("rows", ()))]
+    return list(dict.fromkeys(t for t in named if t is not None))
+
+
+def report_txns(result: CheckResult) -> list[int]:
+    """Every transaction the report's transactional examples name, each once, ascending."""
+    return sorted({
+        t
+        for name in TXN_EXAMPLES
+        for example in result.anomalies[name].examples
+        for t in example_txns(example)
+    })
+
+
+@dataclass
 class ReportData:
     """What the HTML report plots beyond the result; only computed when a report is asked for."""
 
@@ -255,6 +290,12 @@ class ReportData:
     neighborhoods: list[Neighborhood]
     # The nemesis operations, fault paired with heal, for the report's table.
     nemesis: list[NemesisOp] = field(default_factory=list)
+    # Only for a history with transactions: what ended per bucket (the same buckets as the
+    # timeline), and the rows of each transaction an example names (report_txns), by txn: its
+    # own txn rows and the rows made inside it, by time_ns, process, seq, at most
+    # ROWS_PER_TXN + 1 (one more tells the report there were more).
+    txn_timeline: list[TxnBucket] = field(default_factory=list)
+    txn_rows: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def example_anchor(example: dict[str, Any]) -> tuple[str, int, int] | None:

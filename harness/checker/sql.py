@@ -265,6 +265,48 @@ def timeline(first: int, width: int) -> str:
     FROM counts c LEFT JOIN latency l ON c.bucket = l.bucket ORDER BY c.bucket"""
 
 
+def txn_timeline(first: int, width: int) -> str:
+    """Per bucket: the transactions that began and ended in it (at their completion row, else
+    their invoke row), committed, aborted and unknown as the Terms say (timeline.txn_timeline):
+    committed is ok, or info (or no completion) and read by a read_committed poll outside it."""
+    return f"""
+    WITH begun AS (
+      SELECT op AS txn, min(time_ns) AS start_ns FROM history
+      WHERE f = 'txn' AND type = 'invoke' GROUP BY op),
+    ends AS (
+      SELECT op AS txn, max(type) AS outcome, max(time_ns) AS end_ns FROM history
+      WHERE f = 'txn' AND type <> 'invoke' GROUP BY op),
+    written AS (
+      SELECT value, max(txn) AS vtxn FROM history
+      WHERE f = 'send' AND txn IS NOT NULL GROUP BY value),
+    seen AS (
+      SELECT DISTINCT w.vtxn AS txn FROM history h JOIN written w ON h.value = w.value
+      WHERE h.f = 'poll' AND h.type = 'ok' AND h.isolation = '{history.READ_COMMITTED}'
+        AND coalesce(h.txn <> w.vtxn, true)),
+    fates AS (
+      SELECT CAST((coalesce(end_ns, start_ns) - {first}) DIV {width} AS BIGINT) AS bucket,
+             coalesce(outcome = 'ok', false)
+               OR (coalesce(outcome, 'info') = 'info' AND s.txn IS NOT NULL) AS committed,
+             coalesce(outcome = 'fail', false) AS aborted
+      FROM begun b LEFT JOIN ends e ON b.txn = e.txn LEFT JOIN seen s ON b.txn = s.txn)
+    SELECT bucket, count_if(committed) AS committed,
+           count_if(aborted) AS aborted,
+           count_if(NOT committed AND NOT aborted) AS unknown
+    FROM fates GROUP BY bucket ORDER BY bucket"""
+
+
+def txn_rows(txns: list[int], limit: int) -> str:
+    """The rows of each of `txns` (its f=txn rows, and the rows whose txn it is), the first
+    `limit` of each by time_ns, process, seq, each with its transaction as `of_txn`."""
+    listed = ", ".join(str(int(t)) for t in txns)
+    of = f"CASE WHEN f = 'txn' AND op IN ({listed}) THEN op ELSE txn END"
+    return f"""
+    SELECT * FROM (
+      SELECT *, row_number() OVER (PARTITION BY of_txn ORDER BY time_ns, process, seq) AS k
+      FROM (SELECT *, {of} AS of_txn FROM history) WHERE of_txn IN ({listed}))
+    WHERE k <= {limit}"""
+
+
 def nemesis(limit: int) -> str:
     return (
         "SELECT time_ns, op, type, value, error FROM history WHERE f = 'nemesis' "

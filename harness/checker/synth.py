@@ -44,7 +44,8 @@ from harness.history import ARROW_SCHEMA, COLUMN_NAMES, ParquetHistoryWriter
 
 POLL = 64  # records per poll; plants sit one per poll, at n % POLL == SLOT
 SLOT = 8
-# Transactions are not planted (yet): their anomalies count 0 here, as a correct checker finds.
+# Transactions are not planted here (harness.checker.synth_txn plants them): their anomalies
+# count 0 in these histories, as a correct checker finds.
 PLANTED = tuple(a for a in ANOMALIES if a != "unseen" and a not in TRANSACTION_ANOMALIES)
 _MS = 1_000_000
 _SEND, _POLL, _COMMIT, _ASSIGN, _EXTRA, _NEMESIS = (i * 10**13 for i in range(6))
@@ -61,11 +62,16 @@ class Spec:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        unknown = set(self.rates) - set(PLANTED)
-        if unknown:
-            raise ValueError(f"cannot plant {sorted(unknown)}; plantable: {', '.join(PLANTED)}")
-        if sum(self.rates.values()) * POLL > 1:
-            raise ValueError(f"plant rates must sum to at most {1 / POLL:.4f} per message")
+        check_rates(self.rates, PLANTED, "message")
+
+
+def check_rates(rates: dict[str, float], plantable: tuple[str, ...], per: str) -> None:
+    """Plants sit one per poll at most, so their rates (per `per`) sum to at most 1/POLL."""
+    unknown = set(rates) - set(plantable)
+    if unknown:
+        raise ValueError(f"cannot plant {sorted(unknown)}; plantable: {', '.join(plantable)}")
+    if sum(rates.values()) * POLL > 1:
+        raise ValueError(f"plant rates must sum to at most {1 / POLL:.4f} per {per}")
 
 
 @dataclass
@@ -324,23 +330,30 @@ class _Partition:
         return pa.concat_tables(parts)
 
     def _columns(self, size: int, **values: Any) -> pa.Table:
-        defaults = {"run_id": "synth", "topic": "t", "partition": self.p, "generation": -1}
-        arrays = []
-        for spec in ARROW_SCHEMA:
-            value = values.get(spec.name, defaults.get(spec.name))
-            if value is None:
-                arrays.append(pa.nulls(size, spec.type))
-            elif isinstance(value, (str, int)):
-                arrays.append(pa.repeat(pa.scalar(value, spec.type), size))
-            else:
-                arrays.append(
-                    pc.cast(pa.array(value) if isinstance(value, list) else value, spec.type)
-                )
-        return pa.Table.from_arrays(arrays, schema=ARROW_SCHEMA)
+        return columns(size, {"topic": "t", "partition": self.p}, **values)
 
 
-def _nemesis(start: int, end: int) -> list[dict[str, Any]]:
-    """Fault then heal once per cycle, for cycles starting in messages [start, end)."""
+def columns(size: int, defaults: dict[str, Any], schema: pa.Schema = ARROW_SCHEMA,
+            **values: Any) -> pa.Table:
+    """`size` history rows as Arrow columns of `schema`: each column a value repeated, an
+    array, or a list, from `values`, else from `defaults`, else null (run_id is "synth",
+    generation and partition -1)."""
+    defaults = {"run_id": "synth", "generation": -1, "partition": -1, **defaults}
+    arrays = []
+    for spec in schema:
+        value = values.get(spec.name, defaults.get(spec.name))
+        if value is None:
+            arrays.append(pa.nulls(size, spec.type))
+        elif isinstance(value, (str, int)):
+            arrays.append(pa.repeat(pa.scalar(value, spec.type), size))
+        else:
+            arrays.append(pc.cast(pa.array(value) if isinstance(value, list) else value, spec.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def nemesis_rows(start: int, end: int) -> list[dict[str, Any]]:
+    """Fault then heal once per cycle, for cycles starting in messages [start, end) (a message
+    is a millisecond: synth_txn's transactions use the same clock)."""
     rows = []
     for cycle in range(-(-start // _CYCLE), -(-end // _CYCLE)):
         for i, (phase, what) in enumerate(((3, "partition {0} | {1 2}"), (6, "heal"))):
@@ -365,6 +378,15 @@ def _nemesis(start: int, end: int) -> list[dict[str, Any]]:
     return rows
 
 
+def write_part(root: Path, index: int, tables: list[pa.Table]) -> tuple[Path, int]:
+    """One chunk's tables as the history file part-{index}.parquet; its path and rows."""
+    table = pa.concat_tables(tables)
+    path = root / f"part-{index:05d}.parquet"
+    with ParquetHistoryWriter(path, row_group_size=1 << 20) as writer:
+        writer.write_table(table)
+    return path, table.num_rows
+
+
 def generate(directory: str | Path, spec: Spec, *, chunk: int = 1 << 17) -> Synthesized:
     """Write spec's history as Parquet files in `directory`, `chunk` messages per partition per
     file (a multiple of the poll size), and return the counts a correct checker reports."""
@@ -381,7 +403,7 @@ def generate(directory: str | Path, spec: Spec, *, chunk: int = 1 << 17) -> Synt
     kinds = sorted(spec.rates)
     for index, n0 in enumerate(range(0, messages, chunk)):
         n1 = min(messages, n0 + chunk)
-        tables = [pa.Table.from_pylist(_nemesis(n0, n1), ARROW_SCHEMA)]
+        tables = [pa.Table.from_pylist(nemesis_rows(n0, n1), ARROW_SCHEMA)]
         for p in range(spec.partitions):
             part = _Partition(p, spec, messages, readable)
             rng = random.Random(f"{spec.seed}/{p}/{n0}")
@@ -405,11 +427,8 @@ def generate(directory: str | Path, spec: Spec, *, chunk: int = 1 << 17) -> Synt
             tables.append(part.base(n0, n1, no_send, no_read))
             if extra:
                 tables.append(pa.Table.from_pylist(extra, ARROW_SCHEMA))
-        table = pa.concat_tables(tables)
-        path = root / f"part-{index:05d}.parquet"
-        with ParquetHistoryWriter(path, row_group_size=1 << 20) as writer:
-            writer.write_table(table)
-        rows += table.num_rows
+        path, written = write_part(root, index, tables)
+        rows += written
         files.append(path)
     plants = dict(expected)
     expected["poll_skip"] += plants["lost_write"]
