@@ -62,6 +62,9 @@ class StandIn:
     def purge(self) -> None:
         self.calls.append("purge")
 
+    def __len__(self) -> int:
+        return 0  # what waits for delivery: the queued sends are purged, none is in flight
+
 
 def _one(tmp_path: Path, producer: StandIn, *, abort: bool = False,
          before: Callable[[RecordedTransactions], None] | None = None,
