@@ -59,7 +59,9 @@ def intern_topics(h: DataFrame) -> tuple[DataFrame, list[str], bool]:
 BY_PROCESS, BY_TP, BY_VALUE = ("process",), ("topic", "partition"), ("value",)
 
 
-def groupings(annotated: DataFrame, run_ends: DataFrame) -> dict[tuple[str, ...], DataFrame]:
+def groupings(
+    annotated: DataFrame, run_ends: DataFrame | None
+) -> dict[tuple[str, ...], DataFrame]:
     """The three ways the rules group the history, by their keys, with what each ships: every
     row by process (operations, send order, commits, seq reuse), the observed rows and consumer
     runs by topic-partition, and the sends and reads by value. Each needs an exchange of its
@@ -68,36 +70,40 @@ def groupings(annotated: DataFrame, run_ends: DataFrame) -> dict[tuple[str, ...]
     (spark_rules_txn.annotate); run_ends (the completion rows of failed transactions, per t/p
     read inside them) join the consumer runs they end."""
     send_or_read = (F.col("f") == "send") | _is_read()
-    ends = run_ends.select(
-        "process", "seq", "op", *TP, F.lit(None).cast("long").alias("offset"),
-        *[F.lit(None).cast("long").alias(v) for v in ("v0", "v1")],
-        F.lit(None).cast("string").alias("group"), F.lit(-1).alias("generation"), "time_ns",
-        *[F.lit(False).alias(c) for c in ("read", "known", "assigned", "lost",
-                                          "consumer_protocol")],
-        F.lit(True).alias("counts"), F.lit(False).alias("rc"), F.lit(False).alias("vcommitted"),
+    observed = annotated.where(
+        _is_read() | _is_known() | F.col("f").isin("assign", "revoke")
+    ).select(
+        "process",
+        "seq",
+        "op",
+        *TPO,
+        *map(F.expr, sql.VALUE_KEY),
+        "group",
+        "generation",
+        "time_ns",
+        _is_read().alias("read"),
+        _is_known().alias("known"),
+        F.expr(sql.IS_ASSIGN).alias("assigned"),
+        F.expr(sql.IS_LOST).alias("lost"),
+        F.expr(sql.IS_CONSUMER_PROTOCOL).alias("consumer_protocol"),
+        "counts",
+        "rc",
+        "vcommitted",
     )
+    if run_ends is not None:
+        observed = observed.unionByName(run_ends.select(
+            "process", "seq", "op", *TP, F.lit(None).cast("long").alias("offset"),
+            *[F.lit(None).cast("long").alias(v) for v in ("v0", "v1")],
+            F.lit(None).cast("string").alias("group"), F.lit(-1).alias("generation"),
+            "time_ns",
+            *[F.lit(False).alias(c) for c in ("read", "known", "assigned", "lost",
+                                              "consumer_protocol")],
+            F.lit(True).alias("counts"), F.lit(False).alias("rc"),
+            F.lit(False).alias("vcommitted"),
+        ))
     return {
         BY_PROCESS: annotated.selectExpr(*sql.by_process()),
-        BY_TP: annotated.where(
-            _is_read() | _is_known() | F.col("f").isin("assign", "revoke")
-        ).select(
-            "process",
-            "seq",
-            "op",
-            *TPO,
-            *map(F.expr, sql.VALUE_KEY),
-            "group",
-            "generation",
-            "time_ns",
-            _is_read().alias("read"),
-            _is_known().alias("known"),
-            F.expr(sql.IS_ASSIGN).alias("assigned"),
-            F.expr(sql.IS_LOST).alias("lost"),
-            F.expr(sql.IS_CONSUMER_PROTOCOL).alias("consumer_protocol"),
-            "counts",
-            "rc",
-            "vcommitted",
-        ).unionByName(ends),
+        BY_TP: observed,
         BY_VALUE: annotated.where(send_or_read & F.col("value").isNotNull()).select(
             "value", "f", "type", *TPO, "op", "counts", "rc", "vcommitted", "vtxn_fail"
         ),

@@ -37,8 +37,6 @@ ANNOTATIONS = ("counts", "rc", "vtxn", "vcommitted", "vtxn_fail", "vdone_ns")
 _SHAPES = {
     "txns": "txn bigint, begun boolean, outcome string, seen boolean, done_ns bigint, "
     "committed boolean",
-    "run_ends": "process bigint, seq bigint, op bigint, topic bigint, partition int, "
-    "time_ns bigint",
     "precommitted_read": "value string, txn bigint, sel_value string",
     "torn_transaction": "txn bigint, topic bigint, partition int, offset bigint, value string, "
     "op bigint, sel_ops array<bigint>",
@@ -81,16 +79,19 @@ class Annotated:
 
 def annotate(interned: DataFrame, on: bool) -> Annotated:
     """The Terms, per row (rules_txn.Transactions): see the module's docstring."""
-    rows = interned.withColumn("rc", F.coalesce(F.col("isolation") == READ_COMMITTED, F.lit(False)))
     if not on:
+        # No row has an isolation, so no poll is read_committed: a constant the optimizer
+        # folds through every rule that asks (read pairs, g1a), as the others are.
         constants = {
+            "rc": F.lit(False),
             "counts": F.lit(True),
             "vtxn": F.lit(None).cast("long"),
             "vcommitted": (F.col("f") == "send") & (F.col("type") == "ok"),
             "vtxn_fail": F.lit(False),
             "vdone_ns": F.lit(None).cast("long"),
         }
-        return Annotated(rows.withColumns(constants), _empty(interned, "txns"), False)
+        return Annotated(interned.withColumns(constants), _empty(interned, "txns"), False)
+    rows = interned.withColumn("rc", F.coalesce(F.col("isolation") == READ_COMMITTED, F.lit(False)))
     per_value = (
         rows.where(_send_or_read())
         .groupBy("value")
@@ -162,11 +163,12 @@ def _transactions(rows: DataFrame, per_value: DataFrame) -> DataFrame:
     )
 
 
-def run_ends(a: Annotated) -> DataFrame:
+def run_ends(a: Annotated) -> DataFrame | None:
     """Per (process, t, p) its process read inside a failed transaction: the transaction's
-    completion row (process, seq, time_ns), which ends the process's run of reads there."""
+    completion row (process, seq, time_ns), which ends the process's run of reads there. None
+    for a history without transactions, whose runs only assign and revoke end."""
     if not a.on:
-        return _empty(a.rows, "run_ends")
+        return None
     rows = a.rows
     fails = rows.where((F.col("f") == TXN) & (F.col("type") == Outcome.FAIL.value)).select(
         "process", F.col("op").alias("txn"), "seq", "time_ns"
