@@ -42,7 +42,8 @@ _SHAPES = {
     "precommitted_read": "value string, txn bigint, sel_value string",
     "torn_transaction": "txn bigint, topic bigint, partition int, offset bigint, value string, "
     "op bigint, sel_ops array<bigint>",
-    "double_processed": "group string, value string, outputs bigint, sel_ops array<bigint>",
+    "double_processed": "group string, value string, outputs bigint, records bigint, "
+    "sel_ops array<bigint>",
     "unprocessed": "group string, value string, topic bigint, partition int, offset bigint, "
     "max_processed_offset bigint, "
     "sel_gtpo struct<group:string,topic:bigint,partition:int,offset:bigint>",
