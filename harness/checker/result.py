@@ -158,8 +158,9 @@ EXAMPLE_FIELDS: dict[str, tuple[str, ...]] = {
     # txn: the component's lowest transaction; txns: all of them (at most ROWS_PER_EXAMPLE);
     # cycle: one cycle through txn, edge by edge, with the read that makes each edge.
     "g1c": ("txn", "txns", "cycle"),
-    # value: the input value; outputs: how many committed outputs were derived from it.
-    "double_processed": ("group", "value", "outputs"),
+    # value: the input value; outputs: how many committed outputs were derived from it;
+    # records: at how many places (t/p/o) it was observed, at least 1.
+    "double_processed": ("group", "value", "outputs", "records"),
     # value: the input value; t/p/o: its first place (by t/p/o) below a processed input, the
     # highest of which (in that t/p) is max_processed_offset.
     "unprocessed": ("group", "value", *_TPO, "max_processed_offset"),

@@ -410,7 +410,7 @@ def check_events(
     h = _History(events)
     lost, unseen = _unread_sends(h)
     backwards, skips = _read_pairs(h)
-    doubles, undone = processing(h.txns, h.events, h.reads, h.by_op)
+    doubles, undone = processing(h.txns, h.events, h.reads, h.by_op, h.positions)
     early = precommitted_reads(h.txns, h.reads)
     found: dict[str, list[Instance]] = {
         "lost_write": lost,

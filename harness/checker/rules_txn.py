@@ -305,12 +305,16 @@ def g1c(txns: Transactions, reads: Sequence[Event]) -> list[Instance]:
 
 def processing(
     txns: Transactions, events: Sequence[Event], reads: Sequence[Event],
-    by_op: Mapping[int, Sequence[Event]],
+    by_op: Mapping[int, Sequence[Event]], positions: Mapping[str, set[TPO]],
 ) -> tuple[list[Instance], list[Instance]]:
     """double_processed and unprocessed, per (group, input value).
 
     An input of group g is a committed value a poll of g read (at the t/p/o it read it); an
     output of g is a send of g derived from a value. Only committed outputs are work done.
+    positions: each value's observed places (read by any poll, or acked at a known offset),
+    its input *records*. A value its producer wrote twice is two records, and processing each
+    once is exactly-once, so double_processed needs more committed outputs than records (and
+    at least two: a value observed nowhere counts as one record).
     """
     outputs: dict[tuple[str, str], list[int]] = defaultdict(list)  # (g, input) → output ops
     for e in events:
@@ -326,9 +330,11 @@ def processing(
     done: dict[tuple[str, str, int], int] = {}  # (g, t, p) → highest offset of a processed input
     for (group, value), places in inputs.items():
         ops = outputs.get((group, value), [])
-        if len(ops) > 1:
+        records = max(1, len(positions.get(value, ())))
+        if len(ops) > records:
             rows = [row for op in ops for row in by_op[op]]
-            doubles.append(({"group": group, "value": value, "outputs": len(ops)}, rows))
+            fields = {"group": group, "value": value, "outputs": len(ops), "records": records}
+            doubles.append((fields, rows))
         for topic, partition, offset in places if ops else ():
             key = (group, topic, partition)
             done[key] = max(done.get(key, offset), offset)

@@ -40,7 +40,8 @@ _SHAPES = {
     "precommitted_read": "value string, txn bigint, sel_value string",
     "torn_transaction": "txn bigint, topic bigint, partition int, offset bigint, value string, "
     "op bigint, sel_ops array<bigint>",
-    "double_processed": "group string, value string, outputs bigint, sel_ops array<bigint>",
+    "double_processed": "group string, value string, outputs bigint, records bigint, "
+    "sel_ops array<bigint>",
     "unprocessed": "group string, value string, topic bigint, partition int, offset bigint, "
     "max_processed_offset bigint, "
     "sel_gtpo struct<group:string,topic:bigint,partition:int,offset:bigint>",
@@ -253,7 +254,9 @@ def torn_transactions(value_rows: DataFrame) -> DataFrame:
 
 def processing(value_rows: DataFrame) -> tuple[DataFrame, DataFrame]:
     """double_processed and unprocessed, per (group, input value): an input of g is a
-    committed value a poll of g read, an output of g a committed send of g derived from one."""
+    committed value a poll of g read, an output of g a committed send of g derived from one.
+    A value's records are its distinct observed places (a read, or an ack at a known offset):
+    double_processed needs more committed outputs than records, as rules_txn.processing."""
     outputs = value_rows.where(
         (F.col("f") == "send") & (F.col("type") == "ok") & F.col("group").isNotNull()
         & F.col("derived_from").isNotNull() & F.col("vcommitted")
@@ -264,7 +267,17 @@ def processing(value_rows: DataFrame) -> tuple[DataFrame, DataFrame]:
         F.col("read") & F.col("group").isNotNull() & F.col("vcommitted")
     ).select("group", "value", *TPO).distinct()
     keys = ["group", "value"]
-    doubles = outputs.where(F.col("outputs") > 1).join(inputs.select(*keys), keys, "left_semi")
+    records = (
+        value_rows.where(F.col("read") | F.col("known")).select("value", *TPO).distinct()
+        .groupBy("value").agg(F.count(F.lit(1)).alias("observed"))
+    )
+    doubles = (
+        outputs.where(F.col("outputs") > 1).join(inputs.select(*keys), keys, "left_semi")
+        .join(records, "value", "left")
+        .withColumn("records", F.greatest(F.coalesce(F.col("observed"), F.lit(0)), F.lit(1)))
+        .where(F.col("outputs") > F.col("records"))
+        .drop("observed")
+    )
     done = (
         inputs.join(outputs, keys, "left_semi")
         .groupBy("group", *TP)

@@ -128,7 +128,39 @@ def test_two_committed_outputs_of_one_input_are_double_processed(judge: Judge):
     b.poll(5, [(0, "out-1"), (1, "out-2")], topic="out")
     result = judge(b)
     assert counts(result) == {"double_processed": 1}
-    assert example(result, "double_processed") == {"group": "g", "value": "a", "outputs": 2}
+    assert example(result, "double_processed") == {
+        "group": "g", "value": "a", "outputs": 2, "records": 1
+    }
+
+
+def test_a_value_written_twice_and_processed_once_per_record_is_not_double_processed(
+        judge: Judge):
+    """Kafka 4.4's idempotent input producers wrote values twice under faults (duplicate, which
+    at-least-once allows): two records, each rightly processed into an output of its own."""
+    b = Builder()
+    b.send(9, "a", 0, topic="in")
+    b.poll(1, [(0, "a"), (1, "a")], topic="in", group="g", generation=1)  # a second record
+    b.send(1, "out-1", 0, topic="out", group="g", derived_from="a")
+    b.send(1, "out-2", 1, topic="out", group="g", derived_from="a")
+    b.poll(5, [(0, "out-1"), (1, "out-2")], topic="out")
+    result = judge(b)
+    assert counts(result) == {"duplicate": 1}
+
+
+def test_three_committed_outputs_of_a_value_written_twice_are_double_processed(judge: Judge):
+    b = Builder()
+    b.send(9, "a", 0, topic="in")  # acked at 0, read at 0 and 1: two records
+    b.poll(1, [(0, "a"), (1, "a")], topic="in", group="g", generation=1)
+    for offset in range(3):
+        b.send(1, f"out-{offset}", offset, topic="out", group="g", derived_from="a")
+    b.poll(5, [(0, "out-0"), (1, "out-1"), (2, "out-2")], topic="out")
+    result = judge(b)
+    assert counts(result) == {"duplicate": 1, "double_processed": 1}
+    assert example(result, "double_processed") == {
+        "group": "g", "value": "a", "outputs": 3, "records": 2
+    }
+    rows = result.anomalies["double_processed"].examples[0]["rows"]
+    assert sorted(r["value"] for r in rows if r["type"] == "ok") == ["out-0", "out-1", "out-2"]
 
 
 def test_an_input_below_a_processed_one_with_no_output_is_unprocessed(judge: Judge):
