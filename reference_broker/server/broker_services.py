@@ -17,6 +17,7 @@ from reference_broker.server.offsets_topic import OffsetsTopic
 from reference_broker.server.replica_manager import ReplicaManager
 from reference_broker.server.request_order import ConnectionOrder
 from reference_broker.server.transaction_state_topic import TransactionStateTopic
+from reference_broker.server.transaction_verification import TransactionVerifier
 
 
 @dataclass
@@ -30,6 +31,7 @@ class BrokerServices:
     offset_commits: OffsetCommits
     transaction_topic: TransactionStateTopic
     transaction_coordinator: TransactionCoordinator
+    transaction_verifier: TransactionVerifier
     group_request_order: ConnectionOrder = field(default_factory=ConnectionOrder)
     # ZooKeeper mode only: the broker's ZK half (server.zk_broker.ZkBroker) and the controller
     # (controller.kafka_controller.KafkaController), active or not.

@@ -42,6 +42,7 @@ from reference_broker.server.transaction_state_topic import (
     TRANSACTION_STATE_TOPIC,
     TransactionStateTopic,
 )
+from reference_broker.server.transaction_verification import TransactionVerifier
 from reference_broker.server.zk_admin_manager import ZkAdminManager
 from reference_broker.server.zk_broker import ZkBroker
 
@@ -127,7 +128,8 @@ class KafkaServer:
             admin, cache, zk_broker, groups.partition_for)
         services = BrokerServices(config, cache, replicas, admin, offsets_topic, coordinator,
                                   OffsetCommits(groups, group_config), txn_topic,
-                                  txn_coordinator, zk_broker=zk_broker)
+                                  txn_coordinator, self._verifier(txn_topic, txn_coordinator),
+                                  zk_broker=zk_broker)
         apis = KafkaApis(services)
         self._socket_server = SocketServer(apis.handle_frame, config["socket.request.max.bytes"])
         for endpoint in config.listeners:
@@ -206,6 +208,20 @@ class KafkaServer:
         return TransactionCoordinator(
             manager, TransactionConfig(max_timeout_ms=config["transaction.max.timeout.ms"]),
             admin.next_producer_id, offsets_partition_for, markers)
+
+    def _verifier(self, txn_topic: TransactionStateTopic,
+                  coordinator: TransactionCoordinator) -> TransactionVerifier:
+        """KIP-890's verification, asking the leader of the transactional id's
+        `__transaction_state` partition over the markers' clients (the same peers)."""
+        markers = self._txn_markers
+        assert markers is not None
+
+        def coordinator_of(transactional_id: str) -> int | None:
+            info = txn_topic.leader_of(coordinator.manager.partition_for(transactional_id))
+            return None if info is None or info.leader < 0 else info.leader
+
+        return TransactionVerifier(self.config.broker_id, coordinator, coordinator_of,
+                                   markers.client_for)
 
     def _every(self, interval_s: float, action: Callable[[int], object]) -> None:
         async def loop() -> None:

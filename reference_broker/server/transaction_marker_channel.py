@@ -75,7 +75,7 @@ class TransactionMarkerChannelManager:
     async def _send(self, leader: int, marker: Mapping[str, object],
                     partitions: list[TopicPartition]) -> set[TopicPartition]:
         """The partitions the leader is done with: written, or refused for good."""
-        client = self._client(leader)
+        client = self.client_for(leader)
         if client is None:
             return set()
         topics: dict[str, list[int]] = {}
@@ -100,7 +100,9 @@ class TransactionMarkerChannelManager:
                         done.add((topic.name, p.partition_index))
         return done
 
-    def _client(self, broker_id: int) -> BrokerClient | None:
+    def client_for(self, broker_id: int) -> BrokerClient | None:
+        """The client to a broker at its current address (shared with KIP-890's verification,
+        whose requests go to the same peers)."""
         address = self._address_of(broker_id)
         if address is None:
             return None

@@ -123,9 +123,11 @@ def _sample(api_key: int, version: int, topic: str, topic_id: uuid.UUID) -> dict
 
 
 # Per API: the error codes a minimal, valid request may legitimately get back. Membership
-# requests name an unknown member (UNKNOWN_MEMBER_ID, 25) so none waits for a rebalance.
+# requests name an unknown member (UNKNOWN_MEMBER_ID, 25) so none waits for a rebalance. The
+# transactional ones name a transactional id never initialized (INVALID_PRODUCER_ID_MAPPING,
+# 49) — TxnOffsetCommit too, whose verification asks the coordinator (KIP-890 part 1).
 EXPECTED_ERRORS = {20: {0, 3}, 37: {3}, 11: {25}, 12: {25}, 13: {0, 25}, 14: {25}, 42: {69},
-                   43: {0, 84}, 24: {0, 49}, 25: {49}, 26: {49}, 65: {105}}
+                   43: {0, 84}, 24: {0, 49}, 25: {49}, 26: {49}, 28: {49}, 65: {105}}
 GROUP = "every-version"
 TXN_ID = "every-version-txn"
 

@@ -2,47 +2,71 @@
 stable offset in Fetch and ListOffsets, aborted transactions, a real read_committed consumer,
 and a kill -9 in the middle of a transaction.
 
-The coordinator is played by this test: it takes a producer id from InitProducerId (no
-transactional id), writes transactional batches with it and sends WriteTxnMarkers itself.
+The markers are the test's: each producer has a real transactional id and adds its partitions
+with the coordinator (the leader verifies a transaction's first batch with it, KIP-890 part 1),
+but the test writes the batches and sends WriteTxnMarkers itself, never EndTxn, so that it
+controls what each partition's log holds.
 """
 
 import os
 import signal
+import uuid
 
 from confluent_kafka import Consumer, TopicPartition
 
 from harness.cluster.peers import ReferenceBroker
 from harness.raw_client import RawClient
 from harness.waiting import wait_for
+from harness.wire.errors import ErrorCode
 from harness.wire.records import build_batch, decode_records, iter_headers
 
 from .conftest import create_topic
 from .test_raw_protocol import fetch_body, produce, produce_body
+from .test_transactions import FIND_COORDINATOR, WAIT_S, add_partitions, init
 
-PRODUCE, INIT_PRODUCER_ID, WRITE_TXN_MARKERS, FETCH, LIST_OFFSETS = 0, 22, 27, 1, 2
-TRANSACTIONAL_ID = "raw-txn"  # what Kafka requires of a request carrying transactional records
+PRODUCE, WRITE_TXN_MARKERS, FETCH, LIST_OFFSETS = 0, 27, 1, 2
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 LATEST = -1
 COORDINATOR_EPOCH = 4
 
 
 class TxnProducer:
-    """A producer id and its sequence, writing transactional batches over the raw client."""
+    """A transactional producer writing its batches over the raw client (to the partition's
+    leader); its InitProducerId and AddPartitionsToTxn go to its coordinator, wherever that is,
+    over a connection of their own closed at once."""
 
     def __init__(self, raw: RawClient) -> None:
-        init = raw.request(INIT_PRODUCER_ID, 4, {"transactional_id": None,
-                                                 "transaction_timeout": 60000,
-                                                 "producer_id": -1, "producer_epoch": -1})
-        assert init.error_code.value == 0
-        self.raw, self.pid, self.epoch, self.seq = raw, init.producer_id, init.producer_epoch, 0
+        self.transactional_id = f"raw-txn-{uuid.uuid4().hex[:12]}"
+        found = wait_for(lambda: (r := raw.request(FIND_COORDINATOR, 3, {
+            "key": self.transactional_id, "key_type": 1})).error_code == ErrorCode.none and r,
+            WAIT_S, f"the coordinator of {self.transactional_id}")
+        self.coordinator = (found.host, found.port)
+        with RawClient(*self.coordinator) as coordinator:
+            answer = init(coordinator, self.transactional_id)
+        assert answer.error_code == ErrorCode.none, answer
+        self.raw, self.pid, self.epoch, self.seq = raw, answer.producer_id, \
+            answer.producer_epoch, 0
+        self.added: set[str] = set()
 
     def send(self, topic: str, *values: bytes) -> int:
+        if topic not in self.added:  # partition 0 joins the transaction before its first batch
+            with RawClient(*self.coordinator) as coordinator:
+                assert add_partitions(coordinator, self.transactional_id, self.pid,
+                                      self.epoch, topic) == ErrorCode.none
+            self.added.add(topic)
         batch = build_batch([(None, v) for v in values], producer_id=self.pid,
                             producer_epoch=self.epoch, base_sequence=self.seq,
                             transactional=True)
         body = produce_body(topic, batch)
-        body["transactional_id"] = TRANSACTIONAL_ID
-        part = self.raw.request(PRODUCE, 9, body).responses[0].partition_responses[0]
+        body["transactional_id"] = self.transactional_id
+
+        def produced():
+            # NOT_ENOUGH_REPLICAS: the leader could not reach the coordinator to verify the
+            # batch yet (a busy cluster); nothing was appended and a producer sends it again.
+            part = self.raw.request(PRODUCE, 9, body).responses[0].partition_responses[0]
+            return None if part.error_code == ErrorCode.not_enough_replicas else part
+
+        part = wait_for(produced, WAIT_S, f"{self.transactional_id}'s batch appended")
         assert part.error_code.value == 0, part
         self.seq += len(values)
         return part.base_offset

@@ -65,11 +65,7 @@ def test_the_reference_broker_advertises_kafka_39s_ranges(sides: dict[str, Side]
 
 # Differences found and not yet closed, each with its reason; strict, so closing one fails the
 # test until its entry goes.
-KNOWN_DIFFERENCES = {
-    28: "KIP-890 part 1: Kafka 3.9's group coordinator verifies a TxnOffsetCommit with the "
-        "transaction coordinator and refuses one of no ongoing transaction; the reference broker "
-        "does not verify yet and holds the offsets pending (docs/reference-broker.md)",
-}
+KNOWN_DIFFERENCES: dict[int, str] = {}
 
 
 @pytest.mark.parametrize("api_key", [

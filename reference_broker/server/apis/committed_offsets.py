@@ -4,8 +4,11 @@ may change) and OffsetDelete v0.
 
 TxnOffsetCommit (KIP-98, KIP-447's member and generation from v3) writes the offsets as the
 producer's transactional batch in the group's offsets partition; they stay pending until the
-transaction's marker reaches that partition (WriteTxnMarkers). Not checked here, as in Kafka
-3.9 without KIP-890's part 2: that the transaction added the group with AddOffsetsToTxn.
+transaction's marker reaches that partition (WriteTxnMarkers). Before writing, as Kafka 3.9
+with KIP-890 part 1's verification, the producer's transaction coordinator must confirm that
+the group's offsets partition is in the producer's ongoing transaction (AddOffsetsToTxn added
+it): else the pending offsets would belong to no transaction the coordinator will end, and the
+group's offsets would stay unstable for good. A refusal answers every partition.
 
 Partitions the broker does not host are refused per partition (UNKNOWN_TOPIC_OR_PARTITION /
 UNKNOWN_TOPIC_ID) before anything reaches the coordinator, which decides the rest. The handlers
@@ -25,6 +28,8 @@ from reference_broker.coordinator.group.offset_commits import OffsetToCommit
 from reference_broker.server.api_registry import api
 from reference_broker.server.apis.group_membership import in_connection_order, millis
 from reference_broker.server.broker_services import BrokerServices
+from reference_broker.server.offsets_topic import OFFSETS_TOPIC
+from reference_broker.server.transaction_verification import for_txn_offset_commit
 
 OFFSET_COMMIT = 8
 TXN_OFFSET_COMMIT = 28
@@ -75,11 +80,28 @@ def handle_txn_offset_commit(
 ) -> dict[str, Any] | Awaitable[dict[str, Any]]:
     body = request.body
     wanted, refused, names = _wanted(services, body)
+    if not wanted:
+        return _answer(services, body, refused, names, {})
+    return _verify_then_txn_commit(services, body, request.api_version, wanted, refused, names)
+
+
+async def _verify_then_txn_commit(services: BrokerServices, body: Any, version: int,
+                                  wanted: dict[TopicPartition, OffsetToCommit],
+                                  refused: dict[tuple[int, int], ErrorCode],
+                                  names: list[str | None]) -> dict[str, Any]:
+    offsets_partition = (OFFSETS_TOPIC,
+                         services.group_coordinator.manager.partition_for(body.group_id))
+    answers = await services.transaction_verifier.verify(
+        body.transactional_id, body.producer_id, body.producer_epoch, [offsets_partition])
+    error = for_txn_offset_commit(answers[offsets_partition], version)
+    if error is not ErrorCode.none:
+        return _commit_response(body, refused, names, dict.fromkeys(wanted, error))
     results = services.offset_commits.txn_commit(
         body.group_id, body.producer_id, body.producer_epoch,
         getattr(body, "member_id", "") or "", getattr(body, "group_instance_id", None),
         getattr(body, "generation_id", -1), wanted)
-    return _answer(services, body, refused, names, results)
+    answer = _answer(services, body, refused, names, results)
+    return answer if isinstance(answer, dict) else await answer
 
 
 def _answer(services: BrokerServices, body: Any, refused: dict[tuple[int, int], ErrorCode],

@@ -2,9 +2,12 @@
 
 Transactional batches are appended and tracked by the partition's producer state (which opens
 the producer's transaction); as in Kafka, a request carrying one must name its transactional id,
-else every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Kafka 3.9's KIP-890 part 1
-check (asking the coordinator whether the partition was added to the transaction) is not done:
-there is no coordinator here to ask yet.
+else every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED. As Kafka 3.9 with
+`transaction.partition.verification.enable` (KIP-890 part 1), a producer's first transactional
+batch in a partition — no transaction of its id and epoch open there — is appended only once
+the transaction coordinator confirms that the partition is in the producer's ongoing
+transaction; otherwise the partition answers the coordinator's refusal. Once the transaction is
+open in the partition its later batches need no question: the log's epoch check covers them.
 """
 
 from __future__ import annotations
@@ -17,9 +20,13 @@ from typing import Any
 from harness.wire.errors import ErrorCode, error_name
 from harness.wire.protocol import ProtocolError
 from harness.wire.records import HEADER_SIZE, read_header
+from reference_broker.log.producer_state import NO_OFFSET
 from reference_broker.server import topic_config
 from reference_broker.server.api_registry import api
 from reference_broker.server.broker_services import BrokerServices
+from reference_broker.server.transaction_verification import for_produce
+
+TopicPartition = tuple[str, int]
 
 PRODUCE = 0
 ZERO_UUID = uuid.UUID(int=0)
@@ -28,13 +35,67 @@ ZERO_UUID = uuid.UUID(int=0)
 @api(PRODUCE, range(3, 12))  # Kafka 3.9: v0-v11; kio has no v0-v2
 def handle_produce(
     services: BrokerServices, request: Any, conn: Any
-) -> dict[str, Any] | None | Awaitable[dict[str, Any]]:
+) -> dict[str, Any] | None | Awaitable[dict[str, Any] | None]:
     body = request.body
     acks = body.acks
     if getattr(body, "transactional_id", None) is None and _has_transactional_records(body):
         if acks == 0:  # no response to carry the error: Kafka closes the connection
             raise ProtocolError("transactional records without a transactional id")
         return _refuse_all(body, ErrorCode.transactional_id_authorization_failed)
+    unverified = _unverified(services, body)
+    if unverified:
+        return _verify_then_produce(services, body, request.api_version, unverified)
+    return _produce(services, body, {})
+
+
+def _unverified(services: BrokerServices,
+                body: Any) -> dict[tuple[int, int], list[TopicPartition]]:
+    """The partitions led here whose transactional batch would open a transaction, by the
+    batch's producer id and epoch: those the coordinator must confirm first."""
+    unverified: dict[tuple[int, int], list[TopicPartition]] = {}
+    cache = services.metadata_cache
+    for topic_data in body.topic_data:
+        name = getattr(topic_data, "name", None)
+        topic = cache.topic(name) if name is not None else cache.topic_by_id(
+            getattr(topic_data, "topic_id", None))
+        if topic is None:
+            continue
+        for data in topic_data.partition_data:
+            if data.records is None or len(data.records) < HEADER_SIZE:
+                continue
+            header = read_header(data.records)
+            part = services.replica_manager.partition(topic.name, data.index)
+            if not header.is_transactional or part is None or not part.is_leader:
+                continue
+            entry = part.log.producer_state.get(header.producer_id)
+            if entry is not None and entry.producer_epoch == header.producer_epoch \
+                    and entry.current_txn_first_offset != NO_OFFSET:
+                continue
+            unverified.setdefault((header.producer_id, header.producer_epoch), []).append(
+                (topic.name, data.index))
+    return unverified
+
+
+async def _verify_then_produce(services: BrokerServices, body: Any, version: int,
+                               unverified: dict[tuple[int, int], list[TopicPartition]]
+                               ) -> dict[str, Any] | None:
+    """Ask the coordinator, then append what it confirmed and refuse the rest."""
+    refused: dict[TopicPartition, ErrorCode] = {}
+    for (producer_id, epoch), partitions in unverified.items():
+        answers = await services.transaction_verifier.verify(
+            body.transactional_id, producer_id, epoch, partitions)
+        refused.update({tp: for_produce(error, version) for tp, error in answers.items()
+                        if error is not ErrorCode.none})
+    produced = _produce(services, body, refused)
+    if produced is None or isinstance(produced, dict):
+        return produced
+    return await produced
+
+
+def _produce(services: BrokerServices, body: Any, refused: dict[TopicPartition, ErrorCode]
+             ) -> dict[str, Any] | None | Awaitable[dict[str, Any]]:
+    """Append every partition's records but those `refused` (which answer their error)."""
+    acks = body.acks
     cache = services.metadata_cache
     replicas = services.replica_manager
     responses = []
@@ -52,6 +113,8 @@ def handle_produce(
                 error = ErrorCode.unknown_topic_or_partition if name is not None \
                     else ErrorCode.unknown_topic_id
                 result = {"index": data.index, "error_code": error}
+            elif (topic.name, data.index) in refused:
+                result = {"index": data.index, "error_code": refused[(topic.name, data.index)]}
             else:
                 min_isr = topic_config.effective(services.config, topic.configs,
                                                  "min.insync.replicas")
