@@ -117,6 +117,9 @@ def test_an_open_transaction_survives_its_coordinators_crash_and_is_then_fenced(
     assert ErrorCode(fencing.error_code) is ErrorCode.concurrent_transactions, fencing
     assert _add_partition(local, transactional_id, pid, epoch, topic) is \
         ErrorCode.producer_fenced
-    aborted = _describe(local, transactional_id)
-    assert aborted.transaction_state in {"PrepareAbort", "CompleteAbort"}, aborted
+    # Fencing passes through PrepareEpochFence (its own state, as in Kafka) on its way to the
+    # abort: the describe waits for the abort rather than catching the fence half-written.
+    aborted = local.wait_for(
+        lambda: (d := _describe(local, transactional_id)).transaction_state in {
+            "PrepareAbort", "CompleteAbort"} and d, WAIT_S, "the fenced transaction's abort")
     assert (aborted.producer_id, aborted.producer_epoch) == (pid, epoch + 1)
