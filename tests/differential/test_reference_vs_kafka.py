@@ -63,14 +63,7 @@ def test_the_reference_broker_advertises_kafka_39s_ranges(sides: dict[str, Side]
     assert kafka_api_versions.advertised(reference) == expected
 
 
-# Differences found and not yet closed, each with its reason; strict, so closing one fails the
-# test until its entry goes.
-KNOWN_DIFFERENCES: dict[int, str] = {}
-
-
-@pytest.mark.parametrize("api_key", [
-    pytest.param(key, marks=pytest.mark.xfail(strict=True, reason=KNOWN_DIFFERENCES[key]))
-    if key in KNOWN_DIFFERENCES else key for key in sorted(SAMPLES)], ids=protocol.api_name)
+@pytest.mark.parametrize("api_key", sorted(SAMPLES), ids=protocol.api_name)
 def test_the_reference_broker_answers_as_apache_kafka_does(
         sides: dict[str, Side], api_key: int) -> None:
     """Every version of every API both brokers advertise gets the same answer from both,
