@@ -73,9 +73,6 @@ _CAPABILITY_REASONS = {
 ZOOKEEPER_MODE = frozenset(Capability) - {Capability.QUORUM}
 """What a ZooKeeper-mode cluster the harness runs can do: everything but a KRaft quorum."""
 
-REFERENCE_MODE = ZOOKEEPER_MODE - {Capability.TRANSACTIONS}
-"""What the reference broker's cluster can do: a ZooKeeper-mode cluster's all, but it has no
-transaction coordinator yet (issue 28)."""
 
 
 class ProcessRole(StrEnum):

@@ -14,7 +14,7 @@ from importlib.metadata import version as package_version
 from pathlib import Path
 
 from harness.cluster.kinds import (
-    REFERENCE_MODE,
+    ZOOKEEPER_MODE,
     BrokerWiring,
     ContainerLaunch,
     Wrap,
@@ -27,7 +27,7 @@ class ReferenceKind:
     """``reference``: ZooKeeper-mode reference brokers as child processes."""
 
     name = "reference"
-    capabilities = REFERENCE_MODE
+    capabilities = ZOOKEEPER_MODE
     listener_per_peer = False
     needs_zookeeper = True
     controller_quorum = False

@@ -47,6 +47,7 @@ from harness.checker.result import (
 )
 from harness.cluster.errors import PeerStartError
 from harness.cluster.factory import Faults, RunnableCluster, build
+from harness.cluster.kinds import Capability
 from harness.cluster.nodes import ClusterNodes
 from harness.cluster.options import (
     DISK_TARGETS,
@@ -149,14 +150,18 @@ class RunOptions:
         if self.guarantee not in GUARANTEES:
             problems.append(f"--guarantee must be one of {', '.join(GUARANTEES)}")
         try:
+            recipe = load_recipe(self.recipe) if self.recipe else None
             check_options(self.target, None, max(self.brokers, 1), self.network, self.backend,
-                          recipe=load_recipe(self.recipe) if self.recipe else None)
+                          recipe=recipe)
         except ValueError as exc:
             problems.append(str(exc))
         else:
             if TargetName(self.target) not in {*BROKER_KINDS, TargetName.RECIPE}:
                 problems.append(f"a run needs a target the harness can fault "
                                 f"({', '.join(BROKER_KINDS)}), not {self.target!r}")
+            # Every built-in kind has transactions; a recipe says whether its broker does.
+            if recipe is not None and Capability.TRANSACTIONS not in recipe.capabilities:
+                problems += kinds.untransactional_problems(self.workload, f"recipe {self.recipe}")
         if self.engine not in ENGINES:
             problems.append(f"--engine must be one of {', '.join(ENGINES)}")
         unknown = [n for n in self.nemesis if n not in FAULTS]
@@ -172,7 +177,7 @@ class RunOptions:
         if self.static_members and self.consumer_mode != "group":
             problems.append("static members need --consumer-mode group")
         problems += self._group_protocol_problems()
-        problems += kinds.workload_problems(self.workload, self.txn_id_policy, target=self.target,
+        problems += kinds.workload_problems(self.workload, self.txn_id_policy,
                                             abort_p=self.abort_p, producers=self.producers,
                                             consumers=self.consumers, acks=self.acks,
                                             idempotence=self.idempotence,

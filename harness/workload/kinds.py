@@ -70,15 +70,18 @@ def workload_topics(kind: WorkloadKind, topic: str) -> tuple[str, ...]:
 DEFAULT_ABORT_P = 0.1
 """The share of transactions a transactional client aborts on purpose (``--abort-p``)."""
 
-NO_TRANSACTIONS: dict[str, str] = {
-    "reference": "the reference broker implements no transactions (InitProducerId only for "
-                 "idempotence; no AddPartitionsToTxn, EndTxn or TxnOffsetCommit)",
-}
-"""Run targets (their ``--target`` value) that cannot serve a transactional workload, and why;
-a recipe's broker is tried: its clients fail, and the run says so, if it has none."""
+
+def untransactional_problems(workload: str, target: str) -> list[str]:
+    """Why ``workload`` cannot run on ``target``, a broker that does not claim transactions
+    (a recipe's; every built-in kind has them): refused before anything starts rather than
+    failing once the transactional clients run."""
+    if workload in tuple(WorkloadKind) and WorkloadKind(workload).transactional:
+        return [f"--workload {workload} needs transactions, which the {target} does not claim "
+                f"(its broker.capabilities lack 'transactions')"]
+    return []
 
 
-def workload_problems(workload: str, txn_id_policy: str, *, target: str, abort_p: float,
+def workload_problems(workload: str, txn_id_policy: str, *, abort_p: float,
                       producers: int, consumers: int, acks: str = "all",
                       idempotence: bool = True, consumer_mode: str = "group") -> list[str]:
     """What is wrong with running ``workload`` with these options, in the CLI's words (the
@@ -94,9 +97,6 @@ def workload_problems(workload: str, txn_id_policy: str, *, target: str, abort_p
     problems = []
     if not 0.0 <= abort_p <= 1.0:
         problems.append(f"--abort-p must be within [0, 1], got {abort_p}")
-    if kind.transactional and target in NO_TRANSACTIONS:
-        problems.append(f"--workload {kind} needs transactions, which --target {target} lacks: "
-                        f"{NO_TRANSACTIONS[target]} (--target apache-kafka has them)")
     if kind is WorkloadKind.TRANSACTIONS and (acks not in ("all", "-1") or not idempotence):
         problems.append("--workload transactions: transactional producers are acks=all and "
                         "idempotent (Kafka requires it); drop --acks and --no-idempotence")

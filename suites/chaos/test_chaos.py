@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.cluster.kinds import Capability
 from harness.cluster.targets import Target
 from harness.plugin.options import kafka_options
 from harness.run.runner import RunResult
-from harness.workload.kinds import NO_TRANSACTIONS
 
 from ..seeded_chaos import Chaos, seeded_chaos_run
 
@@ -32,8 +32,9 @@ LONG_FAULTS = (*SHORT_FAULTS, "stop", "crash-client")
 def _chaos(cluster: Target, request: pytest.FixtureRequest, tmp_path: Path, duration_s: float,
            faults: tuple[str, ...]) -> RunResult:
     workload = kafka_options(request.config).chaos_workload
-    if workload.transactional and cluster.kind in NO_TRANSACTIONS:
-        pytest.skip(f"--kafka-chaos-workload {workload}: {NO_TRANSACTIONS[cluster.kind]}")
+    lacking = cluster.missing(Capability.TRANSACTIONS) if workload.transactional else None
+    if lacking:
+        pytest.skip(f"--kafka-chaos-workload {workload}: {lacking}")
     option = ("--kafka-chaos-duration" if faults == SHORT_FAULTS
               else "--kafka-chaos-long-duration")
     result, _ = seeded_chaos_run(cluster, request, tmp_path, Chaos(

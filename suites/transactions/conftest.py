@@ -3,8 +3,9 @@ coordinator's view, see _helpers.py) and ``txn_topic`` (``make_topic`` that retu
 broker knows the topic and each leader serves it, so a leader or a coordinator never answers
 for a topic it has not taken on yet).
 
-Every test module of the suite is marked ``requires_transactions`` (``pytestmark``): the
-reference broker has no transaction coordinator yet, and skips them all with that reason.
+Every test module of the suite is marked ``requires_transactions`` (``pytestmark``): a target
+that does not claim transactions (a recipe's broker without them) skips them all with that
+reason; every built-in target has them.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ import pytest
 
 from harness.cluster.apache_kafka import ApacheKafkaKind, KafkaDistribution
 from harness.cluster.kinds import (
-    REFERENCE_MODE,
     ZOOKEEPER_MODE,
     BrokerPorts,
     BrokerWiring,
@@ -102,8 +101,7 @@ def test_the_shipped_recipes_parse_and_are_package_data():
     patterns = pyproject["tool"]["setuptools"]["package-data"]["harness.recipes"]
     for name in builtin_recipe_names():
         recipe = builtin_recipe(name)
-        expected = REFERENCE_MODE if name == "reference" else ZOOKEEPER_MODE
-        assert recipe.capabilities == expected, name
+        assert recipe.capabilities == ZOOKEEPER_MODE, name
         assert any(fnmatch.fnmatch(f"{name}.toml", pattern) for pattern in patterns), name
 
 

@@ -24,6 +24,8 @@ from harness.workload.transform import ProcessorSpec
 
 from .test_run import kafka_harness
 
+REFERENCE_RECIPE = Path(__file__).parents[2] / "harness" / "recipes" / "reference.toml"
+
 NOWHERE = "127.0.0.1:1"
 
 
@@ -109,54 +111,67 @@ def test_specs_reach_the_client_process_unchanged(spec):
     assert client._as_spec(spec_class, document["spec"]) == spec
 
 
-def test_options_a_transactional_workload_cannot_run_with_are_refused():
-    assert workload_problems("transactions", "fresh", target="apache-kafka", abort_p=0.1,
+def test_options_a_transactional_workload_cannot_run_with_are_refused(tmp_path):
+    assert workload_problems("transactions", "fresh", abort_p=0.1,
                              producers=2, consumers=2) == []
-    assert "the reference broker implements no transactions" in workload_problems(
-        "transactions", "fresh", target="reference", abort_p=0.1, producers=2,
-        consumers=2)[0]
-    assert workload_problems("transactions", "fresh", target="apache-kafka", abort_p=1.5,
+    assert workload_problems("transactions", "fresh", abort_p=1.5,
                              producers=2, consumers=2) == [
         "--abort-p must be within [0, 1], got 1.5"]
-    assert workload_problems("consume-transform-produce", "reuse", target="apache-kafka",
+    assert workload_problems("consume-transform-produce", "reuse",
                              abort_p=0.1, producers=0, consumers=2) == [
         "--workload consume-transform-produce needs at least one producer (to fill the input "
         "topic) and one consumer (a processor)"]
-    assert workload_problems("nope", "fresh", target="apache-kafka", abort_p=0.1,
+    assert workload_problems("nope", "fresh", abort_p=0.1,
                              producers=1, consumers=1)[0].startswith("--workload must be one of")
-    assert workload_problems("produce-consume", "fresh", target="reference", abort_p=0.1,
+    assert workload_problems("produce-consume", "fresh", abort_p=0.1,
                              producers=1, consumers=1, acks="1", idempotence=False,
                              consumer_mode="assign") == []
-    assert workload_problems("transactions", "fresh", target="apache-kafka", abort_p=0.1,
+    assert workload_problems("transactions", "fresh", abort_p=0.1,
                              producers=1, consumers=1, acks="1") == [
         "--workload transactions: transactional producers are acks=all and idempotent (Kafka "
         "requires it); drop --acks and --no-idempotence"]
-    assert workload_problems("transactions", "fresh", target="apache-kafka", abort_p=0.1,
+    assert workload_problems("transactions", "fresh", abort_p=0.1,
                              producers=1, consumers=1, idempotence=False, acks="-1",
                              consumer_mode="assign") == [
         "--workload transactions: transactional producers are acks=all and idempotent (Kafka "
         "requires it); drop --acks and --no-idempotence"]
-    assert workload_problems("consume-transform-produce", "fresh", target="apache-kafka",
+    assert workload_problems("consume-transform-produce", "fresh",
                              abort_p=0.1, producers=1, consumers=1, acks="1",
                              idempotence=False, consumer_mode="assign") == [
         "--workload consume-transform-produce: its processors are one consumer group (their "
         "offsets commit with their transactions); drop --consumer-mode assign"]
+    RunOptions(workload=WorkloadKind.TRANSACTIONS).validate()  # the reference broker has them
     with pytest.raises(RunError) as refused:
-        RunOptions(workload=WorkloadKind.TRANSACTIONS).validate()
+        RunOptions(workload=WorkloadKind.TRANSACTIONS, target="recipe",
+                   recipe=str(_recipe_without_transactions(tmp_path))).validate()
     assert refused.value.code == USAGE
+    assert "needs transactions, which the recipe" in str(refused.value)
 
 
-def test_the_cli_refuses_a_transactional_workload_on_the_reference_broker(tmp_path):
+def test_the_cli_refuses_a_transactional_workload_on_a_recipe_without_transactions(tmp_path):
+    """Every built-in target has transactions; a recipe claims them or not, and one that does
+    not is refused before anything starts."""
+    recipe = _recipe_without_transactions(tmp_path)
     run_dir = tmp_path / "run"
-    done = kafka_harness("run", "--workload", "consume-transform-produce", "--suites", "none",
-                         "--dir", str(run_dir), "--json", timeout=120)
+    done = kafka_harness("run", "--recipe", str(recipe), "--workload",
+                         "consume-transform-produce", "--suites", "none", "--dir", str(run_dir),
+                         "--json", timeout=120)
     assert done.returncode == 2, done.stderr[-2000:]
-    assert "needs transactions, which --target reference lacks" in json.loads(
-        done.stdout)["error"]
+    assert (f"--workload consume-transform-produce needs transactions, which the recipe "
+            f"{recipe} does not claim") in json.loads(done.stdout)["error"]
     assert not run_dir.exists()
     unknown = kafka_harness("run", "--workload", "exactly-twice", "--dir", str(run_dir),
                             timeout=120)
     assert unknown.returncode == 2 and "exactly-twice" in unknown.stderr
+
+
+def _recipe_without_transactions(tmp_path: Path) -> Path:
+    """The shipped reference recipe, its claim to transactions taken out."""
+    text = REFERENCE_RECIPE.read_text()
+    assert ', "transactions"]' in text
+    recipe = tmp_path / "no-transactions.toml"
+    recipe.write_text(text.replace(', "transactions"]', "]"))
+    return recipe
 
 
 def _pytest(*args: str) -> subprocess.CompletedProcess[str]:
@@ -165,13 +180,14 @@ def _pytest(*args: str) -> subprocess.CompletedProcess[str]:
                           cwd=Path(__file__).parents[2])
 
 
-def test_the_chaos_suite_takes_a_workload_and_skips_transactions_without_them():
+def test_the_chaos_suite_takes_a_workload_and_skips_transactions_without_them(tmp_path):
     refused = _pytest("suites/chaos/test_chaos.py", "--kafka-chaos-workload", "twice",
                       "--collect-only")
     assert refused.returncode == 4 and "invalid choice: 'twice'" in refused.stderr
     done = _pytest("suites/chaos/test_chaos.py", "-k", "short", "-rs",
-                   "--kafka-chaos-workload", "transactions")
+                   "--kafka-chaos-workload", "transactions",
+                   "--kafka-recipe", str(_recipe_without_transactions(tmp_path)))
     assert done.returncode == 0, done.stdout[-3000:]
     assert "1 skipped" in done.stdout
-    assert "--kafka-chaos-workload transactions: the reference broker implements no " \
-           "transactions" in done.stdout
+    assert "--kafka-chaos-workload transactions: needs a target that implements transactions; " \
+           "the 'recipe' target does not offer it" in done.stdout
