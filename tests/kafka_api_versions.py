@@ -66,7 +66,6 @@ NOT_IMPLEMENTED: dict[int, str] = {
     57: "no feature versioning (KIP-584): UpdateFeatures is not implemented",
     58: _INTER_BROKER,  # Envelope
     60: "DescribeCluster is not implemented (clients take the brokers from Metadata)",
-    61: "DescribeProducers is not implemented",
     67: _INTER_BROKER,  # AllocateProducerIds
     68: ("KIP-848: Kafka 3.9 in ZooKeeper mode advertises ConsumerGroupHeartbeat but answers it "
          "UNSUPPORTED_VERSION (its only group coordinator is the classic one); the reference "

@@ -22,8 +22,10 @@ the coordinator epoch of its last marker, so a marker from a deposed coordinator
 
 The binary snapshot codec lives here as pure functions; file I/O is two small helpers. Version 2
 carries each producer's ongoing transaction and coordinator epoch (a kill -9 in the middle of a
-transaction must not forget it); version 1 snapshots, written before transactions existed here,
-are still read, with no transaction open.
+transaction must not forget it); version 3 also its last batch's timestamp, which
+DescribeProducers answers (KIP-664) as Kafka's snapshot keeps it. Versions 1 (written before
+transactions existed here, read with no transaction open) and 2 are still read, with no
+timestamp known (-1).
 """
 
 from __future__ import annotations
@@ -60,12 +62,15 @@ NO_OFFSET = -1
 NO_COORDINATOR_EPOCH = -1
 _SEQUENCE_MODULUS = 2**31
 
-_SNAPSHOT_VERSION = 2
+_SNAPSHOT_VERSION = 3
 _SNAPSHOT_V1 = 1
+_SNAPSHOT_V2 = 2
 _SNAPSHOT_HEAD = struct.Struct(">hi")  # version, producer count
 _PRODUCER_V1 = struct.Struct(">qhb")  # producer id, epoch, batch count
 # producer id, epoch, coordinator epoch, ongoing transaction's first offset, batch count
-_PRODUCER = struct.Struct(">qhiqb")
+_PRODUCER_V2 = struct.Struct(">qhiqb")
+# the same and the last batch's timestamp
+_PRODUCER = struct.Struct(">qhiqbq")
 _BATCH = struct.Struct(">iiqqq")  # first seq, last seq, first offset, last offset, append time
 _CRC = struct.Struct(">I")
 
@@ -103,6 +108,7 @@ class ProducerStateEntry:
     )
     coordinator_epoch: int = NO_COORDINATOR_EPOCH
     current_txn_first_offset: int = NO_OFFSET  # NO_OFFSET: no transaction ongoing
+    last_timestamp: int = -1  # the last data batch's max timestamp (DescribeProducers)
 
     @property
     def last_seq(self) -> int:
@@ -135,6 +141,10 @@ class ProducerStateManager:
 
     def __len__(self) -> int:
         return len(self._producers)
+
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """Every producer the partition remembers, as DescribeProducers lists them (KIP-664)."""
+        return list(self._producers.values())
 
     def get(self, producer_id: int) -> ProducerStateEntry | None:
         return self._producers.get(producer_id)
@@ -190,6 +200,7 @@ class ProducerStateManager:
         """Record a data batch that is now in the log; a new epoch forgets the old epoch's
         batches, and a transactional batch opens the producer's transaction if none is open."""
         entry = self._entry_at_epoch(header.producer_id, header.producer_epoch)
+        entry.last_timestamp = header.max_timestamp
         if header.is_transactional and entry.current_txn_first_offset == NO_OFFSET:
             entry.current_txn_first_offset = first_offset
             self._ongoing[header.producer_id] = first_offset
@@ -232,11 +243,16 @@ class ProducerStateManager:
         return None
 
     def complete(
-        self, producer_id: int, producer_epoch: int, marker: EndTxnMarker, offset: int
+        self, producer_id: int, producer_epoch: int, marker: EndTxnMarker, offset: int,
+        timestamp: int = -1,
     ) -> CompletedTxn:
         """Record the marker written at `offset`: the producer's transaction (from its first
-        offset, or from the marker itself when none was open, as in Kafka) ends there."""
+        offset, or from the marker itself when none was open, as in Kafka) ends there. The
+        marker's batch `timestamp` becomes the producer's last, as Kafka's
+        appendEndTxnMarker keeps it (measured: DescribeProducers on Kafka 3.9 then answers the
+        marker's time, not the last data batch's)."""
         entry = self._entry_at_epoch(producer_id, producer_epoch)
+        entry.last_timestamp = timestamp
         first_offset = entry.current_txn_first_offset
         if first_offset == NO_OFFSET:
             first_offset = offset
@@ -276,7 +292,8 @@ class ProducerStateManager:
             if header.is_control:
                 if marker is not None:
                     completed.append(self.complete(
-                        header.producer_id, header.producer_epoch, marker, header.base_offset))
+                        header.producer_id, header.producer_epoch, marker, header.base_offset,
+                        header.max_timestamp))
                 continue
             append_time = header.max_timestamp if header.is_log_append_time else -1
             self.update(header, header.base_offset, header.last_offset, append_time)
@@ -298,6 +315,7 @@ class ProducerStateManager:
                     entry.coordinator_epoch,
                     entry.current_txn_first_offset,
                     len(entry.batches),
+                    entry.last_timestamp,
                 )
             )
             parts.extend(
@@ -318,26 +336,32 @@ class ProducerStateManager:
         if crc32c.crc32c(body) != crc:
             raise ValueError("producer snapshot CRC mismatch")
         version, count = _SNAPSHOT_HEAD.unpack_from(body, 0)
-        if version not in (_SNAPSHOT_V1, _SNAPSHOT_VERSION):
+        if version not in (_SNAPSHOT_V1, _SNAPSHOT_V2, _SNAPSHOT_VERSION):
             raise ValueError(f"unknown producer snapshot version {version}")
         manager = cls()
         pos = _SNAPSHOT_HEAD.size
         try:
             for _ in range(count):
+                last_timestamp = -1
                 if version == _SNAPSHOT_V1:
                     producer_id, epoch, batches = _PRODUCER_V1.unpack_from(body, pos)
                     coordinator_epoch, txn_first_offset = NO_COORDINATOR_EPOCH, NO_OFFSET
                     pos += _PRODUCER_V1.size
-                else:
+                elif version == _SNAPSHOT_V2:
                     producer_id, epoch, coordinator_epoch, txn_first_offset, batches = (
-                        _PRODUCER.unpack_from(body, pos)
+                        _PRODUCER_V2.unpack_from(body, pos)
                     )
+                    pos += _PRODUCER_V2.size
+                else:
+                    (producer_id, epoch, coordinator_epoch, txn_first_offset, batches,
+                     last_timestamp) = _PRODUCER.unpack_from(body, pos)
                     pos += _PRODUCER.size
                 entry = ProducerStateEntry(
                     producer_id,
                     epoch,
                     coordinator_epoch=coordinator_epoch,
                     current_txn_first_offset=txn_first_offset,
+                    last_timestamp=last_timestamp,
                 )
                 for _ in range(batches):
                     entry.batches.append(BatchMetadata(*_BATCH.unpack_from(body, pos)))

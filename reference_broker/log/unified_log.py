@@ -260,7 +260,8 @@ class UnifiedLog:
         base_offset, last_offset, append_time = self._write_as_leader(
             records, header, leader_epoch, now
         )
-        completed = self._producer_state.complete(producer_id, producer_epoch, marker, base_offset)
+        completed = self._producer_state.complete(
+            producer_id, producer_epoch, marker, base_offset, header.max_timestamp)
         record_aborts(self._segments[-1], [completed])
         self._maybe_flush()
         return AppendResult(base_offset, last_offset, append_time, self._log_start_offset)

@@ -40,7 +40,7 @@ from ..protocol._wire import TRANSACTION_KEY, Wire
 PRODUCE, API_VERSIONS = 0, 18
 INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 22, 24, 25, 26
 TXN_OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 28, 9, 10
-DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 65, 66
+DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS, DESCRIBE_PRODUCERS = 65, 66, 61
 
 CLIENT_ADD_PARTITIONS_VERSION = 3  # v4+ is broker-to-broker (KIP-890)
 VERIFYING_ADD_PARTITIONS = 4       # the brokers' batched request, with verify_only
@@ -327,6 +327,15 @@ class Transactions:
         return wait_for(
             lambda: (d := self.describe(transactional_id)).transaction_state in states and d,
             timeout, f"{transactional_id} to be {' or '.join(states)}")
+
+    def describe_producers(self, topic: str, *partitions: int) -> dict[int, Any]:
+        """DescribeProducers at the leader of the topic's partition 0: each asked partition's
+        answer by index."""
+        response = self.wire.leader(topic, 0).request(
+            DESCRIBE_PRODUCERS, self.wire.version(DESCRIBE_PRODUCERS), {
+            "topics": [{"name": topic, "partition_indexes": list(partitions)}]})
+        (described,) = response.topics
+        return {p.partition_index: p for p in described.partitions}
 
     def list_transactions(self, client: RawClient, *, states: Iterable[str] = (),
                           producer_ids: Iterable[int] = (), pattern: str | None = None) -> Any:

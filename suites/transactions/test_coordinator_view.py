@@ -1,8 +1,10 @@
 """What the transaction coordinator holds: DescribeTransactions, ListTransactions (KIP-664), and
-the abort of a transaction past its timeout (KIP-98)."""
+the abort of a transaction past its timeout (KIP-98); and what a partition leader holds of the
+same producers: DescribeProducers (KIP-664)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from harness.wire.errors import ErrorCode
 
 from ._helpers import (
+    DESCRIBE_PRODUCERS,
     FENCED,
     LATEST,
     LIST_TRANSACTIONS,
@@ -118,3 +121,45 @@ def test_an_abandoned_transaction_is_aborted_at_its_timeout(
     assert aborted.producer_epoch > producer.epoch, (producer, aborted)
     assert producer.end(True) in FENCED | {ErrorCode.invalid_txn_state}
     assert txn.read_committed(topic, 2).committed_values() == []
+
+
+def test_describe_producers_shows_the_leaders_open_transaction_until_its_marker(
+        txn: Transactions, txn_topic: Callable[..., str],
+        kafka_names: Callable[[str], str]) -> None:
+    """DescribeProducers at a partition's leader lists each producer it remembers: its epoch, last sequence and last batch's timestamp, and the first offset of its open transaction — until the transaction's marker, then -1 — with the coordinator epoch and the timestamp of that marker [KIP-664; ProducerStateManager.appendEndTxnMarker].
+
+    A partition the topic does not have is UNKNOWN_TOPIC_OR_PARTITION (Kafka's
+    getPartitionOrError). The data batch is written with timestamp 0 (CreateTime), its max
+    timestamp and so the producer's last; the marker is stamped by the leader when written,
+    and Kafka 3.9 then answers the marker's time.
+    """  # noqa: E501
+    txn.wire.version(DESCRIBE_PRODUCERS)  # skips a target that does not advertise it
+    topic = txn_topic(1)
+    producer = txn.producer(kafka_names("txn"))
+    producer.begin(topic)
+    assert code(producer.send(topic, [b"a", b"b"])) == ErrorCode.none
+
+    def mine() -> tuple[int, int, int, int]:
+        answer = txn.describe_producers(topic, 0)[0]
+        assert code(answer) == ErrorCode.none, answer
+        (state,) = [s for s in answer.active_producers if s.producer_id == producer.producer_id]
+        return (state.producer_epoch, state.last_sequence, state.last_timestamp,
+                state.current_txn_start_offset)
+
+    assert mine() == (producer.epoch, 1, 0, 0)
+    before_commit_ms, epoch_before = time.time() * 1000, producer.epoch
+    producer.commit()
+    txn.wait_stable(topic, 3)
+    epoch, last_sequence, marker_ms, txn_start = mine()
+    # At transaction version 2 (EndTxn v5, Kafka 4.x) the commit bumps the epoch and the
+    # marker is written at the new one, whose entry starts without sequences (4.4 measured).
+    bumped = producer.epoch > epoch_before
+    assert (epoch, last_sequence, txn_start) == (producer.epoch, -1 if bumped else 1, -1)
+    # The leader's clock and this one are the same machine's, give or take a second.
+    assert before_commit_ms - 1_000 <= marker_ms <= time.time() * 1000 + 1_000, marker_ms
+    (after,) = [s for s in txn.describe_producers(topic, 0)[0].active_producers
+                if s.producer_id == producer.producer_id]
+    assert after.coordinator_epoch >= 0, after
+    unknown = txn.describe_producers(topic, 7)[7]
+    assert (code(unknown), unknown.active_producers) == (
+        ErrorCode.unknown_topic_or_partition, ()), unknown

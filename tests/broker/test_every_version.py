@@ -110,6 +110,7 @@ def _sample(api_key: int, version: int, topic: str, topic_id: uuid.UUID) -> dict
              "group_instance_id": None, "topics": [{"name": topic, "partitions": [
                  {"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
                   "committed_metadata": ""}]}]},
+        61: {"topics": [{"name": topic, "partition_indexes": [0]}]},
         65: {"transactional_ids": [TXN_ID]},
         66: {"state_filters": [], "producer_id_filters": [], "duration_filter": -1},
         23: {"replica_id": -1, "topics": [{"topic": topic, "partitions": [

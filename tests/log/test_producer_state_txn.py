@@ -125,6 +125,26 @@ def test_snapshot_keeps_ongoing_transactions_and_coordinator_epochs():
     assert copy.check(txn_header(2, 0, count=2, base_offset=2)).duplicate is not None
 
 
+def test_snapshot_keeps_each_producers_last_timestamp():
+    state = ProducerStateManager()
+    header = txn_header(7, 0, base_offset=0)
+    write(state, header)
+    assert header.max_timestamp > 0
+    assert state.get(7).last_timestamp == header.max_timestamp
+    copy = ProducerStateManager.from_snapshot(state.to_snapshot())
+    assert [e.last_timestamp for e in copy.active_producers()] == [header.max_timestamp]
+
+
+def test_a_version_2_snapshot_is_still_read_with_no_timestamp_known():
+    pid, epoch = 5, 1
+    body = struct.pack(">hi", 2, 1) + struct.pack(">qhiqb", pid, epoch, 4, 40, 1)
+    body += struct.pack(">iiqqq", 0, 0, 40, 40, -1)
+    state = ProducerStateManager.from_snapshot(body + struct.pack(">I", crc32c.crc32c(body)))
+    entry = state.get(pid)
+    assert (entry.producer_epoch, entry.coordinator_epoch, entry.last_timestamp) == (epoch, 4, -1)
+    assert state.ongoing_transactions() == {pid: 40}
+
+
 def test_a_version_1_snapshot_is_still_read():
     pid, epoch = 5, 1
     body = struct.pack(">hi", 1, 1) + struct.pack(">qhb", pid, epoch, 1)

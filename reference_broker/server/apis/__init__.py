@@ -5,6 +5,7 @@ from reference_broker.server.apis import (  # noqa: F401
     api_versions,
     committed_offsets,
     configs,
+    describe_producers,
     fetch,
     find_coordinator,
     group_admin,
