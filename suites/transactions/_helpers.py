@@ -156,10 +156,12 @@ class TxnProducer:
             "group_id": group, **({} if epoch is None else {"producer_epoch": epoch})}))
 
     def commit_offsets(self, group: str, topic: str, offsets: dict[int, int], *,
-                       epoch: int | None = None) -> dict[int, ErrorCode]:
-        """TxnOffsetCommit to the group's coordinator, as a consumer outside the group (no
-        generation, no member id); each partition's error code."""
-        response = self.txn.group_coordinator(group).request(
+                       epoch: int | None = None, at: RawClient | None = None
+                       ) -> dict[int, ErrorCode]:
+        """TxnOffsetCommit to the group's coordinator (or the broker `at`), as a consumer
+        outside the group (no generation, no member id); each partition's error code."""
+        client = self.txn.group_coordinator(group) if at is None else at
+        response = client.request(
             TXN_OFFSET_COMMIT, self.wire.version(TXN_OFFSET_COMMIT), {
                 "transactional_id": self.transactional_id, "group_id": group,
                 "producer_id": self.producer_id,

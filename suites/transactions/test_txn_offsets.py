@@ -9,7 +9,7 @@ import pytest
 from harness.wire.errors import ErrorCode
 
 from ..offsets._helpers import commit
-from ._helpers import TXN_OFFSET_COMMIT, Transactions, transaction_version
+from ._helpers import FIND_COORDINATOR, TXN_OFFSET_COMMIT, Transactions, transaction_version
 
 IMPLICIT_ADD_OFFSETS = 5  # TxnOffsetCommit v5 adds the offsets partition itself (KIP-890 part 2)
 
@@ -84,3 +84,26 @@ def test_txn_offset_commit_before_add_offsets_to_txn(
         assert txn.committed(group, topic, require_stable=True) == (-1, ErrorCode.none)
         state = txn.describe(producer.transactional_id)
         assert (state.transaction_state, state.topics) == ("Empty", ()), state
+
+
+@pytest.mark.requires_multi_broker
+def test_txn_offset_commit_at_a_broker_not_coordinating_the_group_is_not_coordinator(
+        txn: Transactions, txn_topic: Callable[..., str],
+        kafka_names: Callable[[str], str]) -> None:
+    """TxnOffsetCommit sent to a broker that does not coordinate the group is NOT_COORDINATOR, whatever the producer's transaction: the group is checked before the transaction is verified [GroupCoordinator.handleTxnCommitOffsets: validateGroupStatus, then the KIP-890 verification].
+
+    The producer never added the group's offsets partition, so verification alone would refuse
+    the commit (TRANSACTION_ABORTABLE or INVALID_TXN_STATE) — a client told that aborts, where
+    NOT_COORDINATOR only sends it to the coordinator.
+    """  # noqa: E501
+    topic, group = txn_topic(1), kafka_names("group")
+    producer = txn.producer(kafka_names("txn"))
+    txn.group_coordinator(group)  # waits until the group's coordinator serves it
+    version = txn.wire.version(FIND_COORDINATOR)
+    found = txn.wire.bootstrap.request(FIND_COORDINATOR, version, {
+        "key": group, "key_type": 0, "coordinator_keys": [group]})
+    coordinator = (found.coordinators[0] if version >= 4 else found).node_id
+    other = next(b for b in txn.wire.metadata().brokers if b.node_id != coordinator)
+    elsewhere = txn.wire.connect(f"{other.host}:{other.port}")
+    answer = producer.commit_offsets(group, topic, {0: 4}, at=elsewhere)
+    assert answer == {0: ErrorCode.not_coordinator}, (coordinator, other.node_id, answer)

@@ -165,6 +165,13 @@ class OffsetCommits:
         result.update(dict.fromkeys(deletable, stored))
         return ErrorCode.none, {tp: result[tp] for tp in partitions}
 
+    def group_status(self, group_id: str) -> ErrorCode:
+        """Whether this coordinator may take a commit for the group at all (Kafka's
+        validateGroupStatus): an empty group id, a group coordinated elsewhere, or one still
+        loading. A transactional commit is checked so before its verification is asked for,
+        as Kafka's handleTxnCommitOffsets does; the member and generation after it."""
+        return self._group_error(group_id)
+
     def _group_error(self, group_id: str) -> ErrorCode:
         if not group_id:
             return ErrorCode.invalid_group_id

@@ -82,6 +82,9 @@ def handle_txn_offset_commit(
     wanted, refused, names = _wanted(services, body)
     if not wanted:
         return _answer(services, body, refused, names, {})
+    status = services.offset_commits.group_status(body.group_id)
+    if status is not ErrorCode.none:  # the group first, then the verification (Kafka's order)
+        return _commit_response(body, refused, names, dict.fromkeys(wanted, status))
     return _verify_then_txn_commit(services, body, request.api_version, wanted, refused, names)
 
 
