@@ -71,6 +71,8 @@ func main() {
 	clusterID := flag.String("cluster-id", "kafka-harness-kfake", "the cluster id Metadata answers")
 	partitions := flag.Int("default-partitions", 1,
 		"partitions of a topic created without a count (Kafka's num.partitions, default 1)")
+	autoCreate := flag.Bool("auto-create-topics", true,
+		"create a topic a Metadata request asks to create (Kafka's auto.create.topics.enable, default true)")
 	logLevel := flag.String("log-level", "warn", "none, error, warn, info or debug")
 	configs := configFlag{}
 	flag.Var(configs, "config", "a broker config key=value kfake reads (repeatable)")
@@ -91,6 +93,9 @@ func main() {
 		kfake.ClusterID(*clusterID),
 		kfake.DefaultNumPartitions(*partitions),
 		kfake.WithLogger(stderrLogger{level}),
+	}
+	if *autoCreate {
+		opts = append(opts, kfake.AllowAutoTopicCreation())
 	}
 	if len(configs) > 0 {
 		opts = append(opts, kfake.BrokerConfigs(configs))
