@@ -3,8 +3,9 @@
 #   kafka-3.9/libs        Apache Kafka 3.9 (ZooKeeper mode) + kafka-tools, from the Maven registry
 #   kafka-4/libs          Apache Kafka 4.x (KRaft only), from the Maven registry
 #   bin/toxiproxy-server  the real Toxiproxy server, built from its Go module at a pinned version
+#   bin/kfake             franz-go's fake cluster (the kfake peer target), built from ci/kfake/
 # The exact Kafka versions are pinned in ci/apache-kafka/pom.xml (one profile per line), the
-# Toxiproxy version below. Each lands in a temporary directory first and is renamed into place
+# Toxiproxy version below, kfake's modules in ci/kfake/go.mod and go.sum. Each lands in a temporary directory first and is renamed into place
 # only when complete, with a `.complete` stamp saying what it was made from: a second run finds
 # the stamps and only checks. A fetch that fails stops here with one line naming what could not
 # be fetched and how to retry.
@@ -55,30 +56,55 @@ fetch_kafka() {
   rm -rf "$dest" && mv "$tmp" "$dest"
 }
 
-fetch_toxiproxy() {
-  local dest="$VENDOR/bin/toxiproxy-server"
-  local stamp="$VENDOR/bin/.toxiproxy-$TOXIPROXY_VERSION.complete"
-  if [ "$(cat "$stamp" 2>/dev/null)" = "$TOXIPROXY_LDFLAGS" ] && [ -x "$dest" ]; then
-    return
-  fi
-  command -v go >/dev/null || fail "Toxiproxy $TOXIPROXY_VERSION" "go is not installed"
-  echo "setup: building the Toxiproxy server $TOXIPROXY_VERSION from its Go module"
-  local tmp="$VENDOR/.toxiproxy.partial"
+# go_build NAME WHAT BUILT COMMAND...: run COMMAND, a Go build that writes BUILT into
+# $VENDOR/.NAME.partial (the caller names that directory in COMMAND), and move the result to
+# $VENDOR/bin/NAME; a failed build stops set-up naming WHAT and the build's first error.
+go_build() {
+  local name=$1 what=$2 built=$3
+  shift 3
+  command -v go >/dev/null || fail "$what" "go is not installed"
+  echo "setup: building $what"
+  local tmp="$VENDOR/.$name.partial" failed="$VENDOR/$name.failed.log"
   rm -rf "$tmp" && mkdir -p "$tmp"
-  if ! GOBIN="$tmp" GOFLAGS=-mod=mod go install -ldflags="$TOXIPROXY_LDFLAGS" \
-      "$TOXIPROXY_MODULE@$TOXIPROXY_VERSION" \
-      >"$tmp/go.log" 2>&1; then
-    cp "$tmp/go.log" "$VENDOR/toxiproxy.failed.log"
+  if ! "$@" >"$tmp/go.log" 2>&1; then
+    cp "$tmp/go.log" "$failed"
     rm -rf "$tmp"
-    fail "Toxiproxy $TOXIPROXY_VERSION ($TOXIPROXY_MODULE)" "$VENDOR/toxiproxy.failed.log"
+    fail "$what" "$failed: $(grep -m1 -v '^go: downloading' "$failed")"
   fi
   mkdir -p "$VENDOR/bin"
-  rm -f "$VENDOR"/bin/.toxiproxy-*.complete
-  mv "$tmp/server" "$dest"
+  mv "$tmp/$built" "$VENDOR/bin/$name"
   rm -rf "$tmp"
+}
+
+fetch_toxiproxy() {
+  local stamp="$VENDOR/bin/.toxiproxy-$TOXIPROXY_VERSION.complete"
+  if [ "$(cat "$stamp" 2>/dev/null)" = "$TOXIPROXY_LDFLAGS" ] \
+      && [ -x "$VENDOR/bin/toxiproxy-server" ]; then
+    return
+  fi
+  go_build toxiproxy-server "Toxiproxy $TOXIPROXY_VERSION ($TOXIPROXY_MODULE)" server \
+    env GOBIN="$VENDOR/.toxiproxy-server.partial" GOFLAGS=-mod=mod \
+    go install -ldflags="$TOXIPROXY_LDFLAGS" "$TOXIPROXY_MODULE@$TOXIPROXY_VERSION"
+  rm -f "$VENDOR"/bin/.toxiproxy-*.complete
   echo "$TOXIPROXY_LDFLAGS" >"$stamp"
+}
+
+# fetch_kfake: ci/kfake/main.go, a small program of ours around the kfake library, built with
+# exactly the modules ci/kfake/go.sum pins (-mod=readonly: a build never edits them). The stamp
+# is the hash of the three files, so any change to them rebuilds it.
+fetch_kfake() {
+  local src=ci/kfake stamp="$VENDOR/bin/.kfake.complete" module made_from
+  module=$(grep -o -m1 'github.com/twmb/franz-go/pkg/kfake v[^ ]*' "$src/go.mod" | tr ' ' @)
+  made_from="kfake $(cat "$src/go.mod" "$src/go.sum" "$src/main.go" | sha1sum | cut -c1-12)"
+  if [ "$(cat "$stamp" 2>/dev/null)" = "$made_from" ] && [ -x "$VENDOR/bin/kfake" ]; then
+    return
+  fi
+  go_build kfake "the kfake peer from $src ($module and the modules $src/go.sum pins)" kfake \
+    go -C "$src" build -mod=readonly -buildvcs=false -trimpath -o "$VENDOR/.kfake.partial/kfake" .
+  echo "$made_from" >"$stamp"
 }
 
 fetch_kafka 3.9
 fetch_kafka 4
 fetch_toxiproxy
+fetch_kfake

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a fresh Debian 12 machine (run as root): Java, ZooKeeper,
 # Chromium (report screenshots), kcat (a native Kafka client for benchmarks), a virtualenv at
-# .venv with the project and its dev extras, then Apache Kafka's jars and the real Toxiproxy
-# server (ci/fetch_vendor.sh, into .harness/vendor/). Idempotent: a second run only checks.
+# .venv with the project and its dev extras, then Apache Kafka's jars, the real Toxiproxy server
+# and the kfake peer (ci/fetch_vendor.sh, into .harness/vendor/). Idempotent: a second run only
+# checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

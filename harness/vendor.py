@@ -1,4 +1,4 @@
-"""Where the third-party programs the harness runs are found (Apache Kafka's jars, Toxiproxy).
+"""Where the third-party programs the harness runs are found (Kafka's jars, Toxiproxy, kfake).
 
 ``ci/setup.sh`` (through ``ci/fetch_vendor.sh``) puts them under ``.harness/vendor/`` of the
 checkout; ``$KAFKA_HARNESS_VENDOR`` moves that directory for both the script and the harness, so

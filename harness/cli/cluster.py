@@ -69,8 +69,8 @@ def up(
         TargetName, typer.Option(help="reference or apache-kafka (ZooKeeper + brokers with "
                                       "every fault), apache-kafka-kraft (N KRaft nodes, each a "
                                       "broker and a controller, every fault on the proxy "
-                                      "network), tansu, librdkafka-mock or external (no faults: "
-                                      "see `status`).")
+                                      "network), tansu, kfake, librdkafka-mock or external (no "
+                                      "faults: see `status`).")
     ] = TargetName.REFERENCE,
     bootstrap_server: Annotated[
         str | None, typer.Option("--bootstrap-server", metavar="HOST:PORT[,...]",

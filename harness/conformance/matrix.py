@@ -49,7 +49,8 @@ from harness.schema import SCHEMA_VERSION
 from harness.waiting import ClusterWaitTimeout, wait_for
 
 SUITES = suite_location.SUITES
-DEFAULT_TARGETS = ("reference", "apache-kafka", "apache-kafka-kraft", "tansu", "librdkafka-mock")
+DEFAULT_TARGETS = ("reference", "apache-kafka", "apache-kafka-kraft", "tansu", "kfake",
+                   "librdkafka-mock")
 # What gates when the user named no target (see the module docstring).
 DEFAULT_GATING = frozenset({"reference", "apache-kafka", "apache-kafka-kraft"})
 OUTCOMES = ("passed", "failed", "error", "skipped")

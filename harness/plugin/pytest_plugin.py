@@ -1,7 +1,7 @@
 """The kafka-harness pytest plugin (entry point ``pytest11``): a target for every test session.
 
 Options (all ``--kafka-``-prefixed, see :mod:`harness.plugin.options`): ``--kafka-target
-reference|apache-kafka|apache-kafka-kraft|tansu|librdkafka-mock|external`` (default
+reference|apache-kafka|apache-kafka-kraft|tansu|kfake|librdkafka-mock|external`` (default
 ``reference``: ZooKeeper and reference brokers with every link behind a proxy),
 ``--kafka-bootstrap-server H:P`` (alone it means "test the broker at H:P"), ``--kafka-brokers``
 (default 3), ``--kafka-network proxy|kernel`` (Toxiproxy on every link, or — root only —

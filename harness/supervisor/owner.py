@@ -83,7 +83,8 @@ class Supervisor:
         self.target_kind = self.options.target.value
         self.network = self.options.network.value
         self.backend_kind = self.options.backend.value
-        # A peer target (tansu, librdkafka-mock, external) has a bootstrap and nothing to fault.
+        # A peer target (tansu, kfake, librdkafka-mock, external) has a bootstrap and nothing
+        # to fault.
         self.peer: Target | None = None
         self.proxied: ProxiedCluster | None = None
         self.kernel: NetnsCluster | None = None

@@ -56,7 +56,7 @@ FREE_TEXT = {
 COMMA_LISTS = {("run", "nemesis"): tuple(FAULTS), ("run", "suites"): runner.SUITES,
                ("matrix", "suites"): SUITES,
                ("matrix", "targets"): ("reference", "apache-kafka", "apache-kafka-kraft",
-                                       "tansu", "librdkafka-mock", "external")}
+                                       "tansu", "kfake", "librdkafka-mock", "external")}
 
 
 def _commands() -> Iterator[tuple[str, typing.Any]]:

@@ -1,10 +1,11 @@
-"""`kafka-harness up --target`: peer targets (Tansu, an external bootstrap) behind the same
-commands; faults are refused with the reason, and `down` leaves nothing."""
+"""`kafka-harness up --target`: peer targets (Tansu, kfake, an external bootstrap) behind the
+same commands; faults are refused with the reason, and `down` leaves nothing."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Producer
 
 from harness.lifecycle.procfs import process_state
@@ -12,19 +13,20 @@ from harness.lifecycle.procfs import process_state
 from .test_cli_end_to_end import cli, ok, status
 
 
-def test_up_with_the_tansu_target_serves_clients_and_refuses_faults(tmp_path: Path):
-    run_dir = tmp_path / "tansu"
-    ok(run_dir, "up", "--target", "tansu")
+@pytest.mark.parametrize("target", ["tansu", "kfake"])
+def test_up_with_a_peer_target_serves_clients_and_refuses_faults(tmp_path: Path, target: str):
+    run_dir = tmp_path / target
+    ok(run_dir, "up", "--target", target)
     try:
         state = status(run_dir)
-        assert state["target"] == "tansu" and state["nodes"] == {}
+        assert state["target"] == target and state["nodes"] == {}
         producer = Producer({"bootstrap.servers": state["bootstrap"], "acks": "all"})
         producer.produce("through-the-cli", b"hello")
         assert producer.flush(30) == 0
         del producer  # closed before the target goes, so it does not log reconnects
         refused = cli(run_dir, "partition", "isolate", "broker-1")
         assert refused.returncode == 2
-        assert "the 'tansu' target does not offer it" in " ".join(refused.stderr.split())
+        assert f"the {target!r} target does not offer it" in " ".join(refused.stderr.split())
         assert cli(run_dir, "kill", "broker-1").returncode == 2
         supervisor_pid = state["supervisor_pid"]
     finally:

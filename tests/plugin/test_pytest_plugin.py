@@ -74,6 +74,38 @@ def test_kill(kafka_target):
     result.stdout.fnmatch_lines(["*the 'tansu' target does not offer it*"])
 
 
+def test_kfake_target_runs_its_brokers_offers_transactions_and_skips_faults(
+        pytester: pytest.Pytester):
+    pytester.makepyfile('''
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import NewTopic
+
+@pytest.mark.requires_transactions
+@pytest.mark.requires_multi_broker
+def test_transactional_producer(kafka_target, kafka_admin):
+    assert kafka_target.kind == "kfake"
+    assert len(kafka_admin.list_topics(timeout=30).brokers) == 3
+    kafka_admin.create_topics([NewTopic("plugin-txn", 1, 1)])["plugin-txn"].result(30)
+    p = Producer({"bootstrap.servers": kafka_target.bootstrap, "transactional.id": "plug"})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce("plugin-txn", b"x")
+    p.commit_transaction(30)
+
+@pytest.mark.requires_faults
+def test_cut(kafka_target):
+    pass
+
+@pytest.mark.requires_process_faults
+def test_kill(kafka_target):
+    pass
+''')
+    result = pytester.runpytest_subprocess("--kafka-target", "kfake", "-rs")
+    result.assert_outcomes(passed=1, skipped=2)
+    result.stdout.fnmatch_lines(["*the 'kfake' target does not offer it*"])
+
+
 def test_reference_target_offers_faults_and_resets_them_between_tests(
         pytester: pytest.Pytester):
     pytester.makepyfile('''
