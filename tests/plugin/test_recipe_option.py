@@ -66,7 +66,8 @@ def test_controller_session_and_unclean_scenarios_pass_on_the_reference_recipe(t
                   "suites/failover/test_zk_session_expiry.py", "suites/unclean",
                   "-m", "not slow", "--kafka-recipe", str(REFERENCE_RECIPE), timeout=900)
     assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
-    assert _outcomes(run.stdout) == {"passed": 9}, run.stdout[-2000:]
+    # KIP-966's eligible-leader-replicas test needs a KRaft quorum: skipped on this recipe.
+    assert _outcomes(run.stdout) == {"passed": 9, "skipped": 1}, run.stdout[-2000:]
 
 
 @pytest.mark.slow
