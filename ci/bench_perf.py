@@ -38,7 +38,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import perf_report
@@ -47,7 +47,17 @@ from bench_common import machine_info, write_json_atomically
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from perf_profile import ProfiledReference, write_summary
-from perf_scenarios import SCENARIOS, Measure, Outcome, Scenario, Target, Work, median_round
+from perf_scenarios import (
+    SCENARIOS,
+    TRANSACTION_MS,
+    Isolation,
+    Measure,
+    Outcome,
+    Scenario,
+    Target,
+    Work,
+    median_round,
+)
 from rich.console import Console
 
 from harness.cluster.apache_kafka import KafkaDistribution
@@ -152,7 +162,8 @@ class Running:
                 tail = log.read_text(errors="replace")[-400:] if log.exists() else ""
                 notes.append(f"broker pid {pid} has exited; its log ends: {tail!r}")
         return "; ".join(notes)
-    filled: dict[tuple[int, int], tuple[str, int]] = field(default_factory=dict)
+    filled: dict[tuple[int, int, int, int], tuple[str, int]] = field(default_factory=dict)
+    """Scenario.source_key -> a topic of that layout and how many records it holds."""
 
 
 def start_target(target: Target, run_dir: Path) -> Running:
@@ -201,6 +212,26 @@ class Bench:
         self.scratch = scratch
         self.records = records
         self.console = console
+        self._consumer_configs: dict[Isolation, Path] = {}
+
+    def consumer_config(self, isolation: Isolation) -> Path | None:
+        """The properties file giving a consumer ``isolation`` (None for the default)."""
+        if isolation is Isolation.READ_UNCOMMITTED:
+            return None
+        if isolation not in self._consumer_configs:
+            self._consumer_configs[isolation] = perf_tools.consumer_config(
+                self.scratch / f"consumer-{isolation}.properties", isolation.value)
+        return self._consumer_configs[isolation]
+
+    def producer(self, bootstrap: str, topic: str, records: int, scenario: Scenario,
+                 throughput: int = -1) -> list[str]:
+        """ProducerPerformance as ``scenario`` has it; a transactional one gets a
+        transactional id of its own."""
+        transaction = (perf_tools.Transaction(f"perf-txn-{uuid.uuid4().hex[:8]}",
+                                              scenario.transaction_ms)
+                       if scenario.transactional else None)
+        return self.tools.producer(bootstrap, topic, records, scenario.record_bytes,
+                                   scenario.acks, throughput, transaction)
 
     def run_all(self, commands: list[list[str]]) -> list[str]:
         """Start every command at once (separate processes), wait for all; their stdouts.
@@ -231,25 +262,36 @@ class Bench:
 
     def source_topic(self, running: Running, scenario: Scenario) -> tuple[str, int]:
         """A topic of ``scenario``'s layout holding ``SOURCE_FACTOR`` times the records a
-        consume scenario reads, and how many that is: the one ``produce-1`` wrote when it ran,
-        topped up (unmeasured), else one filled now (unmeasured)."""
-        key = (scenario.partitions, scenario.record_bytes)
+        consume scenario reads, and how many that is: the one a single-producer scenario of
+        the same ``source_key`` wrote when it ran (``produce-1`` for ``consume-1``,
+        ``txn-produce`` for ``txn-consume``), topped up (unmeasured, written the same way),
+        else one filled now (unmeasured)."""
+        key = scenario.source_key
         wanted = SOURCE_FACTOR * scenario.records(self.records)
         topic, held = running.filled.get(key) or (create_topic(running.bootstrap, scenario), 0)
         if held < wanted:
-            self.run_all([self.tools.producer(running.bootstrap, topic, wanted - held,
-                                              scenario.record_bytes, scenario.acks)])
+            self.run_all([self.producer(running.bootstrap, topic, wanted - held, scenario)])
             running.filled[key] = (topic, wanted)
         return running.filled[key]
 
-    def warm_up(self, running: Running) -> None:
+    def warm_up(self, running: Running, transactions: bool = False) -> None:
         """A few records through a producer and a consumer group before anything is measured:
         the group coordinator's first use creates ``__consumer_offsets`` (50 partitions on a
-        cluster), which would otherwise land in the first consume scenario's time and CPU."""
+        cluster), which would otherwise land in the first consume scenario's time and CPU.
+        With ``transactions``, a transactional producer too: the transaction coordinator's
+        first use creates ``__transaction_state`` (50 partitions) the same way. A target whose
+        transactions fail here is logged and kept: its transactional scenarios then fail,
+        each shown as failed with why, and its other scenarios are still measured."""
         scenario = Scenario("warm-up", Work.PRODUCE, "", partitions=1)
         topic = create_topic(running.bootstrap, scenario)
         self.run_all([self.tools.producer(running.bootstrap, topic, 1000, 100, "1")])
         self.run_all([self.tools.consumer(running.bootstrap, topic, 1000, "perf-warm-up")])
+        if transactions:
+            transactional = replace(scenario, acks="all", transaction_ms=TRANSACTION_MS)
+            try:
+                self.run_all([self.producer(running.bootstrap, topic, 1000, transactional)])
+            except BenchError as exc:
+                self.console.log(f"{running.target}: transactional warm-up failed: {exc}")
 
     def measure(self, running: Running, scenario: Scenario) -> Outcome:
         """One scenario; a failure (a tool's non-zero exit, output without figures, a topic
@@ -283,22 +325,24 @@ class Bench:
         outcome.usage = sampler.usage
         self.read(scenario, outputs, records, outcome)
         if work is Work.PRODUCE and scenario.clients == 1:
-            running.filled.setdefault((scenario.partitions, scenario.record_bytes),
-                                      (topic, records))
+            running.filled.setdefault(scenario.source_key, (topic, records))
         return outcome
 
     def commands(self, scenario: Scenario, bootstrap: str, topic: str,
                  records: int) -> list[list[str]]:
         tools, work, size, acks = self.tools, scenario.work, scenario.record_bytes, scenario.acks
         if work is Work.PRODUCE:
-            return [tools.producer(bootstrap, topic, records, size, acks)] * scenario.clients
+            return [self.producer(bootstrap, topic, records, scenario)
+                    for _ in range(scenario.clients)]
         if work is Work.FIXED_RATE:
-            return [tools.producer(bootstrap, topic, records, size, acks, scenario.rate)]
+            return [self.producer(bootstrap, topic, records, scenario, scenario.rate)]
         if work is Work.CONSUME:
-            return [tools.consumer(bootstrap, topic, records, f"perf-{uuid.uuid4().hex[:8]}")
+            config = self.consumer_config(scenario.isolation)
+            return [tools.consumer(bootstrap, topic, records, f"perf-{uuid.uuid4().hex[:8]}",
+                                   config=config)
                     for _ in range(scenario.clients)]
         if work is Work.PRODUCE_CONSUME:
-            return [tools.producer(bootstrap, topic, records, size, acks),
+            return [self.producer(bootstrap, topic, records, scenario),
                     tools.consumer(bootstrap, topic, records, f"perf-{uuid.uuid4().hex[:8]}")]
         if work is Work.LATENCY:
             return [tools.end_to_end(bootstrap, topic, records, acks, size)]
@@ -387,7 +431,7 @@ def run(args: argparse.Namespace, console: Console) -> tuple[dict[Target, str],
                 running = start_target(target, scratch)
                 stack.callback(running.stop)  # type: ignore[arg-type]
                 versions[target] = running.version
-                bench.warm_up(running)
+                bench.warm_up(running, any(s.transactional for s in scenarios))
                 started.append(running)
             for scenario in scenarios:
                 rounds: dict[Target, list[Outcome]] = {r.target: [] for r in started}
