@@ -14,9 +14,10 @@ alike. A layout a target cannot have (3 replicas on one Tansu node) is reported 
 applicable, never guessed.
 During every scenario the broker processes' CPU-seconds (utime + stime deltas from /proc,
 summed over a cluster's brokers; ZooKeeper not counted) and peak RSS (sampled) are recorded.
-Then a standalone reference broker serves ``produce-1`` and ``consume-1`` once more under
-cProfile (not part of the figures; py-spy cannot attach to a process on this machine), and the
-top functions by own time go to ``bench-results/perf-profile-reference-{produce,consume}.txt``.
+Then a standalone reference broker serves ``produce-1`` and ``consume-1`` (or the scenarios
+``--profile`` names) once more under cProfile (not part of the figures; py-spy cannot attach to
+a process on this machine), and the top functions by own time go to
+``bench-results/perf-profile-reference-{produce,consume,<scenario>}.txt``.
 
 Goal (issue 17): reference ≥ 1.0× Apache Kafka on every throughput scenario and latency p99
 ≤ 1.5× Kafka's, in the same run. The machine is small and shared: the ratios are the figures.
@@ -76,6 +77,8 @@ DEFAULT_OUTPUT = RESULTS / "perf.json"
 BROKERS = 3
 TOOL_TIMEOUT_S = 300.0
 PROFILED = ("produce-1", "consume-1")
+"""What ``--profile`` profiles by default; their files are named by their work
+(``perf-profile-reference-produce.txt``), any other profiled scenario's by its name."""
 SOURCE_FACTOR = 2
 """A consume scenario reads the first half of a topic holding twice its records, so every
 partition still has data when the consumer stops and the figure is the broker's rate with
@@ -113,6 +116,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         "targets, and report the median round (default: %(default)s)")
     parser.add_argument("--no-profile", action="store_true",
                         help="skip the profiled pass over a standalone reference broker")
+    parser.add_argument("--profile", default=",".join(PROFILED),
+                        help="comma-separated scenarios the profiled pass runs, of those a "
+                        "single node can hold (default: %(default)s)")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT,
                         help="JSON results (default: %(default)s)")
     parser.add_argument("--markdown", action="store_true",
@@ -123,6 +129,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.rounds < 1:
         parser.error(f"--rounds must be >= 1, got {args.rounds}")
     args.scenarios = _choose(parser, "--scenarios", args.scenarios, names)
+    args.profile = _choose(parser, "--profile", args.profile,
+                           [s.name for s in SCENARIOS if s.replicas == 1])
     args.targets = [Target(t) for t in _choose(parser, "--targets", args.targets, list(Target))]
     return args
 
@@ -444,15 +452,23 @@ def run(args: argparse.Namespace, console: Console) -> tuple[dict[Target, str],
                         rounds[running.target].append(outcome)
                 outcomes += [median_round(scenario, found) for found in rounds.values()]
         if Target.REFERENCE in args.targets and not args.no_profile:
-            profiles = profile_reference(bench, console)
+            profiles = profile_reference(bench, console, args.profile)
     return versions, outcomes, profiles
 
 
-def profile_reference(bench: Bench, console: Console) -> dict[str, list[str]]:
-    """``produce-1`` and ``consume-1`` on a standalone reference broker under cProfile (not
-    part of the figures: a fourth start, after the measured ones); each scenario's top
-    functions by own time go to ``bench-results/perf-profile-reference-<work>.txt``. Returns
-    scenario → the file and its top lines."""
+def profile_path(scenario: Scenario) -> Path:
+    """Where a profiled scenario's top functions go: ``PROFILED`` keep the names by work
+    they always had, any other is named by itself."""
+    name = scenario.work.value if scenario.name in PROFILED else scenario.name
+    return RESULTS / f"perf-profile-reference-{name}.txt"
+
+
+def profile_reference(bench: Bench, console: Console,
+                      names: Sequence[str] = PROFILED) -> dict[str, list[str]]:
+    """``names`` (``produce-1`` and ``consume-1`` unless ``--profile`` says otherwise), in
+    order, on a standalone reference broker under cProfile (not part of the figures: a
+    fourth start, after the measured ones); each scenario's top functions by own time go to
+    ``profile_path``. Returns scenario → the file and its top lines."""
     written: dict[str, list[str]] = {}
     profiled = ProfiledReference(bench.scratch / "profiled")
     broker = profiled.start()
@@ -460,15 +476,17 @@ def profile_reference(bench: Bench, console: Console) -> dict[str, list[str]]:
         assert broker.pid is not None
         running = Running(Target.REFERENCE, "standalone, cProfile", broker.bootstrap,
                           [broker.pid], 1, broker.stop, logs={broker.pid: broker.log_path})
-        bench.warm_up(running)  # __consumer_offsets is created here, not in the profile
-        for name in PROFILED:
-            scenario = next(s for s in SCENARIOS if s.name == name)
+        scenarios = [next(s for s in SCENARIOS if s.name == name) for name in names]
+        # __consumer_offsets (and __transaction_state) are created here, not in the profile
+        bench.warm_up(running, any(s.transactional for s in scenarios))
+        for scenario in scenarios:
+            name = scenario.name
             if scenario.work is Work.CONSUME:
                 bench.source_topic(running, scenario)  # filled before the profile starts
             profiled.begin()
             outcome = bench.measure(running, scenario)
             profile = profiled.end()
-            path = RESULTS / f"perf-profile-reference-{scenario.work.value}.txt"
+            path = profile_path(scenario)
             top = write_summary(profile, path, (
                 f"reference broker, standalone (1 node), {name}: {scenario.what}; "
                 f"{scenario.records(bench.records):,} records per client; cProfile of the main "

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from bench_perf import Bench, main, parse_args
+from bench_perf import Bench, main, parse_args, profile_path
 from perf_report import shapes, summary_rows
 from perf_scenarios import (
     SCENARIOS,
@@ -96,6 +96,7 @@ def test_output_without_its_figures_is_an_error_not_a_zero(parse, output) -> Non
     (["--targets", "reference,redpanda"], "unknown: redpanda"),
     (["--targets", " , "], "got none"),
     (["--scenarios", "produce-1,produce-9"], "unknown: produce-9"),
+    (["--profile", "txn-rf3"], "unknown: txn-rf3"),  # 3 replicas: not on a standalone broker
 ])
 def test_bad_options_exit_2_with_what_is_wrong(argv, complaint, capsys) -> None:
     with pytest.raises(SystemExit) as exit_:
@@ -108,6 +109,16 @@ def test_options_keep_the_benchmark_order() -> None:
     args = parse_args(["--targets", "tansu,reference", "--scenarios", "consume-1,produce-1"])
     assert args.targets == [Target.REFERENCE, Target.TANSU]
     assert args.scenarios == ["produce-1", "consume-1"]
+    assert args.profile == ["produce-1", "consume-1"]
+    assert parse_args(["--profile", "txn-consume,txn-produce"]).profile == [
+        "txn-produce", "txn-consume"]  # the writer before its reader
+
+
+def test_profiles_keep_their_file_names_and_others_are_named_by_scenario() -> None:
+    by = {s.name: s for s in SCENARIOS}
+    assert [profile_path(by[n]).name for n in ("produce-1", "consume-1", "txn-consume")] == [
+        "perf-profile-reference-produce.txt", "perf-profile-reference-consume.txt",
+        "perf-profile-reference-txn-consume.txt"]
 
 
 def test_scenarios_cover_the_issue_and_scale_their_records() -> None:
