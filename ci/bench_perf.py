@@ -14,9 +14,10 @@ alike. A layout a target cannot have (3 replicas on one Tansu node) is reported 
 applicable, never guessed.
 During every scenario the broker processes' CPU-seconds (utime + stime deltas from /proc,
 summed over a cluster's brokers; ZooKeeper not counted) and peak RSS (sampled) are recorded.
-Then a standalone reference broker serves ``produce-1`` and ``consume-1`` once more under
-cProfile (not part of the figures; py-spy cannot attach to a process on this machine), and the
-top functions by own time go to ``bench-results/perf-profile-reference-{produce,consume}.txt``.
+Then a standalone reference broker serves ``produce-1`` and ``consume-1`` (or the scenarios
+``--profile`` names) once more under cProfile (not part of the figures; py-spy cannot attach to
+a process on this machine), and the top functions by own time go to
+``bench-results/perf-profile-reference-{produce,consume,<scenario>}.txt``.
 
 Goal (issue 17): reference ≥ 1.0× Apache Kafka on every throughput scenario and latency p99
 ≤ 1.5× Kafka's, in the same run. The machine is small and shared: the ratios are the figures.
@@ -38,7 +39,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import perf_report
@@ -47,7 +48,17 @@ from bench_common import machine_info, write_json_atomically
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from perf_profile import ProfiledReference, write_summary
-from perf_scenarios import SCENARIOS, Measure, Outcome, Scenario, Target, Work, median_round
+from perf_scenarios import (
+    SCENARIOS,
+    TRANSACTION_MS,
+    Isolation,
+    Measure,
+    Outcome,
+    Scenario,
+    Target,
+    Work,
+    median_round,
+)
 from rich.console import Console
 
 from harness.cluster.apache_kafka import KafkaDistribution
@@ -66,6 +77,8 @@ DEFAULT_OUTPUT = RESULTS / "perf.json"
 BROKERS = 3
 TOOL_TIMEOUT_S = 300.0
 PROFILED = ("produce-1", "consume-1")
+"""What ``--profile`` profiles by default; their files are named by their work
+(``perf-profile-reference-produce.txt``), any other profiled scenario's by its name."""
 SOURCE_FACTOR = 2
 """A consume scenario reads the first half of a topic holding twice its records, so every
 partition still has data when the consumer stops and the figure is the broker's rate with
@@ -103,6 +116,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         "targets, and report the median round (default: %(default)s)")
     parser.add_argument("--no-profile", action="store_true",
                         help="skip the profiled pass over a standalone reference broker")
+    parser.add_argument("--profile", default=",".join(PROFILED),
+                        help="comma-separated scenarios the profiled pass runs, of those a "
+                        "single node can hold (default: %(default)s)")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT,
                         help="JSON results (default: %(default)s)")
     parser.add_argument("--markdown", action="store_true",
@@ -113,6 +129,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.rounds < 1:
         parser.error(f"--rounds must be >= 1, got {args.rounds}")
     args.scenarios = _choose(parser, "--scenarios", args.scenarios, names)
+    args.profile = _choose(parser, "--profile", args.profile,
+                           [s.name for s in SCENARIOS if s.replicas == 1])
     args.targets = [Target(t) for t in _choose(parser, "--targets", args.targets, list(Target))]
     return args
 
@@ -152,7 +170,8 @@ class Running:
                 tail = log.read_text(errors="replace")[-400:] if log.exists() else ""
                 notes.append(f"broker pid {pid} has exited; its log ends: {tail!r}")
         return "; ".join(notes)
-    filled: dict[tuple[int, int], tuple[str, int]] = field(default_factory=dict)
+    filled: dict[tuple[int, int, int, int], tuple[str, int]] = field(default_factory=dict)
+    """Scenario.source_key -> a topic of that layout and how many records it holds."""
 
 
 def start_target(target: Target, run_dir: Path) -> Running:
@@ -201,6 +220,26 @@ class Bench:
         self.scratch = scratch
         self.records = records
         self.console = console
+        self._consumer_configs: dict[Isolation, Path] = {}
+
+    def consumer_config(self, isolation: Isolation) -> Path | None:
+        """The properties file giving a consumer ``isolation`` (None for the default)."""
+        if isolation is Isolation.READ_UNCOMMITTED:
+            return None
+        if isolation not in self._consumer_configs:
+            self._consumer_configs[isolation] = perf_tools.consumer_config(
+                self.scratch / f"consumer-{isolation}.properties", isolation.value)
+        return self._consumer_configs[isolation]
+
+    def producer(self, bootstrap: str, topic: str, records: int, scenario: Scenario,
+                 throughput: int = -1) -> list[str]:
+        """ProducerPerformance as ``scenario`` has it; a transactional one gets a
+        transactional id of its own."""
+        transaction = (perf_tools.Transaction(f"perf-txn-{uuid.uuid4().hex[:8]}",
+                                              scenario.transaction_ms)
+                       if scenario.transactional else None)
+        return self.tools.producer(bootstrap, topic, records, scenario.record_bytes,
+                                   scenario.acks, throughput, transaction)
 
     def run_all(self, commands: list[list[str]]) -> list[str]:
         """Start every command at once (separate processes), wait for all; their stdouts.
@@ -231,25 +270,36 @@ class Bench:
 
     def source_topic(self, running: Running, scenario: Scenario) -> tuple[str, int]:
         """A topic of ``scenario``'s layout holding ``SOURCE_FACTOR`` times the records a
-        consume scenario reads, and how many that is: the one ``produce-1`` wrote when it ran,
-        topped up (unmeasured), else one filled now (unmeasured)."""
-        key = (scenario.partitions, scenario.record_bytes)
+        consume scenario reads, and how many that is: the one a single-producer scenario of
+        the same ``source_key`` wrote when it ran (``produce-1`` for ``consume-1``,
+        ``txn-produce`` for ``txn-consume``), topped up (unmeasured, written the same way),
+        else one filled now (unmeasured)."""
+        key = scenario.source_key
         wanted = SOURCE_FACTOR * scenario.records(self.records)
         topic, held = running.filled.get(key) or (create_topic(running.bootstrap, scenario), 0)
         if held < wanted:
-            self.run_all([self.tools.producer(running.bootstrap, topic, wanted - held,
-                                              scenario.record_bytes, scenario.acks)])
+            self.run_all([self.producer(running.bootstrap, topic, wanted - held, scenario)])
             running.filled[key] = (topic, wanted)
         return running.filled[key]
 
-    def warm_up(self, running: Running) -> None:
+    def warm_up(self, running: Running, transactions: bool = False) -> None:
         """A few records through a producer and a consumer group before anything is measured:
         the group coordinator's first use creates ``__consumer_offsets`` (50 partitions on a
-        cluster), which would otherwise land in the first consume scenario's time and CPU."""
+        cluster), which would otherwise land in the first consume scenario's time and CPU.
+        With ``transactions``, a transactional producer too: the transaction coordinator's
+        first use creates ``__transaction_state`` (50 partitions) the same way. A target whose
+        transactions fail here is logged and kept: its transactional scenarios then fail,
+        each shown as failed with why, and its other scenarios are still measured."""
         scenario = Scenario("warm-up", Work.PRODUCE, "", partitions=1)
         topic = create_topic(running.bootstrap, scenario)
         self.run_all([self.tools.producer(running.bootstrap, topic, 1000, 100, "1")])
         self.run_all([self.tools.consumer(running.bootstrap, topic, 1000, "perf-warm-up")])
+        if transactions:
+            transactional = replace(scenario, acks="all", transaction_ms=TRANSACTION_MS)
+            try:
+                self.run_all([self.producer(running.bootstrap, topic, 1000, transactional)])
+            except BenchError as exc:
+                self.console.log(f"{running.target}: transactional warm-up failed: {exc}")
 
     def measure(self, running: Running, scenario: Scenario) -> Outcome:
         """One scenario; a failure (a tool's non-zero exit, output without figures, a topic
@@ -283,22 +333,24 @@ class Bench:
         outcome.usage = sampler.usage
         self.read(scenario, outputs, records, outcome)
         if work is Work.PRODUCE and scenario.clients == 1:
-            running.filled.setdefault((scenario.partitions, scenario.record_bytes),
-                                      (topic, records))
+            running.filled.setdefault(scenario.source_key, (topic, records))
         return outcome
 
     def commands(self, scenario: Scenario, bootstrap: str, topic: str,
                  records: int) -> list[list[str]]:
         tools, work, size, acks = self.tools, scenario.work, scenario.record_bytes, scenario.acks
         if work is Work.PRODUCE:
-            return [tools.producer(bootstrap, topic, records, size, acks)] * scenario.clients
+            return [self.producer(bootstrap, topic, records, scenario)
+                    for _ in range(scenario.clients)]
         if work is Work.FIXED_RATE:
-            return [tools.producer(bootstrap, topic, records, size, acks, scenario.rate)]
+            return [self.producer(bootstrap, topic, records, scenario, scenario.rate)]
         if work is Work.CONSUME:
-            return [tools.consumer(bootstrap, topic, records, f"perf-{uuid.uuid4().hex[:8]}")
+            config = self.consumer_config(scenario.isolation)
+            return [tools.consumer(bootstrap, topic, records, f"perf-{uuid.uuid4().hex[:8]}",
+                                   config=config)
                     for _ in range(scenario.clients)]
         if work is Work.PRODUCE_CONSUME:
-            return [tools.producer(bootstrap, topic, records, size, acks),
+            return [self.producer(bootstrap, topic, records, scenario),
                     tools.consumer(bootstrap, topic, records, f"perf-{uuid.uuid4().hex[:8]}")]
         if work is Work.LATENCY:
             return [tools.end_to_end(bootstrap, topic, records, acks, size)]
@@ -387,7 +439,7 @@ def run(args: argparse.Namespace, console: Console) -> tuple[dict[Target, str],
                 running = start_target(target, scratch)
                 stack.callback(running.stop)  # type: ignore[arg-type]
                 versions[target] = running.version
-                bench.warm_up(running)
+                bench.warm_up(running, any(s.transactional for s in scenarios))
                 started.append(running)
             for scenario in scenarios:
                 rounds: dict[Target, list[Outcome]] = {r.target: [] for r in started}
@@ -400,15 +452,23 @@ def run(args: argparse.Namespace, console: Console) -> tuple[dict[Target, str],
                         rounds[running.target].append(outcome)
                 outcomes += [median_round(scenario, found) for found in rounds.values()]
         if Target.REFERENCE in args.targets and not args.no_profile:
-            profiles = profile_reference(bench, console)
+            profiles = profile_reference(bench, console, args.profile)
     return versions, outcomes, profiles
 
 
-def profile_reference(bench: Bench, console: Console) -> dict[str, list[str]]:
-    """``produce-1`` and ``consume-1`` on a standalone reference broker under cProfile (not
-    part of the figures: a fourth start, after the measured ones); each scenario's top
-    functions by own time go to ``bench-results/perf-profile-reference-<work>.txt``. Returns
-    scenario → the file and its top lines."""
+def profile_path(scenario: Scenario) -> Path:
+    """Where a profiled scenario's top functions go: ``PROFILED`` keep the names by work
+    they always had, any other is named by itself."""
+    name = scenario.work.value if scenario.name in PROFILED else scenario.name
+    return RESULTS / f"perf-profile-reference-{name}.txt"
+
+
+def profile_reference(bench: Bench, console: Console,
+                      names: Sequence[str] = PROFILED) -> dict[str, list[str]]:
+    """``names`` (``produce-1`` and ``consume-1`` unless ``--profile`` says otherwise), in
+    order, on a standalone reference broker under cProfile (not part of the figures: a
+    fourth start, after the measured ones); each scenario's top functions by own time go to
+    ``profile_path``. Returns scenario → the file and its top lines."""
     written: dict[str, list[str]] = {}
     profiled = ProfiledReference(bench.scratch / "profiled")
     broker = profiled.start()
@@ -416,15 +476,17 @@ def profile_reference(bench: Bench, console: Console) -> dict[str, list[str]]:
         assert broker.pid is not None
         running = Running(Target.REFERENCE, "standalone, cProfile", broker.bootstrap,
                           [broker.pid], 1, broker.stop, logs={broker.pid: broker.log_path})
-        bench.warm_up(running)  # __consumer_offsets is created here, not in the profile
-        for name in PROFILED:
-            scenario = next(s for s in SCENARIOS if s.name == name)
+        scenarios = [next(s for s in SCENARIOS if s.name == name) for name in names]
+        # __consumer_offsets (and __transaction_state) are created here, not in the profile
+        bench.warm_up(running, any(s.transactional for s in scenarios))
+        for scenario in scenarios:
+            name = scenario.name
             if scenario.work is Work.CONSUME:
                 bench.source_topic(running, scenario)  # filled before the profile starts
             profiled.begin()
             outcome = bench.measure(running, scenario)
             profile = profiled.end()
-            path = RESULTS / f"perf-profile-reference-{scenario.work.value}.txt"
+            path = profile_path(scenario)
             top = write_summary(profile, path, (
                 f"reference broker, standalone (1 node), {name}: {scenario.what}; "
                 f"{scenario.records(bench.records):,} records per client; cProfile of the main "

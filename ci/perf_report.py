@@ -71,6 +71,9 @@ SHAPES = (
     ("3 consumers / 1 consumer", "consume-3", "consume-1", ""),
     ("produce while consuming / produce alone", "produce-consume", "produce-1",
      "1.22 M / 1.28 M ≈ 0.95×"),
+    ("100 ms transactions / none, RF 1, acks=all", "txn-produce", "acks-all-rf1", ""),
+    ("100 ms transactions / none, RF 3, acks=all", "txn-rf3", "rf3-acks-all", ""),
+    ("read_committed of a transactional topic / consume-1", "txn-consume", "consume-1", ""),
 )
 
 

@@ -4,8 +4,10 @@ tool, how many clients, the topic layout) and what one target measured in it.
 The scenarios are Kafka's published benchmark scaled to one 2-core machine: 100-byte records,
 a 6-partition topic, async producers; 1 and 3 producers, replicas 1 and 3 with acks=1 and
 acks=all, 1 and 6 partitions, 1 and 3 consumers, a producer and a consumer together, latency
-(end-to-end, and produce acknowledgement at a fixed rate), 1 KB records, and kcat producing
-and consuming as a non-JVM cross-check. No I/O here.
+(end-to-end, and produce acknowledgement at a fixed rate), 1 KB records, kcat producing
+and consuming as a non-JVM cross-check, and transactions: a transactional producer committing
+every 100 ms (RF 1 and RF 3) and a read_committed consumer of a topic written that way. No I/O
+here.
 """
 
 from __future__ import annotations
@@ -34,6 +36,15 @@ class Work(StrEnum):
     KCAT_CONSUME = "kcat-consume"
 
 
+class Isolation(StrEnum):
+    """A consumer's ``isolation.level``: read_committed reads up to the last stable offset and
+    drops aborted transactions' records, so the broker's LSO, transaction index and the
+    control batches between the records are all on its path."""
+
+    READ_UNCOMMITTED = "read_uncommitted"
+    READ_COMMITTED = "read_committed"
+
+
 class Measure(StrEnum):
     PRODUCE_RPS = "produce records/s"
     PRODUCE_MBPS = "produce MB/s"
@@ -51,6 +62,7 @@ class Measure(StrEnum):
 LATENCY_RECORDS = 2_000      # EndToEndLatency: one at a time, so few
 FIXED_RATE = 10_000          # records/s for the fixed-rate scenario
 FIXED_RATE_RECORDS = 50_000  # five seconds of it
+TRANSACTION_MS = 100         # a transactional producer commits after this long (10 per second)
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,23 @@ class Scenario:
     records_scale: float = 1.0
     records_cap: int | None = None
     rate: int = -1
+    transaction_ms: int = 0
+    """A producer's transactions last this long (ProducerPerformance's
+    ``--transaction-duration-ms``; it commits on the first send after that); a consume
+    scenario's topic is written that way. 0: no transactions."""
+    isolation: Isolation = Isolation.READ_UNCOMMITTED
+
+    @property
+    def transactional(self) -> bool:
+        return self.transaction_ms > 0
+
+    @property
+    def source_key(self) -> tuple[int, int, int, int]:
+        """What a topic's records look like to a consumer: a consume scenario may read a topic
+        that a produce scenario of the same key wrote (partitions, replicas, record size, and
+        whether it was written in transactions — the control batches and the LSO depend on
+        it). acks is left out: it changes when a record is acknowledged, not the records."""
+        return (self.partitions, self.replicas, self.record_bytes, self.transaction_ms)
 
     def records(self, base: int) -> int:
         """Records per client given ``--records``."""
@@ -107,6 +136,16 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("kcat-produce", Work.KCAT_PRODUCE, "kcat -P, 6 partitions, acks=1, wall clock"),
     Scenario("kcat-consume", Work.KCAT_CONSUME, "kcat -C, the first half from the beginning, wall "
              "clock"),
+    # Transactions need idempotence, and idempotence acks=all: the baseline is acks-all-rf1.
+    Scenario("txn-produce", Work.PRODUCE, f"1 transactional producer, {TRANSACTION_MS} ms "
+             "transactions, 6 partitions, RF 1, acks=all", acks="all",
+             transaction_ms=TRANSACTION_MS),
+    Scenario("txn-rf3", Work.PRODUCE, f"1 transactional producer, {TRANSACTION_MS} ms "
+             "transactions, 6 partitions, RF 3, acks=all", replicas=3, acks="all",
+             transaction_ms=TRANSACTION_MS),
+    Scenario("txn-consume", Work.CONSUME, "1 read_committed consumer reads the first half of "
+             f"the 6-partition topic written in {TRANSACTION_MS} ms transactions", acks="all",
+             transaction_ms=TRANSACTION_MS, isolation=Isolation.READ_COMMITTED),
 )
 
 

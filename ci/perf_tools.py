@@ -131,6 +131,21 @@ def _tail(output: str, chars: int = 600) -> str:
 
 
 @dataclass(frozen=True)
+class Transaction:
+    """ProducerPerformance's transactional mode: its transactional id (one per producer, so
+    concurrent or successive runs do not fence each other) and how long each transaction lasts."""
+
+    transactional_id: str
+    duration_ms: int
+
+
+def consumer_config(path: Path, isolation_level: str) -> Path:
+    """A consumer properties file at ``path`` setting ``isolation.level``."""
+    path.write_text(f"isolation.level={isolation_level}\n")
+    return path
+
+
+@dataclass(frozen=True)
 class Tools:
     """How to run Kafka's tool classes: ``java``, Kafka's classpath, a quiet log4j config."""
 
@@ -144,18 +159,27 @@ class Tools:
                 main_class, *args]
 
     def producer(self, bootstrap: str, topic: str, records: int, record_bytes: int, acks: str,
-                 throughput: int = -1) -> list[str]:
-        """``throughput`` records/s (``-1``: as fast as it goes)."""
+                 throughput: int = -1, transaction: Transaction | None = None) -> list[str]:
+        """``throughput`` records/s (``-1``: as fast as it goes); with ``transaction``, the
+        tool's own transactional mode: it begins a transaction, and commits it on the first
+        send once ``transaction.duration_ms`` have passed (and at the end)."""
         props = {"bootstrap.servers": bootstrap, "acks": acks, **PRODUCER_PROPS}
+        transactional = ([] if transaction is None else
+                         ["--transactional-id", transaction.transactional_id,
+                          "--transaction-duration-ms", str(transaction.duration_ms)])
         return self._java(PRODUCER_PERFORMANCE, "--topic", topic, "--num-records", str(records),
                           "--record-size", str(record_bytes), "--throughput", str(throughput),
+                          *transactional,
                           "--producer-props", *(f"{k}={v}" for k, v in props.items()))
 
     def consumer(self, bootstrap: str, topic: str, records: int, group: str,
-                 timeout_ms: int = 30_000) -> list[str]:
+                 timeout_ms: int = 30_000, config: Path | None = None) -> list[str]:
+        """``config``: a consumer properties file (``--consumer.config``, the only way 3.9.2's
+        ConsumerPerformance takes a consumer setting such as ``isolation.level``)."""
+        extra = [] if config is None else ["--consumer.config", str(config)]
         return self._java(CONSUMER_PERFORMANCE, "--bootstrap-server", bootstrap, "--topic", topic,
                           "--messages", str(records), "--group", group,
-                          "--timeout", str(timeout_ms))
+                          "--timeout", str(timeout_ms), *extra)
 
     def end_to_end(self, bootstrap: str, topic: str, records: int, acks: str,
                    record_bytes: int) -> list[str]:

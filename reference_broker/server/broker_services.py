@@ -33,6 +33,7 @@ class BrokerServices:
     transaction_coordinator: TransactionCoordinator
     transaction_verifier: TransactionVerifier
     group_request_order: ConnectionOrder = field(default_factory=ConnectionOrder)
+    produce_append_order: ConnectionOrder = field(default_factory=ConnectionOrder)
     # ZooKeeper mode only: the broker's ZK half (server.zk_broker.ZkBroker) and the controller
     # (controller.kafka_controller.KafkaController), active or not.
     zk_broker: Any = None

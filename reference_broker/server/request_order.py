@@ -7,6 +7,7 @@ meaning of a request: a Heartbeat pipelined behind a parked JoinGroup would be j
 rebalance that JoinGroup is about to complete, answer REBALANCE_IN_PROGRESS, and send the member
 (kafka-python's heartbeat thread does exactly this) into another, endless round of rebalances.
 So group requests of one connection run strictly one after another, as they would on Kafka.
+Produce requests use an order of their own for their appends (``apis/produce.py`` says why).
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ from typing import Any
 class ConnectionOrder:
     def __init__(self) -> None:
         self._tails: dict[int, asyncio.Future[Any]] = {}
+
+    def idle(self, connection_id: int) -> bool:
+        """Whether nothing of this connection is in flight here: an action run now would run
+        at once."""
+        tail = self._tails.get(connection_id)
+        return tail is None or tail.done()
 
     def run(self, connection_id: int, action: Callable[[], Any]) -> Any:
         """`action()` now if nothing of this connection is in flight, else after it finishes.

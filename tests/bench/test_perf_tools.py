@@ -6,14 +6,26 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from bench_perf import main, parse_args
+from bench_perf import Bench, main, parse_args, profile_path
 from perf_report import shapes, summary_rows
-from perf_scenarios import SCENARIOS, Measure, Outcome, Scenario, Target, Work, median_round
+from perf_scenarios import (
+    SCENARIOS,
+    TRANSACTION_MS,
+    Isolation,
+    Measure,
+    Outcome,
+    Scenario,
+    Target,
+    Work,
+    median_round,
+)
 from perf_tools import (
     ResourceSampler,
     ToolOutputError,
+    Tools,
     Usage,
     cpu_seconds,
     parse_consumer,
@@ -21,6 +33,7 @@ from perf_tools import (
     parse_producer,
     record_lines,
 )
+from rich.console import Console
 
 from harness.waiting import wait_for
 
@@ -83,6 +96,7 @@ def test_output_without_its_figures_is_an_error_not_a_zero(parse, output) -> Non
     (["--targets", "reference,redpanda"], "unknown: redpanda"),
     (["--targets", " , "], "got none"),
     (["--scenarios", "produce-1,produce-9"], "unknown: produce-9"),
+    (["--profile", "txn-rf3"], "unknown: txn-rf3"),  # 3 replicas: not on a standalone broker
 ])
 def test_bad_options_exit_2_with_what_is_wrong(argv, complaint, capsys) -> None:
     with pytest.raises(SystemExit) as exit_:
@@ -95,6 +109,16 @@ def test_options_keep_the_benchmark_order() -> None:
     args = parse_args(["--targets", "tansu,reference", "--scenarios", "consume-1,produce-1"])
     assert args.targets == [Target.REFERENCE, Target.TANSU]
     assert args.scenarios == ["produce-1", "consume-1"]
+    assert args.profile == ["produce-1", "consume-1"]
+    assert parse_args(["--profile", "txn-consume,txn-produce"]).profile == [
+        "txn-produce", "txn-consume"]  # the writer before its reader
+
+
+def test_profiles_keep_their_file_names_and_others_are_named_by_scenario() -> None:
+    by = {s.name: s for s in SCENARIOS}
+    assert [profile_path(by[n]).name for n in ("produce-1", "consume-1", "txn-consume")] == [
+        "perf-profile-reference-produce.txt", "perf-profile-reference-consume.txt",
+        "perf-profile-reference-txn-consume.txt"]
 
 
 def test_scenarios_cover_the_issue_and_scale_their_records() -> None:
@@ -109,6 +133,50 @@ def test_scenarios_cover_the_issue_and_scale_their_records() -> None:
     one_kb = next(s for s in SCENARIOS if s.record_bytes == 1024)
     assert one_kb.records(500_000) == 100_000
     assert Scenario("x", Work.LATENCY, "", records_cap=2000).records(500_000) == 2000
+
+
+def test_transactional_scenarios_and_the_topics_their_consumer_reads() -> None:
+    """Transactional produce at RF 1 and RF 3 (acks=all, as idempotence requires), and a
+    read_committed consumer of a topic written in the same transactions — never of a plain
+    one, whose reads would skip the LSO and control batches the scenario is about."""
+    by = {s.name: s for s in SCENARIOS}
+    transactional = [s for s in SCENARIOS if s.transactional]
+    assert {(s.work, s.replicas) for s in transactional} == {
+        (Work.PRODUCE, 1), (Work.PRODUCE, 3), (Work.CONSUME, 1)}
+    assert {(s.acks, s.transaction_ms) for s in transactional} == {("all", TRANSACTION_MS)}
+    assert [s.name for s in SCENARIOS if s.isolation is Isolation.READ_COMMITTED] == [
+        "txn-consume"]
+    assert by["txn-consume"].source_key == by["txn-produce"].source_key
+    assert by["consume-1"].source_key == by["produce-1"].source_key == \
+        by["acks-all-rf1"].source_key  # acks does not change the records
+    assert by["consume-1"].source_key not in {by["txn-produce"].source_key,
+                                                by["rf3-acks1"].source_key}
+    # the producer writing the source comes first, so the consumer reads what it wrote
+    names = [s.name for s in SCENARIOS]
+    assert names.index("txn-produce") < names.index("txn-consume")
+
+
+def _option(command: list[str], name: str) -> str:
+    return command[command.index(name) + 1]
+
+
+def test_tools_run_in_their_transactional_and_read_committed_modes(tmp_path) -> None:
+    bench = Bench(Tools("java", "kafka-libs", tmp_path / "log4j"), "kcat", tmp_path, 1000,
+                  Console(quiet=True))
+    by = {s.name: s for s in SCENARIOS}
+    (first,) = bench.commands(by["txn-produce"], "127.0.0.1:9092", "t", 1000)
+    (second,) = bench.commands(by["txn-rf3"], "127.0.0.1:9092", "t", 1000)
+    assert _option(first, "--transaction-duration-ms") == str(TRANSACTION_MS) == "100"
+    assert "acks=all" in first
+    # a transactional id of its own per run: one run's producer never fences another's
+    assert _option(first, "--transactional-id") != _option(second, "--transactional-id")
+    (plain,) = bench.commands(by["acks-all-rf1"], "127.0.0.1:9092", "t", 1000)
+    assert "--transactional-id" not in plain and "--transaction-duration-ms" not in plain
+    (committed,) = bench.commands(by["txn-consume"], "127.0.0.1:9092", "t", 1000)
+    config = Path(_option(committed, "--consumer.config"))
+    assert config.read_text() == "isolation.level=read_committed\n"
+    (uncommitted,) = bench.commands(by["consume-1"], "127.0.0.1:9092", "t", 1000)
+    assert "--consumer.config" not in uncommitted
 
 
 def test_record_lines_are_the_record_size_with_the_delimiter(tmp_path) -> None:
@@ -139,22 +207,25 @@ def test_tiny_run_against_the_reference_broker(tmp_path) -> None:
     figure parsed, CPU and RSS recorded, the JSON written."""
     output = tmp_path / "perf.json"
     code = main(["--targets", "reference", "--records", "2000", "--no-profile", "--scenarios",
-                 "produce-1,rf3-acks-all,consume-1,latency-e2e,kcat-consume",
-                 "--output", str(output)])
+                 "produce-1,rf3-acks-all,consume-1,latency-e2e,kcat-consume,txn-produce,"
+                 "txn-consume", "--output", str(output)])
     assert code == 0
     document = json.loads(output.read_text())
     assert document["schema_version"] >= 1
     results = {r["scenario"]: r for r in document["results"]}
     assert set(results) == {"produce-1", "rf3-acks-all", "consume-1", "latency-e2e",
-                            "kcat-consume"}
+                            "kcat-consume", "txn-produce", "txn-consume"}
     assert results["produce-1"]["records"] == 2000
     assert results["produce-1"]["figures"]["produce records/s"] > 0
     assert results["consume-1"]["figures"]["consume records/s"] > 0
     # Consumers read the first half of their topic, so no partition runs dry while measured
     # (ConsumerPerformance stops after the poll that reaches the count: up to 500 more).
     assert results["consume-1"]["topic_records"] == results["kcat-consume"]["topic_records"] \
-        == 4000
+        == results["txn-consume"]["topic_records"] == 4000
     assert 2000 <= results["consume-1"]["records"] <= 2500
+    # read_committed, of the topic txn-produce wrote in 100 ms transactions and then topped up
+    assert results["txn-produce"]["records"] == 2000
+    assert 2000 <= results["txn-consume"]["records"] <= 2500
     assert results["kcat-consume"]["records"] == 2000
     assert results["latency-e2e"]["figures"]["p99 latency ms"] > 0
     assert all(len(r["broker_peak_rss_mb"]) == 3 and min(r["broker_peak_rss_mb"]) > 10

@@ -8,6 +8,16 @@ batch in a partition — no transaction of its id and epoch open there — is ap
 the transaction coordinator confirms that the partition is in the producer's ongoing
 transaction; otherwise the partition answers the coordinator's refusal. Once the transaction is
 open in the partition its later batches need no question: the log's epoch check covers them.
+
+A connection's Produce requests append in the order they arrived (the services'
+``produce_append_order``). Kafka reads no further request of a connection until it has answered
+the one in hand; this broker overlaps them, which keeps the order of appends only while every
+Produce appends at once. One that waits for the coordinator holds back the appends of the
+connection's later Produce requests until its own are done — else a producer's next batch for a
+partition whose transaction is open (no question needed) would be appended ahead of its earlier
+batch for that partition, riding in a request that waits for another partition's answer, and be
+refused OUT_OF_ORDER_SEQUENCE_NUMBER. The wait for the ISR (acks=all) is not held in that order:
+it follows the append, as before.
 """
 
 from __future__ import annotations
@@ -15,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import Any
 
 from harness.wire.errors import ErrorCode, error_name
@@ -42,10 +53,27 @@ def handle_produce(
         if acks == 0:  # no response to carry the error: Kafka closes the connection
             raise ProtocolError("transactional records without a transactional id")
         return _refuse_all(body, ErrorCode.transactional_id_authorization_failed)
-    unverified = _unverified(services, body)
-    if unverified:
-        return _verify_then_produce(services, body, request.api_version, unverified)
-    return _produce(services, body, {})
+    order = services.produce_append_order
+    if order.idle(conn.id) and not _unverified(services, body):
+        return _produce(services, body, {})
+    return _answer(order.run(conn.id, lambda: _verify_then_append(
+        services, body, request.api_version)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Appended:
+    """A Produce whose appends are done: its response, or an awaitable of it (acks=all waiting
+    for the ISR). Wrapped so that the connection's append order ends at the appends, not at the
+    ISR's answer (the order awaits what its action returns, and this is not awaitable)."""
+
+    response: dict[str, Any] | None | Awaitable[dict[str, Any]]
+
+
+async def _answer(appended: Awaitable[_Appended]) -> dict[str, Any] | None:
+    response = (await appended).response
+    if response is None or isinstance(response, dict):
+        return response
+    return await response
 
 
 def _unverified(services: BrokerServices,
@@ -76,20 +104,17 @@ def _unverified(services: BrokerServices,
     return unverified
 
 
-async def _verify_then_produce(services: BrokerServices, body: Any, version: int,
-                               unverified: dict[tuple[int, int], list[TopicPartition]]
-                               ) -> dict[str, Any] | None:
-    """Ask the coordinator, then append what it confirmed and refuse the rest."""
+async def _verify_then_append(services: BrokerServices, body: Any, version: int) -> _Appended:
+    """In the connection's append order: ask the coordinator about the partitions that still
+    need it once the earlier Produce requests have appended (one of them may have opened the
+    transaction there), then append what it confirmed and refuse the rest."""
     refused: dict[TopicPartition, ErrorCode] = {}
-    for (producer_id, epoch), partitions in unverified.items():
+    for (producer_id, epoch), partitions in _unverified(services, body).items():
         answers = await services.transaction_verifier.verify(
             body.transactional_id, producer_id, epoch, partitions)
         refused.update({tp: for_produce(error, version) for tp, error in answers.items()
                         if error is not ErrorCode.none})
-    produced = _produce(services, body, refused)
-    if produced is None or isinstance(produced, dict):
-        return produced
-    return await produced
+    return _Appended(_produce(services, body, refused))
 
 
 def _produce(services: BrokerServices, body: Any, refused: dict[TopicPartition, ErrorCode]
