@@ -21,7 +21,6 @@ from harness.cluster.proxied import ProxiedCluster, broker_node
 from harness.cluster.proxy_faults import NetworkFaults
 from harness.cluster.spec import ClusterSpec
 from harness.nemesis import process as process_faults
-from tests.shared_clusters import ONE_PARTITION_INTERNAL_TOPICS
 
 from .records import produce, read_all
 
@@ -31,8 +30,7 @@ LAG_MS = 3000  # replica.lag.time.max.ms: how long a follower may lag before the
 @pytest.fixture(scope="module")
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxiedCluster]:
     spec = ClusterSpec(brokers=3, properties={"replica.lag.time.max.ms": LAG_MS,
-                                              "group.initial.rebalance.delay.ms": 0,
-                                              **ONE_PARTITION_INTERNAL_TOPICS})
+                                              "group.initial.rebalance.delay.ms": 0})
     cluster = ProxiedCluster(spec, run_dir=tmp_path_factory.mktemp("apache-kafka"),
                              kind=ApacheKafkaKind())
     cluster.start()

@@ -22,7 +22,6 @@ from harness.cluster.proxied import CONTROLLER_CHANNEL, ProxiedCluster, channel_
 from harness.cluster.targets import Target, start_target
 from harness.nemesis import roles
 from harness.raw_client import RawClient, raw_metadata
-from tests.shared_clusters import ONE_PARTITION_INTERNAL_TOPICS
 
 from .quorum import WAIT_S, brokers_seen_by, describe_quorum, reset_whole
 from .records import produce, read_all
@@ -35,8 +34,7 @@ def kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     target = start_target("apache-kafka-kraft", brokers=3,
                           run_dir=tmp_path_factory.mktemp("kraft"),
                           properties={"group.initial.rebalance.delay.ms": 0,
-                                      "replica.lag.time.max.ms": 3000,
-                                      **ONE_PARTITION_INTERNAL_TOPICS})
+                                      "replica.lag.time.max.ms": 3000})
     try:
         yield target
     finally:

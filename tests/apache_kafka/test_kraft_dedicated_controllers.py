@@ -21,7 +21,6 @@ from harness.cluster.nodes import ClusterNodes
 from harness.cluster.proxied import CONTROLLER_CHANNEL, ProxiedCluster, link_name
 from harness.cluster.targets import Target, start_target
 from harness.nemesis import process, roles
-from tests.shared_clusters import ONE_PARTITION_INTERNAL_TOPICS
 
 from .quorum import WAIT_S, brokers_seen_by, describe_quorum, reset_whole
 from .records import produce, read_all
@@ -33,8 +32,7 @@ BROKERS, CONTROLLERS = [1, 2, 3], [4, 5, 6]
 def dedicated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     target = start_target("apache-kafka-kraft", brokers=3, controllers=3,
                           run_dir=tmp_path_factory.mktemp("kraft-dedicated"),
-                          properties={"group.initial.rebalance.delay.ms": 0,
-                                      **ONE_PARTITION_INTERNAL_TOPICS})
+                          properties={"group.initial.rebalance.delay.ms": 0})
     try:
         yield target
     finally:
