@@ -19,14 +19,6 @@ from harness.cluster.local import LocalCluster
 from harness.cluster.spec import ClusterSpec
 
 RESTORE_TIMEOUT_S = 60.0
-ONE_PARTITION_INTERNAL_TOPICS: dict[str, str | int] = {
-    "offsets.topic.num.partitions": 1, "transaction.state.log.num.partitions": 1}
-"""For a test cluster whose tests do not depend on how many partitions the offsets and
-transaction state topics have. Kafka's default, 50 each (at replication factor 3), is created
-on a group's or a transactional id's first use, and every broker recovers and loads its share
-of them at each restart: measured on Apache Kafka 3.9, 3 brokers, side by side on this 2-core
-machine (two runs each), the first commit took 15-20 s with 50 partitions and 8-12 s with 1, a
-kill and restart 28-34 s against 15-23 s. Tests only; what users start keeps Kafka's defaults."""
 REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
 """Each test's reports by phase, kept by the suite-wide conftest's hook."""
 

@@ -17,7 +17,6 @@ from harness.net.ports import LOOPBACK, is_accepting
 from harness.net.toxiproxy_api import VERSION
 from harness.net.toxiproxy_process import ToxiproxyServerKind, find_toxiproxy_server
 from harness.waiting import wait_for
-from tests.shared_clusters import ONE_PARTITION_INTERNAL_TOPICS
 
 from .conftest import api_versions_round_trip, listen_port
 
@@ -26,8 +25,7 @@ CONSUME_TIMEOUT_S = 60
 # One cluster for the tests that only use it (conftest.shared_proxied_cluster); the others
 # start and stop clusters of their own, which is what they test. The group's first join does
 # not wait for more members.
-SHARED_CLUSTER = ClusterSpec(brokers=3, properties={"group.initial.rebalance.delay.ms": 0,
-                                                    **ONE_PARTITION_INTERNAL_TOPICS})
+SHARED_CLUSTER = ClusterSpec(brokers=3, properties={"group.initial.rebalance.delay.ms": 0})
 
 
 def test_clients_produce_and_consume_through_the_client_proxies(shared_proxied_cluster):
