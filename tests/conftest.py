@@ -1,16 +1,28 @@
-"""Suite-wide: pytest's own `pytester`, for testing the kafka-harness pytest plugin, and a
-broker standing for one a user runs."""
+"""Suite-wide: pytest's own `pytester`, for testing the kafka-harness pytest plugin, each
+test's reports kept for its fixtures, and a broker standing for one a user runs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 import pytest
 
 from harness.cluster.targets import Target, start_target
 from harness.plugin.pytest_plugin import SUITE_BROKER_PROPERTIES
+from tests.shared_clusters import REPORTS
 
 pytest_plugins = ["pytester"]
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Keep each phase's report on the test, so a fixture's teardown knows whether the test
+    failed (:func:`tests.shared_clusters.failed`) and can print its cluster's logs."""
+    report = yield
+    item.stash.setdefault(REPORTS, {})[report.when] = report
+    return report
 
 
 @pytest.fixture(scope="module")

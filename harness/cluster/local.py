@@ -22,7 +22,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -239,14 +239,19 @@ class LocalCluster(ZooKeeperStateReads):
 
     def _run_on_brokers(self, action: Callable[[BrokerNodeProcess], object],
                         broker_ids: list[int]) -> None:
-        """Apply ``action`` to the brokers concurrently; every one finishes, the first error
-        is raised after all have."""
+        """Apply ``action`` to the brokers concurrently; every one finishes, and the error
+        that came first is raised after all have. First in time, not in broker order: a broker
+        that cannot start (a bad setting) fails as soon as it reads its configuration, while a
+        peer fails, if at all, only when its wait runs out — on a loaded machine, or for want
+        of the broker that failed — and that later error would hide the cause."""
         if not broker_ids:
             return
         with ThreadPoolExecutor(max_workers=len(broker_ids)) as pool:
             futures = [pool.submit(action, self.broker(b)) for b in broker_ids]
-        for future in futures:
-            future.result()
+            errors = [error for future in as_completed(futures)
+                      if (error := future.exception()) is not None]
+        if errors:
+            raise errors[0]
 
     # --- process faults --------------------------------------------------------------------
 

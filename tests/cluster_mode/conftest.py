@@ -1,34 +1,27 @@
 """Fixtures for tests that run a whole local cluster: ZooKeeper plus reference brokers.
 
 ``cluster(...)`` starts a :class:`LocalCluster` under the test's ``tmp_path`` and stops it when
-the test ends, whatever happened. The run directory is pytest's, so the logs outlive the test;
-when a test fails its log paths are printed with the failure.
+the test ends, whatever happened: for a test that needs settings of its own or that ends the
+cluster itself. ``shared_cluster`` is one cluster per module, started from the module's
+``SHARED_CLUSTER`` spec and made whole again after each test (paused brokers resumed, stopped
+or killed ones started, every broker registered and listed by every other): starting ZooKeeper
+and three brokers costs more than most of these tests, so a module pays it once. Tests on the
+shared cluster use topic names of their own, so their order does not matter
+(:mod:`tests.shared_clusters`). When a test fails its cluster's log paths are printed with the
+failure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import pytest
 
 from harness.cluster.local import LocalCluster
 from harness.cluster.spec import ClusterSpec
-
-_REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
-
-
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    report = yield
-    item.stash.setdefault(_REPORTS, {})[report.when] = report
-    return report
-
-
-def _failed(node: pytest.Item) -> bool:
-    return any(report.failed for report in node.stash.get(_REPORTS, {}).values())
+from tests.shared_clusters import failed, module_spec, print_logs, reset_after, restore, running
 
 
 @pytest.fixture
@@ -48,7 +41,20 @@ def cluster(
     yield make
     for local in reversed(started):
         local.stop()
-    if _failed(request.node):
-        for local in started:
-            paths = "\n  ".join(str(path) for path in local.log_paths())
-            print(f"cluster logs:\n  {paths}")
+    if failed(request.node):
+        print_logs([path for local in started for path in local.log_paths()])
+
+
+@pytest.fixture(scope="module")
+def _module_cluster(request: pytest.FixtureRequest,
+                    tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    yield from running(LocalCluster(module_spec(request),
+                                    run_dir=tmp_path_factory.mktemp("shared-cluster")))
+
+
+@pytest.fixture
+def shared_cluster(request: pytest.FixtureRequest,
+                   _module_cluster: LocalCluster) -> Iterator[LocalCluster]:
+    """The module's cluster (its ``SHARED_CLUSTER`` spec), whole again after the test."""
+    yield from reset_after(request, _module_cluster, _module_cluster.log_paths(),
+                           partial(restore, _module_cluster))

@@ -10,7 +10,15 @@ import uuid
 from confluent_kafka import ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
+from harness.cluster.spec import ClusterSpec
 from harness.raw_client import RawClient
+
+# One cluster for the module's tests but the last (conftest.shared_cluster). A 30 s session:
+# a leader change within it can only come from a controlled shutdown, not a session expiry.
+# No automatic leader rebalance: the tests that bring a preferred replica back see where
+# leadership is before anyone moves it (the last test turns it on, on a cluster of its own).
+SHARED_CLUSTER = ClusterSpec(brokers=3, zookeeper_session_timeout_ms=30000,
+                             properties={"auto.leader.rebalance.enable": "false"})
 
 FETCH, OFFSET_FOR_LEADER_EPOCH = 1, 23
 FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER = 74, 75, 6
@@ -20,11 +28,11 @@ def _admin(c) -> AdminClient:
     return AdminClient({"bootstrap.servers": c.bootstrap})
 
 
-def test_controlled_shutdown_moves_leadership_before_the_broker_stops(cluster):
+def test_controlled_shutdown_moves_leadership_before_the_broker_stops(shared_cluster):
     """A broker stopped with SIGTERM asks the controller to move its leaderships first
     (ControlledShutdown): its partitions get new leaders from the ISR at once, not after a
     session timeout, and acks=all writes keep succeeding."""
-    c = cluster(brokers=3, zookeeper_session_timeout_ms=30000)
+    c = shared_cluster
     admin = _admin(c)
     admin.create_topics([NewTopic("calm", 1, replica_assignment=[[2, 3, 1]])])["calm"].result(30)
     before = c.partition_state("calm", 0)
@@ -41,11 +49,10 @@ def test_controlled_shutdown_moves_leadership_before_the_broker_stops(cluster):
     assert producer.flush(30) == 0
 
 
-def test_elect_leaders_moves_leadership_back_to_the_preferred_replica(cluster):
+def test_elect_leaders_moves_leadership_back_to_the_preferred_replica(shared_cluster):
     """After the preferred replica (first in the assignment) returns as a follower, the
     ElectLeaders API (election type PREFERRED) makes it leader again once it is in the ISR."""
-    c = cluster(brokers=3, zookeeper_session_timeout_ms=30000,
-                properties={"auto.leader.rebalance.enable": "false"})
+    c = shared_cluster
     admin = _admin(c)
     admin.create_topics([NewTopic("pref", 1, replica_assignment=[[3, 1, 2]])])["pref"].result(30)
     c.stop_broker(3)
@@ -64,10 +71,10 @@ def test_elect_leaders_moves_leadership_back_to_the_preferred_replica(cluster):
     assert c.leader("pref", 0) == 3
 
 
-def test_delete_topic_removes_znodes_and_every_replica(cluster):
+def test_delete_topic_removes_znodes_and_every_replica(shared_cluster):
     """DeleteTopics in ZooKeeper mode writes /admin/delete_topics/[t]; the controller stops and
     deletes every replica (StopReplica delete=true) and removes the topic's znodes."""
-    c = cluster(brokers=3)
+    c = shared_cluster
     admin = _admin(c)
     admin.create_topics([NewTopic("doomed", 2, 3)])["doomed"].result(30)
     producer = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})
@@ -85,8 +92,8 @@ def test_delete_topic_removes_znodes_and_every_replica(cluster):
     assert "doomed" not in admin.list_topics(timeout=10).topics
 
 
-def test_create_partitions_gives_the_new_partitions_leaders(cluster):
-    c = cluster(brokers=3)
+def test_create_partitions_gives_the_new_partitions_leaders(shared_cluster):
+    c = shared_cluster
     admin = _admin(c)
     admin.create_topics([NewTopic("grow", 1, 3)])["grow"].result(30)
     admin.create_partitions([NewPartitions("grow", 3)])["grow"].result(30)
@@ -96,11 +103,11 @@ def test_create_partitions_gives_the_new_partitions_leaders(cluster):
                30, "metadata to show 3 partitions")
 
 
-def test_leader_epoch_errors_for_clients(cluster):
+def test_leader_epoch_errors_for_clients(shared_cluster):
     """KIP-320: a fetch naming an older leader epoch is FENCED_LEADER_EPOCH, a newer one
     UNKNOWN_LEADER_EPOCH. A follower answers a consumer's Fetch v10 with NOT_LEADER_OR_FOLLOWER
     and serves v11+ (KIP-392), as Apache Kafka 3.9 does."""
-    c = cluster(brokers=3)
+    c = shared_cluster
     admin = _admin(c)
     admin.create_topics([NewTopic("epochs", 1, replica_assignment=[[1, 2, 3]])])["epochs"] \
         .result(30)
@@ -139,11 +146,11 @@ def test_leader_epoch_errors_for_clients(cluster):
     assert int(response.topics[0].partitions[0].error_code) == FENCED_LEADER_EPOCH
 
 
-def test_partition_reassignment_moves_the_replicas_and_their_data(cluster):
+def test_partition_reassignment_moves_the_replicas_and_their_data(shared_cluster):
     """Writing /admin/reassign_partitions (what kafka-reassign-partitions does in ZooKeeper
     mode): the new replica copies the log and joins the ISR, the assignment is rewritten, the
     dropped replica's log is deleted, and the request znode goes away."""
-    c = cluster(brokers=3)
+    c = shared_cluster
     admin = _admin(c)
     admin.create_topics([NewTopic("moving", 1, replica_assignment=[[1, 2]])])["moving"] \
         .result(30)

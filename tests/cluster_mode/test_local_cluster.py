@@ -11,7 +11,6 @@ import os
 import re
 import signal
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,15 +21,14 @@ from harness.cluster.spec import ClusterSpec
 from harness.net.ports import is_accepting
 from harness.waiting import ClusterWaitTimeout, wait_for
 
-MakeCluster = Callable[..., LocalCluster]
-
 # The fields of a version-5 /brokers/ids/[id] registration, as Kafka writes them.
 REGISTRATION_FIELDS = {
     "features", "listener_security_protocol_map", "endpoints", "jmx_port", "port", "host",
     "version", "timestamp",
 }
-# Short enough that a killed broker's registration expires quickly.
-SHORT_SESSION_MS = 3000
+# One cluster for the tests that read it or fault one broker and put it back
+# (conftest.shared_cluster): starting ZooKeeper and three brokers costs more than they do.
+SHARED_CLUSTER = ClusterSpec(brokers=3)
 
 
 def gone(pid: int) -> bool:
@@ -100,8 +98,8 @@ def test_a_broker_that_cannot_start_stops_everything(tmp_path: Path) -> None:
 # --- with a running cluster --------------------------------------------------------------------
 
 
-def test_every_broker_registers_with_kafkas_fields(cluster: MakeCluster) -> None:
-    local = cluster(brokers=3)
+def test_every_broker_registers_with_kafkas_fields(shared_cluster: LocalCluster) -> None:
+    local = shared_cluster
     assert local.registered_broker_ids() == [1, 2, 3]
     for broker_id, broker in local.brokers.items():
         registration = local.broker_registration(broker_id)
@@ -116,8 +114,8 @@ def test_every_broker_registers_with_kafkas_fields(cluster: MakeCluster) -> None
     assert local.bootstrap == ",".join(b.bootstrap for b in local.brokers.values())
 
 
-def test_cluster_id_controller_and_epoch_exist(cluster: MakeCluster) -> None:
-    local = cluster(brokers=3)
+def test_cluster_id_controller_and_epoch_exist(shared_cluster: LocalCluster) -> None:
+    local = shared_cluster
     cluster_id = local.cluster_id()
     assert cluster_id is not None and re.fullmatch(r"[A-Za-z0-9_-]{22}", cluster_id)
     assert len(base64.urlsafe_b64decode(cluster_id + "==")) == 16
@@ -131,8 +129,8 @@ def test_cluster_id_controller_and_epoch_exist(cluster: MakeCluster) -> None:
         assert zk.get("/cluster/id")[0].startswith(b"{")
 
 
-def test_a_killed_broker_reregisters_after_a_restart(cluster: MakeCluster) -> None:
-    local = cluster(brokers=3, zookeeper_session_timeout_ms=SHORT_SESSION_MS)
+def test_a_killed_broker_reregisters_after_a_restart(shared_cluster: LocalCluster) -> None:
+    local = shared_cluster
     controller = local.wait_for(local.controller_id, 30, "a controller")
     victim = next(b for b in local.brokers if b != controller)
     with local.zk() as zk:
@@ -142,7 +140,8 @@ def test_a_killed_broker_reregisters_after_a_restart(cluster: MakeCluster) -> No
     assert local.kill(victim) == -signal.SIGKILL
     assert pid is not None and gone(pid)
     local.wait_for(lambda: victim not in local.registered_broker_ids(),
-                   SHORT_SESSION_MS / 1000 + 10, f"broker {victim}'s session to expire")
+                   local.spec.zookeeper_session_timeout_ms / 1000 + 10,
+                   f"broker {victim}'s session to expire")
     local.start_broker(victim)
     assert local.brokers[victim].port == port
     with local.zk() as zk:
@@ -152,17 +151,19 @@ def test_a_killed_broker_reregisters_after_a_restart(cluster: MakeCluster) -> No
                    f"the controller's Metadata to list broker {victim} again")
 
 
-def test_a_stopped_broker_deregisters_at_once_and_restarts(cluster: MakeCluster) -> None:
-    local = cluster(brokers=2)
+def test_a_stopped_broker_deregisters_at_once_and_restarts(shared_cluster: LocalCluster) -> None:
+    local = shared_cluster
     assert local.stop_broker(2) == 0
     # A graceful stop closes the ZooKeeper session: no waiting for it to expire.
-    local.wait_for(lambda: local.registered_broker_ids() == [1], 5, "broker 2 to deregister")
+    local.wait_for(lambda: local.registered_broker_ids() == [1, 3], 5, "broker 2 to deregister")
     local.start_broker(2, wait_for_deregistration=False)
-    assert local.registered_broker_ids() == [1, 2]
+    assert local.registered_broker_ids() == [1, 2, 3]
 
 
-def test_pause_and_resume_send_sigstop_and_sigcont(cluster: MakeCluster) -> None:
-    local = cluster(brokers=1)
+def test_pause_and_resume_send_sigstop_and_sigcont(shared_cluster: LocalCluster) -> None:
+    """A paused broker is resumed; that stop() still ends a paused broker cleanly is
+    test_stop_leaves_no_process_and_no_listening_port's (the shared cluster goes on)."""
+    local = shared_cluster
     pid = local.brokers[1].pid
     assert pid is not None
     local.pause(1)
@@ -170,8 +171,7 @@ def test_pause_and_resume_send_sigstop_and_sigcont(cluster: MakeCluster) -> None
     assert local.paused == {1}
     local.resume(1)
     local.wait_for(lambda: process_state(pid) != "T", 5, "the broker to run again")
-    assert local.broker_metadata(1) == {1}
-    local.pause(1)  # stop() must still end a paused broker cleanly
+    assert local.broker_metadata(1) == {1, 2, 3}
 
 
 def test_stop_leaves_no_process_and_no_listening_port(tmp_path: Path) -> None:

@@ -13,8 +13,15 @@ import uuid
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from harness.cluster.spec import ClusterSpec
 from harness.raw_client import RawClient
 from harness.wire.records import build_batch
+
+# One cluster for the module's tests but the min.insync.replicas one, which needs a short
+# replica.lag.time.max.ms of its own (conftest.shared_cluster). A 4 s session, so a killed
+# broker's leaderships move within seconds.
+SESSION_MS = 4000
+SHARED_CLUSTER = ClusterSpec(brokers=3, zookeeper_session_timeout_ms=SESSION_MS)
 
 PRODUCE, LEADER_AND_ISR = 0, 4
 STALE_CONTROLLER_EPOCH, NOT_ENOUGH_REPLICAS = 11, 19
@@ -70,10 +77,10 @@ def _segment_bytes(cluster, broker_id: int, topic: str, partition: int) -> bytes
     return b"".join(path.read_bytes() for path in sorted(directory.glob("*.log")))
 
 
-def test_acks_all_leaves_three_byte_identical_replicas(cluster):
+def test_acks_all_leaves_three_byte_identical_replicas(shared_cluster):
     """Followers copy the leader's batches as they are (offsets, epochs, CRCs), so once the
     ISR has everything the three replicas' logs are the same bytes."""
-    c = cluster(brokers=3)
+    c = shared_cluster
     _create(c.bootstrap, "same", [[1, 2, 3], [2, 3, 1]])
     acked = _produce(c.bootstrap, "same", 3000)
     assert len(acked) == 3000
@@ -87,12 +94,12 @@ def test_acks_all_leaves_three_byte_identical_replicas(cluster):
                                                                else [2, 3, 1])
 
 
-def test_killing_the_leader_elects_an_isr_member_and_loses_nothing_acked(cluster):
+def test_killing_the_leader_elects_an_isr_member_and_loses_nothing_acked(shared_cluster):
     """A dead leader's partitions get a new leader from the live ISR once its ZooKeeper
     session expires (zookeeper.session.timeout.ms), with leader epoch + 1; every record that
     was acknowledged with acks=all is still there."""
-    session_ms = 4000
-    c = cluster(brokers=3, zookeeper_session_timeout_ms=session_ms)
+    session_ms = SESSION_MS
+    c = shared_cluster
     _create(c.bootstrap, "fail", [[1, 2, 3]])
     before = c.partition_state("fail", 0)
     acked = _produce(c.bootstrap, "fail", 2000, prefix="a")
@@ -111,11 +118,11 @@ def test_killing_the_leader_elects_an_isr_member_and_loses_nothing_acked(cluster
     assert missing == [], f"acknowledged records lost: {missing[:10]}"
 
 
-def test_controller_failover_bumps_the_epoch_and_fences_the_old_controller(cluster):
+def test_controller_failover_bumps_the_epoch_and_fences_the_old_controller(shared_cluster):
     """Killing the controller moves /controller to another broker with /controller_epoch + 1;
     brokers then refuse a request stamped with the old epoch (STALE_CONTROLLER_EPOCH)."""
-    session_ms = 4000
-    c = cluster(brokers=3, zookeeper_session_timeout_ms=session_ms)
+    session_ms = SESSION_MS
+    c = shared_cluster
     _create(c.bootstrap, "fence", [[1, 2, 3]])
     old_controller, old_epoch = c.controller_id(), c.controller_epoch()
     c.kill(old_controller)
@@ -148,7 +155,7 @@ def _controller_seen_by(c, broker_id: int) -> int:
 def test_acks_all_refused_when_isr_is_below_min_insync_replicas(cluster):
     """acks=all with fewer in-sync replicas than min.insync.replicas is refused before the
     append with NOT_ENOUGH_REPLICAS; acks=1 still succeeds."""
-    c = cluster(brokers=3, zookeeper_session_timeout_ms=4000,
+    c = cluster(brokers=3, zookeeper_session_timeout_ms=SESSION_MS,
                 properties={"replica.lag.time.max.ms": 1500})
     _create(c.bootstrap, "strict", [[1, 2, 3]], {"min.insync.replicas": "3"})
     c.kill(3)
@@ -174,7 +181,7 @@ def _isr_seen_by(c, broker_id: int, topic: str) -> list[int]:
     return list(response.topics[0].partitions[0].isr_nodes)
 
 
-def test_a_duplicate_broker_id_is_a_start_up_error_and_harms_nobody(cluster, tmp_path):
+def test_a_duplicate_broker_id_is_a_start_up_error_and_harms_nobody(shared_cluster, tmp_path):
     """A second broker with a live broker's id finds /brokers/ids/[id] owned by another
     session and refuses to start (exit 1, the reason logged); the live broker keeps its
     registration and its leaderships."""
@@ -182,7 +189,7 @@ def test_a_duplicate_broker_id_is_a_start_up_error_and_harms_nobody(cluster, tmp
     from harness.cluster.peers import ReferenceBroker
     from harness.net.ports import free_port
 
-    c = cluster(brokers=3)
+    c = shared_cluster
     _create(c.bootstrap, "dup", [[1, 2, 3]])
     before = c.partition_state("dup", 0)
     registration = c.broker_registration(1)

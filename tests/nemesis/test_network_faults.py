@@ -11,6 +11,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.proxy_faults import NetworkFaults
+from harness.cluster.spec import ClusterSpec
 from harness.net.ports import LOOPBACK
 from harness.raw_client import RawClient
 from harness.wire import protocol
@@ -20,6 +21,9 @@ from .conftest import api_versions_round_trip, listen_port
 
 PRODUCE = 0
 QUIET = {"log_level": 0}
+# One cluster for the module (conftest.shared_proxied_cluster): each test faults links and the
+# fixture lifts every fault after it. A follower cut off for 1.5 s leaves the ISR.
+SHARED_CLUSTER = ClusterSpec(brokers=3, properties={"replica.lag.time.max.ms": 1500})
 
 
 def create_topic(cluster, partitions: int, replication: int) -> str:
@@ -29,8 +33,8 @@ def create_topic(cluster, partitions: int, replication: int) -> str:
     return name
 
 
-def test_an_isolated_broker_leaves_the_isr_and_heal_brings_it_back(proxied_cluster):
-    cluster = proxied_cluster(brokers=3, properties={"replica.lag.time.max.ms": 1500})
+def test_an_isolated_broker_leaves_the_isr_and_heal_brings_it_back(shared_proxied_cluster):
+    cluster = shared_proxied_cluster
     zk = cluster.cluster
     topic = create_topic(cluster, 3, 3)
     followed = zk.wait_for(
@@ -52,8 +56,8 @@ def test_an_isolated_broker_leaves_the_isr_and_heal_brings_it_back(proxied_clust
                 f"broker 3 to rejoin the ISR of {topic}-{partition}")
 
 
-def test_a_cut_client_link_times_out_while_the_direct_path_answers(proxied_cluster):
-    cluster = proxied_cluster(brokers=3)
+def test_a_cut_client_link_times_out_while_the_direct_path_answers(shared_proxied_cluster):
+    cluster = shared_proxied_cluster
     faults = NetworkFaults(cluster)
     proxy_1 = listen_port(cluster, "client->broker-1")
     direct_1 = cluster.cluster.broker(1).port
@@ -80,8 +84,9 @@ def test_a_cut_client_link_times_out_while_the_direct_path_answers(proxied_clust
 
 
 @pytest.mark.parametrize(("latency_ms", "jitter_ms"), [(100, 10)])
-def test_latency_adds_its_delay_to_each_round_trip(proxied_cluster, latency_ms, jitter_ms):
-    cluster = proxied_cluster(brokers=3)
+def test_latency_adds_its_delay_to_each_round_trip(shared_proxied_cluster, latency_ms,
+                                                  jitter_ms):
+    cluster = shared_proxied_cluster
     faults = NetworkFaults(cluster)
     faults.add_toxic("client->broker-1", "latency",
                      {"latency": latency_ms, "jitter": jitter_ms})  # responses
@@ -96,8 +101,8 @@ def test_latency_adds_its_delay_to_each_round_trip(proxied_cluster, latency_ms, 
         assert abs(median - expected) <= tolerance, f"{link}: median round trip {median:.4f}s"
 
 
-def test_bandwidth_limits_a_large_produce_to_the_rate(proxied_cluster):
-    cluster = proxied_cluster(brokers=3)
+def test_bandwidth_limits_a_large_produce_to_the_rate(shared_proxied_cluster):
+    cluster = shared_proxied_cluster
     topic = create_topic(cluster, 1, 1)
     leader = cluster.cluster.wait_for(lambda: cluster.cluster.leader(topic, 0), 30, "a leader")
     link = f"client->broker-{leader}"
@@ -128,8 +133,8 @@ def test_bandwidth_limits_a_large_produce_to_the_rate(proxied_cluster):
         f"{frame_bytes} bytes at {rate_kb_s} KB/s took {limited:.3f}s, expected {expected:.3f}s")
 
 
-def test_heal_keeps_toxics_and_clear_restores_everything(proxied_cluster):
-    cluster = proxied_cluster(brokers=3)
+def test_heal_keeps_toxics_and_clear_restores_everything(shared_proxied_cluster):
+    cluster = shared_proxied_cluster
     faults = NetworkFaults(cluster)
     assert faults.halves() == [("broker-1", "broker-3"), ("broker-2", "broker-3"),
                                ("broker-3", "broker-1"), ("broker-3", "broker-2")]
@@ -158,8 +163,8 @@ def test_heal_keeps_toxics_and_clear_restores_everything(proxied_cluster):
     zk.wait_for(lambda: zk.registered_broker_ids() == [1, 2, 3], 30, "every broker registered")
 
 
-def test_bad_input_is_refused_and_changes_nothing(proxied_cluster):
-    cluster = proxied_cluster(brokers=3)
+def test_bad_input_is_refused_and_changes_nothing(shared_proxied_cluster):
+    cluster = shared_proxied_cluster
     faults = NetworkFaults(cluster)
     faults.add_toxic("client->broker-1", "latency", {"latency": 5}, name="kept")
     with pytest.raises(ValueError, match="unknown node 'broker-9'"):

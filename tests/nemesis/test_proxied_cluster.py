@@ -16,14 +16,20 @@ from harness.cluster.spec import ClusterSpec
 from harness.net.ports import LOOPBACK, is_accepting
 from harness.net.toxiproxy_api import VERSION
 from harness.net.toxiproxy_process import ToxiproxyServerKind, find_toxiproxy_server
+from harness.waiting import wait_for
 
 from .conftest import api_versions_round_trip, listen_port
 
 QUIET = {"log_level": 0}
+CONSUME_TIMEOUT_S = 60
+# One cluster for the tests that only use it (conftest.shared_proxied_cluster); the others
+# start and stop clusters of their own, which is what they test. The group's first join does
+# not wait for more members.
+SHARED_CLUSTER = ClusterSpec(brokers=3, properties={"group.initial.rebalance.delay.ms": 0})
 
 
-def test_clients_produce_and_consume_through_the_client_proxies(proxied_cluster):
-    cluster = proxied_cluster(brokers=3)
+def test_clients_produce_and_consume_through_the_client_proxies(shared_proxied_cluster):
+    cluster = shared_proxied_cluster
     assert cluster.nodes == ["zk", "broker-1", "broker-2", "broker-3", "client"]
     assert sorted(cluster.links) == sorted(
         [f"client->broker-{i}" for i in (1, 2, 3)]
@@ -50,20 +56,25 @@ def test_clients_produce_and_consume_through_the_client_proxies(proxied_cluster)
                         "auto.offset.reset": "earliest", **QUIET})
     consumer.subscribe([topic])
     seen: list[bytes] = []
+
+    def consumed_all() -> bool:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            seen.append(message.value())
+        return len(seen) >= len(values)
+
     try:
-        for _ in range(300):
-            message = consumer.poll(0.1)
-            if message is not None and message.error() is None:
-                seen.append(message.value())
-            if len(seen) == len(values):
-                break
+        # Until every value is in, by a deadline rather than a count of polls: the group's
+        # first join waits for its coordinator, which takes longer on a loaded machine.
+        wait_for(consumed_all, CONSUME_TIMEOUT_S, f"the {len(values)} values to be consumed",
+                 interval=0)
     finally:
         consumer.close()
     assert sorted(seen) == sorted(values)
 
 
-def test_brokers_reach_each_other_and_zookeeper_through_their_proxies(proxied_cluster):
-    cluster = proxied_cluster(brokers=3)
+def test_brokers_reach_each_other_and_zookeeper_through_their_proxies(shared_proxied_cluster):
+    cluster = shared_proxied_cluster
     for broker_id in (1, 2, 3):
         text = (cluster.run_dir / f"broker-{broker_id}" / "server.properties").read_text()
         props = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
