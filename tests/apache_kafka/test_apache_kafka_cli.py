@@ -94,14 +94,12 @@ def test_the_cli_drives_an_apache_kafka_cluster(tmp_path):
 ])
 def test_up_foreground_on_apache_kafka_leaves_nothing(tmp_path, network, signum):
     """Ctrl-C (SIGINT) or SIGTERM to ``up --foreground``: every JVM, proxy, port and namespace
-    it started is gone, with a fault still in place when the signal comes. One broker: its
-    JVM, ZooKeeper's and the links between them are what must go; the links between brokers
-    are test_the_cli_drives_an_apache_kafka_cluster's (``down``) and the same proxies."""
+    it started is gone, with a fault still in place when the signal comes."""
     run_dir = tmp_path / "run"
     footprint = Footprint()
     with open(tmp_path / "foreground.out", "w") as out:
         process = subprocess.Popen(
-            [KAFKA_HARNESS, "up", "--foreground", "--target", "apache-kafka", "--brokers", "1",
+            [KAFKA_HARNESS, "up", "--foreground", "--target", "apache-kafka", "--brokers", "2",
              "--network", network, "--dir", str(run_dir)],
             stdout=out, stderr=out, stdin=subprocess.DEVNULL)
     try:
@@ -115,7 +113,7 @@ def test_up_foreground_on_apache_kafka_leaves_nothing(tmp_path, network, signum)
         namespaces = list(state.get("namespaces", {}).values())
         if network == "kernel":
             footprint.ports.clear()  # they listen inside the namespaces, which must vanish
-            assert len(namespaces) == 2  # ZooKeeper and the broker
+            assert len(namespaces) == 3
         assert state["target"] == "apache-kafka"
         ok(run_dir, "partition", "isolate", "broker-1")
 
