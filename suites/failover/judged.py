@@ -13,6 +13,8 @@ test (a Spark session per test would cost more than the run itself).
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,10 +25,12 @@ from rich.console import Console
 from harness.checker.result import GUARANTEES
 from harness.cluster.targets import Target
 from harness.history import Event, read_history
+from harness.nemesis import process as process_faults
 from harness.nemesis.schedule import Step
 from harness.run.runner import INFRASTRUCTURE, Run, RunOptions, RunResult
 
 from ..support import own_cluster_options
+from .placement import roles
 
 GUARANTEE = "at-least-once"
 RUN_DEFAULTS: dict[str, Any] = {
@@ -45,6 +49,28 @@ class FaultWindow:
 
     def holds(self, *times_ns: int) -> bool:
         return all(self.start_ns < t < self.end_ns for t in times_ns)
+
+
+def measured_bounce_s(cluster: Target, fault: str) -> float:
+    """Whole seconds one bounce of a broker takes on the session's target now: ``fault``
+    ("kill" or "stop") on a broker that is not the controller, then its start, done as the
+    nemesis does and heals them (a start returns once the broker is registered and serves
+    Metadata; after a kill that includes ZooKeeper expiring its old session).
+
+    A scenario bouncing brokers sizes its schedule from this: a schedule of fixed times made
+    for an idle machine ended the workload while a restart was still under way (Apache Kafka
+    3.9.2 at load average 31: a killed broker's restart took 29.2 s, a stopped one's 29.7 s),
+    so the faults after it never came. The run's own cluster is of the target's kind on the
+    same machine under the same load, so its bounces take about as long — as long as the load
+    holds: at load average 33-37 a bounce measured at 16 s took 81 s in the run. Waiting for
+    each heal instead needs a workload that lasts until its schedule is done, which the runner
+    cannot do yet (its clients' deadline is fixed when they start; docs/conformance.md)."""
+    nodes = cluster.require_nodes()
+    node = nodes.spec.node_name(roles(cluster).first)
+    started = time.monotonic()
+    process_faults.apply(nodes, fault, node)
+    process_faults.apply(nodes, "restart", node)
+    return float(math.ceil(time.monotonic() - started))
 
 
 def duration_s(schedule: list[Step], tail_s: float) -> float:
