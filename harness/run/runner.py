@@ -47,7 +47,6 @@ from harness.checker.result import (
 )
 from harness.cluster.errors import PeerStartError
 from harness.cluster.factory import Faults, RunnableCluster, build
-from harness.cluster.kinds import Capability
 from harness.cluster.nodes import ClusterNodes
 from harness.cluster.options import (
     DISK_TARGETS,
@@ -68,7 +67,7 @@ from harness.nemesis.executor import FaultTarget, Nemesis
 from harness.nemesis.schedule import FAULTS, QUIET_S, Step, pacing, plan
 from harness.nemesis.txn_clients import client_settings, running_txn_ids
 from harness.net.netns_support import unavailable
-from harness.run import replay, resources
+from harness.run import replay, resources, target_support
 from harness.run.latest import point_latest
 from harness.run.read_back import read_back
 from harness.run.result import RunResult
@@ -77,7 +76,7 @@ from harness.workload import kinds
 from harness.workload.broker_apis import lacking_consumer_protocol
 from harness.workload.context import RunContext
 from harness.workload.generator import Generator, WorkloadSpec
-from harness.workload.group_protocol import CONSUMER_GROUP_HEARTBEAT, GroupProtocol
+from harness.workload.group_protocol import GroupProtocol
 from harness.workload.plans import Plan
 from harness.workload.recorder import Recorder
 
@@ -87,12 +86,6 @@ ENGINES = tuple(Engine)
 SUITES = tuple(s for s in matrix.SUITES if s != "chaos")  # the run is the chaos part itself
 DEFAULT_SUITES = SUITES
 _ISR_TIMEOUT_S = 60.0
-# Built-in targets without KIP-848's ConsumerGroupHeartbeat, and why: a run of the consumer
-# protocol is refused before anything starts. Others are asked once their cluster is up.
-_NO_CONSUMER_PROTOCOL: dict[str, str] = {
-    TargetName.REFERENCE: "the reference broker has Kafka 3.9's group coordinator",
-    TargetName.APACHE_KAFKA: "Apache Kafka 3.9 in ZooKeeper mode has no KIP-848 coordinator",
-}
 
 
 class RunError(RuntimeError):
@@ -159,9 +152,7 @@ class RunOptions:
             if TargetName(self.target) not in {*BROKER_KINDS, TargetName.RECIPE}:
                 problems.append(f"a run needs a target the harness can fault "
                                 f"({', '.join(BROKER_KINDS)}), not {self.target!r}")
-            # Every built-in kind has transactions; a recipe says whether its broker does.
-            if recipe is not None and Capability.TRANSACTIONS not in recipe.capabilities:
-                problems += kinds.untransactional_problems(self.workload, f"recipe {self.recipe}")
+            problems += target_support.transaction_problems(self.workload, recipe, self.recipe)
         if self.engine not in ENGINES:
             problems.append(f"--engine must be one of {', '.join(ENGINES)}")
         unknown = [n for n in self.nemesis if n not in FAULTS]
@@ -176,7 +167,8 @@ class RunOptions:
             problems.append(f"unknown suite(s) {unknown}; allowed: {', '.join(SUITES)}")
         if self.static_members and self.consumer_mode != "group":
             problems.append("static members need --consumer-mode group")
-        problems += self._group_protocol_problems()
+        problems += target_support.group_protocol_problems(
+            self.group_protocol, self.consumer_mode, self.target)
         problems += kinds.workload_problems(self.workload, self.txn_id_policy,
                                             abort_p=self.abort_p, producers=self.producers,
                                             consumers=self.consumers, acks=self.acks,
@@ -187,23 +179,6 @@ class RunOptions:
                             f"got {self.compression!r}")
         if problems:
             raise RunError(USAGE, "; ".join(problems))
-
-    def _group_protocol_problems(self) -> list[str]:
-        """What is wrong with --group-protocol for these options: the consumer protocol is a
-        group's, and a target that cannot serve it would only fail once the clients run."""
-        if self.group_protocol not in tuple(GroupProtocol):
-            return [f"--group-protocol must be one of {', '.join(GroupProtocol)}"]
-        if self.group_protocol != GroupProtocol.CONSUMER:
-            return []
-        problems = [] if self.consumer_mode == "group" else [
-            "--group-protocol consumer needs --consumer-mode group: assign-mode consumers join "
-            "no group"]
-        reason = _NO_CONSUMER_PROTOCOL.get(self.target)
-        if reason is not None:
-            problems.append(f"--group-protocol consumer needs ConsumerGroupHeartbeat (KIP-848, "
-                            f"API key {CONSUMER_GROUP_HEARTBEAT}), which --target {self.target} "
-                            f"lacks: {reason} (--target {TargetName.APACHE_KAFKA_KRAFT} has it)")
-        return problems
 
 
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")  # librdkafka's compression.type
