@@ -9,9 +9,12 @@ checked from the history, against floors the toxics guarantee whatever the machi
 * latency (``harness.nemesis.executor.TOXICS``: 100 ± 50 ms on the broker's answers) — every
   send to the degraded leader, made and acknowledged while the toxic held, took at least
   latency - jitter;
-* bandwidth (2 KB/s on the clients' requests) — such a send took at least the time 61 bytes
-  take at that rate: every Produce request carries a record batch, and a batch's header alone
-  is 61 bytes.
+* bandwidth (2 KB/s on the clients' requests) — such sends took, on average, at least the time
+  61 bytes take at that rate: every Produce request carries a record batch, and a batch's header
+  alone is 61 bytes. On average, not each: Toxiproxy's bandwidth toxic sleeps each chunk's
+  bytes/rate but takes what its timer overslept off the next chunk's sleep, so on a loaded
+  machine one request may pass sooner than its floor (CI: 21.6 ms against 30 ms, one of 100)
+  while a connection's chunks together wait at least their bytes/rate.
 
 The faults need Toxiproxy's toxics, so the proxy network mechanism.
 """
@@ -81,6 +84,12 @@ def test_a_slow_link_to_the_leader_delays_acks_and_loses_nothing(
             f"only {len(took)} sends to partition 0 made and acknowledged during {fault}; " \
             f"run directory {result.dir}"
         floor = _floor_ms(fault)
+        if fault == "bandwidth":  # a floor on the mean (the module's docstring says why)
+            mean = sum(took) / len(took)
+            assert mean >= floor, f"acknowledgements during bandwidth took {mean:.1f} ms on " \
+                                  f"average, under its {floor:.0f} ms floor: the toxic did not " \
+                                  f"hold; run directory {result.dir}"
+            continue
         quick = sorted(t for t in took if t < floor)
         assert not quick, f"{len(quick)} of {len(took)} acknowledgements during {fault} came " \
                           f"sooner than its {floor:.0f} ms floor (fastest {quick[:3]} ms): " \
