@@ -11,8 +11,8 @@ from __future__ import annotations
 from harness.cluster.kinds import Capability
 from harness.cluster.options import TargetName
 from harness.cluster.recipe import Recipe
-from harness.workload import kinds
 from harness.workload.group_protocol import CONSUMER_GROUP_HEARTBEAT, GroupProtocol
+from harness.workload.kinds import WorkloadKind
 
 NO_CONSUMER_PROTOCOL: dict[str, str] = {
     TargetName.REFERENCE: "the reference broker has Kafka 3.9's group coordinator",
@@ -44,4 +44,7 @@ def transaction_problems(workload: str, recipe: Recipe | None, recipe_path: str 
     """A transactional workload on a recipe that does not claim transactions."""
     if recipe is None or Capability.TRANSACTIONS in recipe.capabilities:
         return []
-    return kinds.untransactional_problems(workload, f"recipe {recipe_path}")
+    if workload not in tuple(WorkloadKind) or not WorkloadKind(workload).transactional:
+        return []  # an unknown workload is workload_problems' to name
+    return [f"--workload {workload} needs transactions, which the recipe {recipe_path} does "
+            f"not claim (its broker.capabilities lack 'transactions')"]

@@ -71,16 +71,6 @@ DEFAULT_ABORT_P = 0.1
 """The share of transactions a transactional client aborts on purpose (``--abort-p``)."""
 
 
-def untransactional_problems(workload: str, target: str) -> list[str]:
-    """Why ``workload`` cannot run on ``target``, a broker that does not claim transactions
-    (a recipe's; every built-in kind has them): refused before anything starts rather than
-    failing once the transactional clients run."""
-    if workload in tuple(WorkloadKind) and WorkloadKind(workload).transactional:
-        return [f"--workload {workload} needs transactions, which the {target} does not claim "
-                f"(its broker.capabilities lack 'transactions')"]
-    return []
-
-
 def workload_problems(workload: str, txn_id_policy: str, *, abort_p: float,
                       producers: int, consumers: int, acks: str = "all",
                       idempotence: bool = True, consumer_mode: str = "group") -> list[str]:
