@@ -12,6 +12,7 @@ import pytest
 from harness.waiting import wait_for
 from harness.workload import client
 from harness.workload.context import REREAD_S, RunContext, read_end, write_end
+from harness.workload.generator import Generator
 from harness.workload.producer import ProducerSpec
 
 
@@ -82,3 +83,38 @@ def test_asking_in_a_hot_loop_costs_about_what_a_fixed_end_costs(tmp_path):
 @pytest.mark.parametrize("end_s", [0.0, -1.0])
 def test_an_end_in_the_past_means_no_time_left(tmp_path, end_s):
     assert _context(tmp_path, end_s).remaining_s() <= 0
+
+
+def test_the_generator_replaces_a_dead_client_only_while_the_moved_end_leaves_it_time(tmp_path):
+    """The replacement rule reads the same end: a client killed while the end is a minute away
+    is replaced; once the runner has moved the end to under a second away, it is not."""
+    context = _context(tmp_path, 60)
+    spec = ProducerSpec("127.0.0.1:1", ("t",), rate=1.0)  # nothing listens: it only waits
+    generator = Generator([("producer", spec)], context, tmp_path / "logs")
+    try:
+        generator.start()
+        generator.kill(1)
+        (ended,) = wait_for(lambda: generator.check(), 30, "the killed client collected")
+        assert ended.replaced_by == 2 and list(generator.running) == [2]
+
+        now_ns = time.monotonic_ns() - context.run_start_ns
+        write_end(context.end_file, now_ns + int(0.8e9))
+        wait_for(lambda: context.remaining_s() < 1, 2 * REREAD_S + 1, "the end moved closer")
+        generator.kill(2)
+        (ended,) = wait_for(lambda: generator.check(), 30, "the killed client collected")
+        assert ended.replaced_by is None and generator.running == {}
+    finally:
+        generator.stop()
+
+
+def test_a_running_client_process_stops_at_an_end_moved_closer(tmp_path):
+    context = _context(tmp_path, 120)
+    spec = ProducerSpec("127.0.0.1:1", ("t",), rate=5.0)
+    generator = Generator([("producer", spec)], context, tmp_path / "logs")
+    try:
+        generator.start()
+        write_end(context.end_file, time.monotonic_ns() - context.run_start_ns)
+        (ended,) = wait_for(lambda: generator.check(), 60, "the client's own exit")
+        assert ended.returncode == 0 and ended.replaced_by is None
+    finally:
+        generator.stop()
