@@ -257,8 +257,11 @@ def test_waits(kafka_target):
     pids = [b.pid for b in nodes.brokers.values()] + [nodes.zookeeper.pid]
     pids.append(getattr(cluster, "server_pid", None))
     namespaces = list(cluster.namespaces().values()) if hasattr(cluster, "namespaces") else []
-    pathlib.Path(os.environ["PIDS_FILE"]).write_text(
-        json.dumps({"pids": [p for p in pids if p], "namespaces": namespaces}))
+    # Written whole under another name, then renamed: the waiting test reads it once it exists.
+    done = pathlib.Path(os.environ["PIDS_FILE"])
+    partial = done.with_name(done.name + ".partial")
+    partial.write_text(json.dumps({"pids": [p for p in pids if p], "namespaces": namespaces}))
+    os.replace(partial, done)
     time.sleep(600)
 '''
 
