@@ -17,9 +17,8 @@ junit="$(mktemp --suffix=.xml)"
 set +e
 # Two pytest-xdist workers: most of a test's time is spent waiting on brokers, clients and
 # timeouts, not on the CPU (measured: pytest took 38 min in one process, 28 to 31 in two, on
-# 2 cores). --dist loadfile
-# keeps a file's tests, and the cluster its module shares, in one worker. Three workers were
-# tried and starved the property tests of Spark (docs/setup.md).
+# 2 cores). --dist loadfile keeps a file's tests, and the cluster its module shares, in one
+# worker. Three workers were tried and starved the property tests of Spark (docs/setup.md).
 workers="${KAFKA_HARNESS_TEST_WORKERS:-2}"
 .venv/bin/pytest -m "not slow and not docker" -rfE -n "$workers" --dist loadfile \
   --junitxml="$junit" tests suites "$@"
