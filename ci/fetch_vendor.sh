@@ -7,8 +7,8 @@
 # The exact Kafka versions are pinned in ci/apache-kafka/pom.xml (one profile per line), the
 # Toxiproxy version below, kfake's modules in ci/kfake/go.mod and go.sum. Each lands in a
 # temporary directory first and is renamed into place only when complete, with a `.complete`
-# stamp saying what it was made from: a second run finds the stamps and only checks. A fetch that fails stops here with one line naming what could not
-# be fetched and how to retry.
+# stamp saying what it was made from: a second run finds the stamps and only checks. A fetch
+# that fails stops here with one line naming what could not be fetched and how to retry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
