@@ -163,9 +163,14 @@ def test_roles_resolve_to_the_nodes_that_hold_them_on_thequorum(cluster: Target)
     nodes = cluster.require_nodes()
     assert roles.resolve(nodes, "controller") == f"broker-{describe_quorum(nodes).leader_id}"
     topic = _topic(cluster, "roles")
-    state = nodes.partition_state(topic, 0)
-    assert state is not None
-    assert roles.resolve(nodes, f"leader:{topic}/0") == f"broker-{state['leader']}"
+    # Each question goes to the node furthest along the metadata log, which may not have
+    # published the new topic to its image yet (seen in CI under load: None right after
+    # another node showed the full ISR), so both wait for a node that lists it.
+    state = nodes.wait_for(lambda: nodes.partition_state(topic, 0), WAIT_S,
+                           f"{topic}/0 in the metadata image")
+    leader = nodes.wait_for(lambda: roles.resolve(nodes, f"leader:{topic}/0"), WAIT_S,
+                            f"a holder of leader:{topic}/0")
+    assert leader == f"broker-{state['leader']}"
     group = "roles-group"
     coordinator = nodes.wait_for(
         lambda: _found(nodes, group, 0), WAIT_S, f"a coordinator for {group}")
