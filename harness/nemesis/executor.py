@@ -257,6 +257,9 @@ class Nemesis(threading.Thread):
         self.target = target
         self.recorder = recorder
         self.done: list[dict[str, Any]] = []
+        # When the last step's heal was done (seconds after the run's start), None until then:
+        # the runner keeps the workload going while it is None (harness.run.deadline).
+        self.schedule_done_s: float | None = None
         self._stop_event = threading.Event()
 
     def _wait_until(self, at_s: float) -> bool:
@@ -288,6 +291,7 @@ class Nemesis(threading.Thread):
             self._do(step.description, partial(self.target.apply, step))
             self._wait_until(step.heal_at_s)
             self._do(step.heal, partial(self.target.heal, step))
+        self.schedule_done_s = self.recorder.now_ns() / 1e9
 
     def halt(self) -> None:
         """Stop the schedule (a step in progress completes) and lift nothing: for a run that

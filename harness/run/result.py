@@ -35,6 +35,10 @@ class RunResult:
     suites: dict[str, Any] = field(default_factory=dict)
     resources: dict[str, Any] = field(default_factory=dict)  # the soak judgement, if a soak
     engine: dict[str, Any] = field(default_factory=dict)  # what judged, and why (auto)
+    # When the workload was planned to end and did, in seconds after the run's start: the
+    # schedule starts late by schedule_shift_s (the warm-up gate) and the end moves while the
+    # schedule is not done, up to cap_s (harness.run.deadline).
+    workload_end: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:

@@ -67,10 +67,12 @@ from harness.nemesis.executor import FaultTarget, Nemesis
 from harness.nemesis.schedule import FAULTS, QUIET_S, Step, pacing, plan
 from harness.nemesis.txn_clients import client_settings, running_txn_ids
 from harness.net.netns_support import unavailable
-from harness.run import replay, resources, target_support
+from harness.run import deadline, replay, resources, target_support, warm_up
+from harness.run.deadline import EndPlan
 from harness.run.latest import point_latest
 from harness.run.read_back import read_back
 from harness.run.result import RunResult
+from harness.run.supervise import END_FILE, WorkloadClock, supervise
 from harness.waiting import ClusterWaitTimeout
 from harness.workload import kinds
 from harness.workload.broker_apis import lacking_consumer_protocol
@@ -441,10 +443,14 @@ class Run:
             clients.prepare()
         except ClusterWaitTimeout as exc:
             raise RunError(INFRASTRUCTURE, f"no coordinator answered: {exc}") from exc
+        roles = clients.roles()
+        groups = warm_up.groups_of(roles)
         self._run_start_ns = time.monotonic_ns()
+        clock = WorkloadClock(self.dir / END_FILE, EndPlan.of(
+            options.duration_s, [], shift_s=warm_up.TIMEOUT_S if groups else 0.0))
         context = RunContext(str(self.history_dir), self.run_id, NEMESIS_PROCESS + 1,
-                             self._run_start_ns, int(options.duration_s * 1e9))
-        generator = Generator(clients.roles(), context, self.dir / "logs")
+                             self._run_start_ns, int(options.duration_s * 1e9), str(clock.path))
+        generator = Generator(roles, context, self.dir / "logs")
 
         def crash_client(rng: random.Random, role: str) -> str | None:
             running = sorted(process for process, client in generator.running.items()
@@ -468,15 +474,18 @@ class Run:
                       fault_s=fault_s)
                  if options.schedule is None else
                  [step for step in options.schedule if target.unsupported(step.fault) is None])
-        self.result.schedule = [s.as_dict() for s in steps]
         recorder = Recorder(self.history_dir, self.run_id, NEMESIS_PROCESS, self._run_start_ns)
-        nemesis = Nemesis(steps, target, recorder)
+        nemesis = Nemesis([], target, recorder)  # the schedule's, once the groups are warm
         sampler = resources.ResourceSampler(lambda: _process_ids(cluster))
         try:
             sampler.start()
             generator.start()
+            clock.plan = EndPlan.of(options.duration_s, steps,  # no faults: nothing to gate
+                                    self._warm_up(bootstrap, groups if steps else [], generator))
+            self.result.schedule = [s.as_dict() for s in clock.plan.shifted(steps)]
+            nemesis = Nemesis(clock.plan.shifted(steps), target, recorder)
             nemesis.start()
-            self._supervise(generator, nemesis)
+            self._supervise(generator, nemesis, clock)
             with self.console.status("Healing every fault…"):
                 nemesis.finish()
             with self.console.status("Waiting for the clients to finish…"):
@@ -510,15 +519,27 @@ class Run:
             self.result.notes.append(f"soak failed: grew past "
                                      f"{judgement.limit:.0%}: {what}")
 
-    def _supervise(self, generator: Generator, nemesis: Nemesis) -> None:
-        duration = self.options.duration_s
+    def _warm_up(self, bootstrap: str, groups: list[warm_up.GroupWant],
+                 generator: Generator) -> float:
+        """Wait for the run's consumer groups to be Stable and assigned (harness.run.warm_up);
+        returns how long after the run's start that was: the schedule's shift."""
+        with self.console.status("Waiting for the consumer groups to be Stable…"):
+            note = warm_up.wait_until_warm(bootstrap, groups, self.options.partitions,
+                                           generator.check)
+        if note is not None:
+            self.result.notes.append(note)
+        return round((time.monotonic_ns() - self._run_start_ns) / 1e9, 3) if groups else 0.0
+
+    def _supervise(self, generator: Generator, nemesis: Nemesis, clock: WorkloadClock) -> None:
+        """Until the workload's end, which the runner moves while the schedule is not done;
+        the run's ``workload_end`` (and a note, if the end moved) say how it went."""
         with self.console.status("") as status:
-            while (remaining := generator.context.remaining_s()) > 0:
-                generator.check()
-                last = nemesis.done[-1]["what"] if nemesis.done else "quiet"
-                status.update(f"Workload {duration - remaining:5.1f}/{duration:.0f} s — "
-                              f"{len(generator.running)} clients — nemesis: {last}")
-                time.sleep(min(0.5, remaining))
+            supervise(generator, nemesis, clock, status.update)
+        self.result.workload_end = deadline.account(clock.plan, clock.end_s,
+                                                    nemesis.schedule_done_s)
+        note = deadline.extension_note(clock.plan, clock.end_s, nemesis.schedule_done_s)
+        if note is not None:
+            self.result.notes.append(note)
 
     def _judge(self) -> None:
         options = self.options

@@ -22,12 +22,13 @@ Idempotence on and off, and compression, vary as in Kafka's matrix.
 A heal that starts a broker again returns once the broker is registered and serves Metadata;
 after a SIGKILL that includes ZooKeeper expiring its old session, so it takes seconds, and on a
 loaded machine tens of them (Apache Kafka 3.9.2: 22.9 s, and 29.2 s at load average 31). The
-schedule is sized from the target's bounce time, measured just before the run
-(:func:`~suites.failover.judged.measured_bounce_s`): the next fault comes that long plus
-:data:`REJOIN_S` after the previous one, and the workload goes on that long plus
-:data:`REJOIN_S` and :data:`TAIL_S` after the last. A schedule of fixed times ended the
-workload while the first restart was still under way, so the second fault never came and the
-run failed as "cut short".
+nemesis waits for each heal before the next fault, and the runner keeps the workload going
+until the last heal is done and :data:`REJOIN_S` plus :data:`TAIL_S` after it
+(harness/run/deadline.py) — with a workload of fixed length, the first restart outlasted it,
+the second fault never came and the run failed as "cut short". The faults are spaced by the
+target's bounce time, measured just before the run
+(:func:`~suites.failover.judged.measured_bounce_s`), plus :data:`REJOIN_S`, so the restarted
+broker has rejoined the ISR before the next fault.
 """
 
 from __future__ import annotations
@@ -67,13 +68,13 @@ def _replicate(cluster: Target, request: pytest.FixtureRequest, tmp_path: Path, 
                role: str = leader_of(TOPIC, 0), idempotence: bool = True,
                compression: str = "none") -> RunResult:
     fault, held_s = MODES[mode]
-    # Each heal restarts a broker: the next fault waits for it and for the rejoin, and the
-    # workload outlasts the last one by as much again (see the module's docstring).
+    # Each heal restarts a broker: the next fault comes after the restart and the rejoin; the
+    # runner keeps the workload going past a late last heal (see the module's docstring).
     restart_s = measured_bounce_s(cluster, fault)
     schedule = repeated(fault, role, TIMES, start_s=START_S, held_s=held_s,
                         quiet_s=restart_s + REJOIN_S)
     return judged_run(cluster, request, tmp_path / f"replication-{mode}", schedule,
-                      restart_s + REJOIN_S + TAIL_S, topic=TOPIC, idempotence=idempotence,
+                      REJOIN_S + TAIL_S, topic=TOPIC, idempotence=idempotence,
                       compression=compression)
 
 

@@ -21,6 +21,8 @@ from pathlib import Path
 from harness import history
 from harness.checker import manifest
 from harness.net.ports import is_accepting
+from harness.waiting import wait_for
+from harness.workload import recorder
 
 INTERRUPTED = 130
 
@@ -55,6 +57,22 @@ def listening_addresses(cluster_dir: Path) -> list[tuple[str, int]]:
     return addresses
 
 
+def _nemesis_did(run_dir: Path, what: str) -> bool:
+    """Whether the nemesis's journal (flushed row by row while the run goes on) holds an ``ok``
+    row of an action starting with ``what``."""
+    journal = recorder.journal_path(run_dir / "history", 0)
+    if not journal.exists():
+        return False
+    for line in journal.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:  # the line being written
+            continue
+        if row["type"] == "ok" and str(row.get("value") or "").startswith(what):
+            return True
+    return False
+
+
 def test_ctrl_c_stops_the_run_keeps_its_history_and_leaves_nothing(tmp_path):
     run_dir = tmp_path / "run"
     out = tmp_path / "run.out"
@@ -71,7 +89,10 @@ def test_ctrl_c_stops_the_run_keeps_its_history_and_leaves_nothing(tmp_path):
             assert process.poll() is None, out.read_text()[-3000:]
             assert time.monotonic() < deadline, "the workload never started"
             time.sleep(0.2)
-        time.sleep(6)  # the clients produce and consume; the nemesis partitions at 3 s
+        # The clients produce and consume; the nemesis partitions 3 s after the group is
+        # Stable (the warm-up gate): wait for that fault's row in its journal.
+        wait_for(lambda: _nemesis_did(run_dir, "partition "), 120, "the nemesis's partition",
+                 interval=0.2)
         addresses = listening_addresses(run_dir / "cluster")
         assert processes_of(run_dir)
 

@@ -1,0 +1,58 @@
+"""A real run (reference brokers) whose schedule cannot finish in its planned duration: the
+workload must last until the last heal is done and go on for the planned tail after it.
+
+Two bounces half a second apart in a 3 s run: a reference broker's restart (a Python process
+started and registered again) takes seconds, so the second kill can only come after the
+planned end. With the end fixed on the clients' command line (before harness/run/deadline.py)
+the workload stopped at 3 s, the nemesis was halted during the first heal and the second kill
+never came; this test failed there with "every planned fault applied and healed".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from harness import history
+from harness.nemesis.schedule import Step
+from harness.run.deadline import EXTENDED
+from harness.run.runner import VALID, Run, RunOptions
+
+DURATION_S = 3.0
+SCHEDULE = (Step(1.0, 1.0, "kill", "broker-1"), Step(1.5, 1.5, "kill", "broker-2"))
+TAIL_S = DURATION_S - 1.5  # the planned workload after the last planned heal
+
+
+def test_the_workload_lasts_until_the_schedule_is_done_and_its_tail_after(tmp_path: Path):
+    options = RunOptions(duration_s=DURATION_S, seed=7, nemesis=("kill",), schedule=SCHEDULE,
+                         run_dir=tmp_path / "run", producers=1, consumers=1, rate=50.0,
+                         engine="python")
+    result = Run(options, Console(stderr=True)).execute()
+    assert result.exit_code == VALID, (result.error, result.notes, result.anomalies)
+
+    events = history.read_history(tmp_path / "run" / "history")
+    nemesis = {(e.value, e.type): e.time_ns for e in events if e.f == "nemesis"}
+    for step in SCHEDULE:
+        for what in (step.description, step.heal):
+            assert (what, "ok") in nemesis, \
+                f"every planned fault applied and healed: {what} missing; {result.nemesis}"
+    last_heal_ns = nemesis[(SCHEDULE[-1].heal, "ok")]
+    # The clients went on after the last heal: sends acknowledged and records read after it.
+    # (The final read's polls, which come after every run, are the group-less ones.)
+    after = {e.f for e in events if e.type == "ok" and e.time_ns > last_heal_ns + 0.5e9
+             and (e.f == "send" or (e.f == "poll" and e.group is not None))}
+    assert {"send", "poll"} <= after, f"client rows after the last heal: {sorted(after)}"
+
+    # The run says how far the end moved and why, and the schedule started once the group was
+    # Stable (its steps shifted by as much).
+    end = result.workload_end
+    shift = end["schedule_shift_s"]
+    assert shift > 0 and [s["at_s"] for s in result.schedule] == [1.0 + shift, 1.5 + shift]
+    assert abs(end["schedule_done_s"] - last_heal_ns / 1e9) < 0.1
+    assert end["end_s"] >= end["schedule_done_s"] + TAIL_S - 0.01
+    assert end["extended_s"] > 0 and end["end_s"] < end["cap_s"]
+    assert any(note.startswith(EXTENDED) for note in result.notes), \
+        result.notes
+    first_assign_ns = min(e.time_ns for e in events if e.f == "assign")
+    assert first_assign_ns < nemesis[(SCHEDULE[0].description, "invoke")]
