@@ -10,7 +10,7 @@ from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.peers import ReferenceBroker
-from harness.run.warm_up import GroupWant, groups_of, wait_until_warm
+from harness.run.warm_up import STABLE, Described, GroupWant, groups_of, wait_until_warm
 from harness.workload.consumer import ConsumerSpec
 from harness.workload.context import QUIET
 from harness.workload.generator import WorkloadSpec
@@ -86,3 +86,13 @@ def test_a_group_short_of_members_times_out_into_a_note(broker, consumers, reque
     note = wait_until_warm(broker.bootstrap, [want], PARTITIONS, lambda: _poll(consumers),
                            timeout_s=8)
     assert note is not None and "never became Stable" in note and want.group in note
+
+
+def test_ready_means_stable_with_every_member_and_every_partition_held():
+    want = GroupWant("g", 2, ("a", "b"))
+    both = (frozenset({("a", 0), ("b", 0)}), frozenset({("a", 1), ("b", 1)}))
+    assert Described(STABLE, both).ready(want, 2)
+    assert not Described("CompletingRebalance", both).ready(want, 2)
+    assert not Described(STABLE, both[:1]).ready(want, 2)  # a member short
+    assert not Described(STABLE, (both[0], frozenset())).ready(want, 2)  # b/1 and a/1 unheld
+    assert not Described(STABLE, (*both, frozenset())).ready(want, 2)  # a member too many
