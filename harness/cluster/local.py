@@ -332,6 +332,8 @@ class LocalCluster(ZooKeeperStateReads):
             raise RuntimeError("the cluster has not been started" if self.kind.needs_zookeeper
                                else f"the {self.kind.name!r} kind runs without ZooKeeper")
         if self._state is None or self._state.hosts != self.zookeeper.connect_string:
+            if self._state is not None:  # its kazoo client's threads would outlive it
+                self._state.close()
             self._state = ZooKeeperState(self.zookeeper.connect_string)
         return self._state
 

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
 
 from harness.cluster.errors import PeerStartError
+from harness.cluster.local import LocalCluster
 from harness.cluster.zookeeper import (
     DEBIAN_SLF4J_SIMPLE_JAR,
     ZooKeeperServer,
     default_classpath,
     four_letter_word,
 )
+from harness.waiting import wait_for
 
 
 def _gone(pid: int) -> bool:
@@ -98,3 +101,24 @@ def test_the_class_path_can_come_from_the_environment(monkeypatch: pytest.Monkey
     assert default_classpath() == ["/a.jar", "/b.jar"]
     monkeypatch.delenv("ZOOKEEPER_CLASSPATH")
     assert default_classpath()[0] == "/usr/share/java/zookeeper.jar"
+
+
+def test_a_cluster_reading_another_zookeeper_stops_its_reader_of_the_first(
+        tmp_path: Path) -> None:
+    """A cluster whose ZooKeeper moved (a new connect string) reads through a new client; the
+    old client is stopped, not left running its threads for the rest of the process."""
+    cluster = LocalCluster()
+    with ZooKeeperServer(tmp_path / "a", tick_time_ms=100) as first, \
+            ZooKeeperServer(tmp_path / "b", tick_time_ms=100) as second:
+        cluster.zookeeper = first
+        old = cluster.state
+        assert old.get("/") is not None  # its kazoo client is connected now
+        with_old = threading.active_count()
+        cluster.zookeeper = second
+        new = cluster.state
+        try:
+            assert new is not old and new.hosts == second.connect_string
+            wait_for(lambda: threading.active_count() < with_old, 10,
+                     "the first client's threads to end")
+        finally:
+            new.close()
