@@ -25,7 +25,11 @@ import time
 def test_waits(kafka_target):
     nodes = kafka_target.nodes
     pids = [b.pid for b in nodes.brokers.values()] + [nodes.zookeeper.pid]
-    pathlib.Path(os.environ["PIDS_FILE"]).write_text(json.dumps(pids))
+    # Written whole, then renamed into place: the test reads the file once it exists.
+    done = pathlib.Path(os.environ["PIDS_FILE"])
+    partial = done.with_suffix(".partial")
+    partial.write_text(json.dumps(pids))
+    partial.replace(done)
     time.sleep(120)
 '''
 

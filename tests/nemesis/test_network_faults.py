@@ -124,6 +124,17 @@ def test_bandwidth_limits_a_large_produce_to_the_rate(shared_proxied_cluster):
         assert response.responses[0].partition_responses[0].error_code == 0
         return elapsed
 
+    # ZooKeeper names the leader before the leader has acted on its LeaderAndIsr (CI under
+    # load: UNKNOWN_TOPIC_OR_PARTITION), so the timing starts once it takes a small produce.
+    warm = {"acks": 1, "timeout": 10_000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": build_batch([(None, b"w")])}]}]}
+
+    def takes_produce() -> bool:
+        with RawClient(LOOPBACK, port, timeout=30) as client:
+            answer = client.request(PRODUCE, 9, warm)
+        return answer.responses[0].partition_responses[0].error_code == 0
+
+    cluster.cluster.wait_for(takes_produce, 30, f"broker-{leader} to take produces to {topic}")
     unlimited = timed_produce()
     faults.add_toxic(link, "bandwidth", {"rate": rate_kb_s}, stream="upstream")
     limited = timed_produce()

@@ -22,7 +22,11 @@ def test_waits(kafka_target):
     nodes = kafka_target.nodes
     pids = [b.pid for b in nodes.brokers.values()] + [nodes.zookeeper.pid,
                                                        kafka_target.cluster.server_pid]
-    pathlib.Path(os.environ["PIDS_FILE"]).write_text(json.dumps(pids))
+    # Written whole, then renamed into place: the test reads the file once it exists.
+    done = pathlib.Path(os.environ["PIDS_FILE"])
+    partial = done.with_suffix(".partial")
+    partial.write_text(json.dumps(pids))
+    partial.replace(done)
     time.sleep(120)
 '''
 

@@ -261,8 +261,8 @@ def test_session_expiry_re_registers_the_broker(zk_client: Factory, zk_connect: 
     impostor.stop()
     impostor.close()
 
-    assert expired.wait(15), "the session expiry was not reported"
-    assert renewed.wait(15), "no new session was reported"
+    assert expired.wait(30), "the session expiry was not reported"
+    assert renewed.wait(30), "no new session was reported"
     assert client.session_id != old_session
     eventually(lambda: observer.get_broker_ids() == [3])
     kazoo = raw(zk_connect)
