@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.nemesis.roles import FIND_COORDINATOR, FIND_COORDINATOR_VERSION
 from harness.net.toxiproxy_process import split_address
 from harness.raw_client import RawClient
 from harness.waiting import ClusterWaitTimeout, wait_for
@@ -45,7 +46,6 @@ form still ends."""
 # the next ask, which answers at once, come sooner.
 _ASK_TIMEOUT_S = 2.0
 
-FIND_COORDINATOR, FIND_COORDINATOR_VERSION = 10, 3
 DESCRIBE_GROUPS, DESCRIBE_GROUPS_VERSION = 15, 5
 CONSUMER_GROUP_DESCRIBE, CONSUMER_GROUP_DESCRIBE_VERSION = 69, 0
 STABLE = "Stable"  # the state both describes name a settled group by (Kafka's own spelling)
