@@ -170,6 +170,7 @@ class KafkaServer:
             config.broker_id, config, zk_broker.address_of)
         zk_broker.leadership_listeners.append(services.offsets_topic.on_leadership)
         zk_broker.leadership_listeners.append(services.transaction_topic.on_leadership)
+        zk_broker.deletion_listeners.append(services.group_coordinator.on_partitions_deleted)
         zk_broker.watch_config_changes(asyncio.get_running_loop())
         broker_epoch = await zk_broker.register(
             [(e.listener, e.host, e.port) for e in advertised])

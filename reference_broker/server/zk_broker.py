@@ -47,6 +47,9 @@ ISR_NOTIFICATION_DELAY_S = 0.1
 
 # (partitions this broker now leads, partitions it now follows or dropped) → side effects
 LeadershipListener = Callable[[list[Partition], list[tuple[str, int]]], None]
+# Told the partitions an UpdateMetadata named as deleted (the group coordinator drops their
+# offsets, as Kafka's handleUpdateMetadataRequest → GroupCoordinator.onPartitionsDeleted).
+DeletionListener = Callable[[list[tuple[str, int]]], None]
 
 
 def topic_id_from_zk(text: str | None) -> uuid.UUID:
@@ -63,6 +66,7 @@ class ZkBroker:
         self.cache: MetadataCache | None = None
         self.replicas: ReplicaManager | None = None
         self.leadership_listeners: list[LeadershipListener] = []
+        self.deletion_listeners: list[DeletionListener] = []
         self._order = ConnectionOrder()
         self._topic_details: dict[str, tuple[uuid.UUID, dict[str, str]]] = {}
         self._isr_changes: set[TopicPartition] = set()
@@ -214,6 +218,7 @@ class ZkBroker:
                 brokers.append(BrokerEndpoint(b.id, e.host, e.port, b.rack))
         self.cache.set_brokers(brokers)
         self.cache.controller_id = body.controller_id
+        deleted: list[tuple[str, int]] = []
         for topic_state in body.topic_states:
             name = topic_state.topic_name
             existing = self.cache.topic(name)
@@ -221,6 +226,7 @@ class ZkBroker:
             for p in topic_state.partition_states:
                 if p.leader == LEADER_DURING_DELETE:
                     partitions.pop(p.partition_index, None)
+                    deleted.append((name, p.partition_index))
                     continue
                 partitions[p.partition_index] = PartitionInfo(
                     p.partition_index, p.leader, p.leader_epoch, tuple(p.replicas),
@@ -235,6 +241,9 @@ class ZkBroker:
                                                internal=name.startswith("__")))
             else:
                 self.cache.put_topic(existing.with_partitions(partitions))
+        if deleted:
+            for deletion_listener in self.deletion_listeners:
+                deletion_listener(deleted)
         return {"error_code": ErrorCode.none}
 
     async def stop_replica(self, body: Any) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 import uuid
 
+from confluent_kafka.admin import AdminClient, NewTopic
+
 from harness.cluster.peers import ReferenceBroker
 from harness.raw_client import RawClient
 from harness.waiting import wait_for
@@ -131,6 +133,28 @@ def test_offset_delete(group_broker, client):  # noqa: F811
     assert [p.partition_index for t in left.topics for p in t.partitions] == [1]
     assert err(client.request(OFFSET_DELETE, 0, {**body, "group_id": new_group()})) \
         == ErrorCode.group_id_not_found
+
+
+def test_a_deleted_topic_leaves_no_committed_offset_for_its_re_creation(group_broker,
+                                                                       client):  # noqa: F811
+    """DeleteTopics on a single broker removes the topic's offsets from every group at once
+    (Kafka's GroupCoordinator.onPartitionsDeleted), so the same name created again starts with
+    no committed offset; another topic's offset in the same group stays."""
+    topic, other = (create_topic(group_broker.bootstrap) for _ in range(2))
+    group = new_group()
+    for name in (topic, other):
+        assert partition_errors(client.request(COMMIT, 8, commit_body(group, name, {0: 2}))) \
+            == [ErrorCode.none]
+    admin = AdminClient({"bootstrap.servers": group_broker.bootstrap})
+    admin.delete_topics([topic])[topic].result(timeout=10)
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=10)
+
+    def committed(name):
+        fetched = client.request(FETCH, 7, {"group_id": group, "topics": [
+            {"name": name, "partition_indexes": [0]}]})
+        return fetched.topics[0].partitions[0].committed_offset
+
+    assert (committed(topic), committed(other)) == (-1, 2)
 
 
 def _subscription(topic):

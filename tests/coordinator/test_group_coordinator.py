@@ -439,3 +439,35 @@ def test_a_transactional_commit_checks_member_and_generation_when_given():
             ("t", 0): ErrorCode.none}
 
     run(scenario())
+
+
+def test_a_deleted_topic_takes_every_groups_offsets_with_it():
+    """GroupCoordinator.onPartitionsDeleted: the deleted partitions' offsets leave every group,
+    tombstoned so a reload does not bring them back, and a pending transactional offset of
+    them is dropped; other partitions' offsets stay, and an Empty group left with none is
+    deleted, so a topic re-created under the same name starts with no committed offset."""
+    async def scenario():
+        log = FakeOffsetsLog()
+        coordinator, offsets = await started(log)
+        gone, kept = ("t", 0), ("u", 0)
+        assert offsets.commit("a", "", None, -1, {gone: OffsetToCommit(2, -1, None),
+                                                  kept: OffsetToCommit(5, -1, None)}) \
+            == {gone: ErrorCode.none, kept: ErrorCode.none}
+        assert offsets.commit("b", "", None, -1, {gone: OffsetToCommit(7, -1, None)}) \
+            == {gone: ErrorCode.none}
+        assert offsets.txn_commit("c", 9, 0, "", None, -1, {gone: OffsetToCommit(3, -1, "")}) \
+            == {gone: ErrorCode.none}
+        coordinator.on_partitions_deleted([gone, ("t", 1)])
+
+        def committed(offsets_, group):
+            _, fetched, unstable = offsets_.fetch(group, [gone, kept], require_stable=True)
+            return {tp: o.offset for tp, o in fetched.items() if o is not None}, unstable
+
+        assert committed(offsets, "a") == ({kept: 5}, frozenset())
+        assert committed(offsets, "c") == ({}, frozenset())
+        assert "b" not in coordinator.manager.groups  # Empty, with no offset left: deleted
+        _, reloaded = await started(log)
+        assert committed(reloaded, "a") == ({kept: 5}, frozenset())
+        assert committed(reloaded, "b") == ({}, frozenset())
+
+    run(scenario())

@@ -23,6 +23,7 @@ from reference_broker.coordinator.group.group_metadata import (
     GroupMetadata,
     GroupState,
     MemberMetadata,
+    TopicPartition,
 )
 from reference_broker.coordinator.group.group_metadata_manager import GroupMetadataManager
 
@@ -112,6 +113,14 @@ class GroupCoordinator:
         WriteTxnMarkers handler calls this): the producer's pending TxnOffsetCommits in that
         partition's groups become their offsets, or are dropped. The groups it touched."""
         return self.manager.complete_txn_offsets(offsets_partition, producer_id, commit)
+
+    def on_partitions_deleted(self, partitions: list[TopicPartition]) -> None:
+        """The partitions' topic was deleted (UpdateMetadata named them, or, on a single
+        broker, DeleteTopics removed them): no group keeps an offset of them."""
+        removed = self.manager.delete_partitions(partitions)
+        if removed:
+            log.info("Removed %d offset(s) of deleted partitions %s", removed,
+                     ", ".join(f"{t}-{p}" for t, p in sorted(set(partitions))))
 
     def _group_error(self, group_id: str) -> ErrorCode:
         if not group_id:

@@ -277,8 +277,12 @@ class GroupMetadata:
         return any(tp in pending for pending in self.pending_txn_offsets.values())
 
     def remove_offsets(self, partitions: list[TopicPartition]) -> None:
+        """Forget the partitions' committed offsets and any a pending transaction holds for
+        them (Kafka's GroupMetadata.removeOffsets: OffsetDelete, expiry, a deleted topic)."""
         for tp in partitions:
             self.offsets.pop(tp, None)
+            for pending in self.pending_txn_offsets.values():
+                pending.pop(tp, None)
 
     def expired_offsets(self, now_ms: int, retention_ms: int) -> list[TopicPartition]:
         """KIP-211: only an Empty group loses offsets; a consumer group's clock starts when it

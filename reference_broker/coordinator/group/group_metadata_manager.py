@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from harness.wire.errors import ErrorCode
@@ -254,6 +254,25 @@ class GroupMetadataManager(CoordinatorPartitions):
         if records and self._abandoned(group):
             return self.delete_group(group)
         return ErrorCode.none
+
+    def delete_partitions(self, partitions: Collection[TopicPartition]) -> int:
+        """The partitions' topic was deleted: every group loses its offsets of them, committed
+        (tombstoned, so a replay does not bring them back) and pending, so a topic re-created
+        under the same name starts with no committed offset (Kafka's
+        GroupCoordinator.onPartitionsDeleted). An Empty group left with none is deleted. A
+        pending transactional offset is dropped in memory only, as in Kafka: if its
+        transaction's commit marker is replayed later, the offset comes back. Returns the
+        number of committed offsets removed."""
+        deleted = set(partitions)
+        removed = 0
+        for group in list(self.groups.values()):
+            hit = [tp for tp in group.offsets if tp in deleted]
+            pending = [tp for tp in deleted if group.has_pending_txn_offset(tp)]
+            if not hit and not pending:
+                continue
+            if self.delete_offsets(group, hit + pending) is ErrorCode.none:
+                removed += len(hit)
+        return removed
 
     @staticmethod
     def _abandoned(group: GroupMetadata) -> bool:

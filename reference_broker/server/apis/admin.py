@@ -141,6 +141,7 @@ def handle_delete_topics(services: BrokerServices, request: Any, conn: Any) -> A
     else:
         wanted = [(t.name, t.topic_id) for t in body.topics]
     responses: list[dict[str, Any]] = []
+    removed: list[tuple[str, int]] = []  # on a single broker, deleted at once
     for name, topic_id in wanted:
         if name is None:
             topic = services.metadata_cache.topic_by_id(topic_id) \
@@ -151,14 +152,19 @@ def handle_delete_topics(services: BrokerServices, request: Any, conn: Any) -> A
                                   "error_message": "This server does not host this topic ID."})
                 continue
             name = topic.name
+        known = services.metadata_cache.topic(name)
         try:
             deleted_id = services.admin_manager.delete_topic(name)
         except AdminError as exc:
             responses.append({"name": name, "topic_id": topic_id or ZERO_UUID,
                               "error_code": exc.error, "error_message": exc.message})
             continue
+        if known is not None and not services.config.zookeeper_mode:
+            removed.extend((name, p) for p in known.partitions)
         responses.append({"name": name, "topic_id": deleted_id, "error_code": ErrorCode.none,
                           "error_message": None})
+    if removed:
+        services.group_coordinator.on_partitions_deleted(removed)
     response = {"throttle_time": 0, "responses": responses}
     asked = [r["name"] for r in responses if r["error_code"] is ErrorCode.none]
     if not services.config.zookeeper_mode or not asked:
