@@ -7,6 +7,8 @@ directory of tests that each start a cluster. Setup and teardown count with thei
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
@@ -15,14 +17,32 @@ from pathlib import Path
 TOP_FILES = 20
 
 
+def test_file(classname: str) -> str:
+    """``tests.x.test_y`` or ``tests.x.test_y.TestZ`` → ``tests/x/test_y.py``: pytest names a
+    test class in the JUnit classname after its module, and classes are capitalised."""
+    parts = classname.split(".")
+    while len(parts) > 1 and parts[-1][:1].isupper():
+        parts.pop()
+    return "/".join(parts) + ".py"
+
+
 def seconds_by_file(junit: Path) -> Counter[str]:
     """Seconds per test file (``tests/x/test_y.py``), from each test case's time."""
     spent: Counter[str] = Counter()
     if not junit.exists() or junit.stat().st_size == 0:
         return spent
     for case in ElementTree.parse(junit).iter("testcase"):
-        spent[case.get("classname", "").replace(".", "/") + ".py"] += float(case.get("time", 0))
+        spent[test_file(case.get("classname", ""))] += float(case.get("time", 0))
     return spent
+
+
+def write_costs(spent: Counter[str], out: Path) -> None:
+    """The per-file table `tests/scheduling.py` orders the files by (costliest first)."""
+    table = {"note": "seconds per test file in one run of ci/test.sh; written by "
+                     "ci/junit_times.py --costs, read by tests/scheduling.py",
+             "seconds": {path: round(seconds, 1) for path, seconds in sorted(spent.items())}}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(table, indent=1) + "\n")
 
 
 def summary(spent: Counter[str], top: int = TOP_FILES) -> list[str]:
@@ -36,5 +56,19 @@ def summary(spent: Counter[str], top: int = TOP_FILES) -> list[str]:
     return lines
 
 
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("junit", type=Path, help="pytest's JUnit XML file")
+    parser.add_argument("--costs", type=Path, metavar="JSON",
+                        help="also write the seconds of every file there, in the form of "
+                             "tests/file_costs.json")
+    args = parser.parse_args(argv)
+    spent = seconds_by_file(args.junit)
+    print("\n".join(summary(spent)))
+    if args.costs is not None and spent:
+        write_costs(spent, args.costs)
+        print(f"per-file seconds written to {args.costs}")
+
+
 if __name__ == "__main__":
-    print("\n".join(summary(seconds_by_file(Path(sys.argv[1])))))
+    main(sys.argv[1:])

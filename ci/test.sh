@@ -19,14 +19,18 @@ set +e
 # timeouts, not on the CPU (measured: pytest took 38 min in one process, 28 to 31 in two, on
 # 2 cores). --dist loadfile keeps a file's tests, and the cluster its module shares, in one
 # worker. Three workers were tried and starved the property tests of Spark (docs/setup.md).
+# --no-loadscope-reorder: the files are handed out costliest first, in the order
+# tests/scheduling.py gives them, not sorted by how many tests they hold.
 workers="${KAFKA_HARNESS_TEST_WORKERS:-2}"
 .venv/bin/pytest -m "not slow and not docker" -rfE -n "$workers" --dist loadfile \
-  --junitxml="$junit" tests suites "$@"
+  --no-loadscope-reorder --junitxml="$junit" tests suites "$@"
 status=$?
 set -e
 failed_tests="$(.venv/bin/python ci/junit_failures.py "$junit")"
 echo "== where pytest's time went"
-.venv/bin/python ci/junit_times.py "$junit" || true
+# The per-file seconds are kept in .harness/file-costs.json: copied to tests/file_costs.json,
+# they become the order the next runs hand files out in (tests/scheduling.py).
+.venv/bin/python ci/junit_times.py "$junit" --costs .harness/file-costs.json || true
 rm -f "$junit"
 if [ "$status" -eq 5 ]; then
   echo "pytest collected no tests: that is a failure, not a pass" >&2

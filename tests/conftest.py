@@ -1,5 +1,6 @@
-"""Suite-wide: pytest's own `pytester`, for testing the kafka-harness pytest plugin, each
-test's reports kept for its fixtures, and a broker standing for one a user runs."""
+"""Suite-wide: pytest's own `pytester`, for testing the kafka-harness pytest plugin, the files'
+order on pytest-xdist workers (`tests/scheduling.py`), each test's reports kept for its
+fixtures, and a broker standing for one a user runs."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from harness.cluster.targets import Target, start_target
 from harness.plugin.pytest_plugin import SUITE_BROKER_PROPERTIES
 from tests.shared_clusters import REPORTS
 
-pytest_plugins = ["pytester"]
+pytest_plugins = ["pytester", "tests.scheduling"]
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

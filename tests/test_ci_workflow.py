@@ -61,9 +61,10 @@ def test_the_test_command_says_where_its_time_went(tmp_path):
         '<testcase classname="tests.a.test_x" name="one" time="3.5"/>'
         '<testcase classname="tests.a.test_x" name="two[p]" time="1.5"/>'
         '<testcase classname="suites.b.test_y" name="three" time="60"/>'
+        '<testcase classname="suites.b.test_y.TestGroup" name="four" time="2"/>'
         '</testsuite></testsuites>')
     spent = junit_times["seconds_by_file"](junit)
-    assert spent == {"tests/a/test_x.py": 5.0, "suites/b/test_y.py": 60.0}
+    assert spent == {"tests/a/test_x.py": 5.0, "suites/b/test_y.py": 62.0}
     lines = junit_times["summary"](spent)
     assert lines[0] == "1.1 min in 2 files; by directory:"
     assert lines[1].split() == ["1.0", "min", "suites/b"]
