@@ -104,9 +104,13 @@ def _judge(
         return keep(frame.sortWithinPartitions(*keys, *order))
 
     def hold(frame: DataFrame) -> DataFrame:
-        # What every rule reads and several joins made: cached whatever the history's size.
-        level = StorageLevel.MEMORY_AND_DISK if small else StorageLevel.DISK_ONLY
-        cached.append(frame.persist(level))
+        # What every rule reads and several joins made: kept whatever the history's size. A
+        # small history's is checkpointed in memory, its lineage cut: every later DataFrame
+        # call analyses the whole plan under it, and on the transactional annotation's plan
+        # that took 0.5 to 17 s a call, most of a tiny history's check (docs/benchmarks.md).
+        if small:
+            return frame.localCheckpoint(eager=True)
+        cached.append(frame.persist(StorageLevel.DISK_ONLY))
         return cached[-1]
 
     interned, topics, on = intern_topics(h)

@@ -117,10 +117,14 @@ def test_connect_server_gives_the_local_verdict(spark, connect_server, tmp_path)
     jsonl = b.write(tmp_path / "jsonl", split=True)  # JSONL: the server's workers decode it
     local = engine.check(spark, parquet).to_json()
     assert {k: a["count"] for k, a in local["anomalies"].items()} == expected
+    # --engine spark: so small a history is judged by the Python engine under the default auto.
     runs = [
-        run_cli("check", str(parquet), "--json", env={"SPARK_REMOTE": connect_server}),
-        run_cli("check", str(jsonl), "--json", "--master", connect_server),
+        run_cli("check", str(parquet), "--json", "--engine", "spark",
+                env={"SPARK_REMOTE": connect_server}),
+        run_cli("check", str(jsonl), "--json", "--engine", "spark", "--master", connect_server),
     ]
     for run in runs:
         assert run.code == 1, run.stderr
-        assert run.json() == local
+        judged = run.json()
+        assert judged.pop("engine")["name"] == "spark"  # the CLI says who judged; check() not
+        assert judged == local

@@ -142,7 +142,7 @@ def transactional_histories(draw: st.DrawFn) -> Builder:
     return b
 
 
-@pytest.mark.slow  # 8 transactional histories: a minute each on Spark (docs/history.md)
+@pytest.mark.slow  # 8 transactional histories: about 25 s each on Spark (docs/history.md)
 @pytest.mark.timeout(1800)
 @settings(
     max_examples=8,
