@@ -47,6 +47,20 @@ def _produce(producer: Any, topic: str, values: list[bytes], **options: Any) -> 
     assert failed == [], f"records to {topic} not delivered: {failed}"
 
 
+def _value(consumer: Any) -> bytes | None:
+    """The next record's value, if a poll brings one."""
+    message = consumer.poll(0.2)
+    return message.value() if message is not None and message.error() is None else None
+
+
+def _wait_unassigned(consumer: Any, topic: str) -> None:
+    def unassigned() -> bool:
+        consumer.poll(0.2)
+        return not consumer.assignment()
+
+    wait_for(unassigned, SETTLE_S, f"the member to be assigned nothing once {topic} is deleted")
+
+
 def _delete(admin: Any, topic: str) -> None:
     admin.delete_topics([topic], operation_timeout=30)[topic].result(60)
 
@@ -80,20 +94,11 @@ def test_a_regex_subscribed_group_whose_topic_is_deleted_is_assigned_nothing(
                                "auto.offset.reset": "earliest",
                                "topic.metadata.refresh.interval.ms": REFRESH_MS})
     consumer.subscribe([f"^{re.escape(topic)}$"])
-
-    def read() -> bytes | None:
-        message = consumer.poll(0.2)
-        return message.value() if message is not None and message.error() is None else None
-
-    assert wait_for(read, SETTLE_S, f"the record produced to {topic}") == b"one"
+    assert wait_for(lambda: _value(consumer), SETTLE_S, f"the record produced to {topic}") \
+        == b"one"
     assert [(tp.topic, tp.partition) for tp in consumer.assignment()] == [(topic, 0)]
     _delete(kafka_admin, topic)
-
-    def unassigned() -> bool:
-        consumer.poll(0.2)
-        return not consumer.assignment()
-
-    wait_for(unassigned, SETTLE_S, f"the member to be assigned nothing once {topic} is deleted")
+    _wait_unassigned(consumer, topic)
 
 
 @pytest.mark.requires_create_topics
@@ -165,19 +170,10 @@ def test_a_group_subscribed_by_name_to_a_deleted_topic_is_assigned_nothing(
     consumer = kafka_consumer({"auto.offset.reset": "earliest",
                                "topic.metadata.refresh.interval.ms": REFRESH_MS})
     consumer.subscribe([topic])
-
-    def read() -> bytes | None:
-        message = consumer.poll(0.2)
-        return message.value() if message is not None and message.error() is None else None
-
-    assert wait_for(read, SETTLE_S, f"the record produced to {topic}") == b"one"
+    assert wait_for(lambda: _value(consumer), SETTLE_S, f"the record produced to {topic}") \
+        == b"one"
     _delete(kafka_admin, topic)
-
-    def unassigned() -> bool:
-        consumer.poll(0.2)
-        return not consumer.assignment()
-
-    wait_for(unassigned, SETTLE_S, f"the member to be assigned nothing once {topic} is deleted")
+    _wait_unassigned(consumer, topic)
 
 
 @pytest.mark.requires_create_topics
