@@ -104,10 +104,13 @@ def _judge(
         return keep(frame.sortWithinPartitions(*keys, *order))
 
     def hold(frame: DataFrame) -> DataFrame:
-        # What every rule reads and several joins made: kept whatever the history's size. A
-        # small history's is checkpointed in memory, its lineage cut: every later DataFrame
-        # call analyses the whole plan under it, and on the transactional annotation's plan
-        # that took 0.5 to 17 s a call, most of a tiny history's check (docs/benchmarks.md).
+        # What several readers share and many operators made (the transactional annotation,
+        # every rule's instances): kept whatever the history's size. A small history's is
+        # checkpointed in memory, its lineage cut: every later DataFrame call analyses the
+        # whole plan under it, and on the transactional annotation's plan that took 0.5 to
+        # 17 s a call, most of a tiny history's check; and the result's job, which reads the
+        # instances twice (counted, ranked), would plan and run every rule twice
+        # (docs/benchmarks.md).
         if small:
             return frame.localCheckpoint(eager=True)
         cached.append(frame.persist(StorageLevel.DISK_ONLY))
@@ -126,7 +129,7 @@ def _judge(
         observed = shuffled(rows[BY_TP], *BY_TP, order=["offset"])
         frames = rule_frames(interned, by_process, observed, rows[BY_VALUE], keep, annotated)
         return _collect(
-            spark, files, h, topics, frames, keep(all_instances(frames)), guarantee, max_examples,
+            spark, files, h, topics, frames, hold(all_instances(frames)), guarantee, max_examples,
             lambda: txn_rules.g1c(annotated, topics),
         )
     finally:
