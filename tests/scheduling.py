@@ -16,6 +16,14 @@ and a new expensive file at the end is what this ordering exists to avoid. The o
 applied on pytest-xdist's workers only (``ci/test.sh`` passes ``--no-loadscope-reorder`` so
 that the controller hands the files out in this order); run alone, pytest keeps its own order.
 Within a file the tests keep theirs.
+
+One directory is handed out as a single unit instead of file by file: ``tests/checker``, whose
+tests start Spark in the pytest process (``tests/checker/conftest.py``'s ``spark`` fixture). On
+one worker its files share one session and its JVM; spread over two, each worker starts its
+own, and the two JVMs contend for the two cores: in the run of 822b17a, which handed
+``tests/checker/test_spark.py`` and ``tests/checker/test_cli.py`` to the two workers at once,
+they took 535 and 211 s, against 374 and 142 s in the run before it (docs/setup.md). The
+unit's cost is its files' summed, and it goes first or last by that like any file.
 """
 
 from __future__ import annotations
@@ -25,8 +33,12 @@ import math
 from pathlib import Path
 
 import pytest
+from xdist.remote import Producer
+from xdist.scheduler import LoadFileScheduling
 
 COSTS = Path("tests", "file_costs.json")  # under the rootdir
+# Directories (under the rootdir) whose files one worker runs, as one unit (see above).
+ONE_WORKER = ("tests/checker/",)
 
 
 def file_costs(path: Path) -> dict[str, float]:
@@ -37,18 +49,43 @@ def file_costs(path: Path) -> dict[str, float]:
     return {name: float(spent) for name, spent in seconds.items()}
 
 
+def unit(nodeid: str) -> str:
+    """The unit of work a test is handed out in: its file, or the ONE_WORKER directory
+    holding it."""
+    path = nodeid.split("::", 1)[0]
+    return next((d.rstrip("/") for d in ONE_WORKER if path.startswith(d)), path)
+
+
 def costliest_first(nodeids: list[str], costs: dict[str, float]) -> list[int]:
-    """The indexes of `nodeids` reordered: files by cost, highest (or unknown) first, ties in
-    their first appearance's order; each file's tests in their own order."""
+    """The indexes of `nodeids` reordered: units (files, or a ONE_WORKER directory costing
+    its files' sum) by cost, highest (or unknown) first, ties in their first appearance's
+    order; each unit's tests in their own order."""
     first_seen: dict[str, int] = {}
+    files: dict[str, set[str]] = {}
     for nodeid in nodeids:
-        first_seen.setdefault(nodeid.split("::", 1)[0], len(first_seen))
+        first_seen.setdefault(unit(nodeid), len(first_seen))
+        files.setdefault(unit(nodeid), set()).add(nodeid.split("::", 1)[0])
+    cost = {u: sum(costs.get(f, math.inf) for f in fs) for u, fs in files.items()}
 
     def key(index: int) -> tuple[float, int, int]:
-        path = nodeids[index].split("::", 1)[0]
-        return -costs.get(path, math.inf), first_seen[path], index
+        of = unit(nodeids[index])
+        return -cost[of], first_seen[of], index
 
     return sorted(range(len(nodeids)), key=key)
+
+
+class OneWorkerDirectories(LoadFileScheduling):
+    """pytest-xdist's ``--dist loadfile``, but a ONE_WORKER directory is one unit."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return unit(nodeid)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> LoadFileScheduling | None:
+    if config.getvalue("dist") != "loadfile":
+        return None
+    return OneWorkerDirectories(config, log)
 
 
 @pytest.hookimpl(trylast=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scheduling import costliest_first, file_costs
+from tests.scheduling import ONE_WORKER, costliest_first, file_costs, unit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,6 +23,23 @@ def test_files_go_costliest_first_unknown_ones_before_all():
     assert order == ["t/c.py::one", "t/b.py::one", "t/b.py::two", "t/a.py::one", "t/a.py::two",
                      "t/d.py::one"]
     assert costliest_first(nodeids, {}) == [0, 1, 2, 5, 3, 4]  # a file's tests stay together
+
+
+def test_the_checker_directory_is_one_unit_costing_its_files_sum():
+    assert ONE_WORKER == ("tests/checker/",)
+    assert unit("tests/checker/test_spark.py::test_zoo") == "tests/checker"
+    assert unit("tests/checkers.py::test_one") == "tests/checkers.py"
+    nodeids = ["tests/checker/test_a.py::one", "tests/x.py::one", "tests/checker/test_b.py::one",
+               "tests/y.py::one"]
+    costs = {"tests/checker/test_a.py": 30.0, "tests/checker/test_b.py": 40.0, "tests/x.py": 60.0,
+             "tests/y.py": 1.0}
+    assert [nodeids[i] for i in costliest_first(nodeids, costs)] == [
+        "tests/checker/test_a.py::one", "tests/checker/test_b.py::one", "tests/x.py::one",
+        "tests/y.py::one"]
+    # A file the table does not know makes its whole unit's cost unknown: first.
+    del costs["tests/checker/test_b.py"]
+    costs["tests/x.py"] = 1000.0
+    assert costliest_first(nodeids, costs)[:2] == [0, 2]
 
 
 def test_the_table_junit_times_writes_is_the_one_scheduling_reads(tmp_path):
@@ -66,3 +83,27 @@ def test_a_worker_is_handed_the_files_in_that_order(pytester, monkeypatch):
     assert _run_order(pytester) == [
         "test_cheap.py::test_one", "test_cheap.py::test_two", "test_costly.py::test_one",
         "test_new.py::test_one"]
+
+
+def test_the_checker_directory_runs_on_one_worker(pytester, monkeypatch):
+    """End to end through two pytest-xdist workers: the two costliest files, handed out one
+    to each worker as files, both run on one worker because they are in tests/checker."""
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    pytester.makeini("[pytest]\n")
+    checker = pytester.path / "tests" / "checker"
+    checker.mkdir(parents=True)
+    for name in ("test_a", "test_b"):
+        (checker / f"{name}.py").write_text("def test_one(): pass\n")
+    pytester.makepyfile(test_x="def test_one(): pass", test_y="def test_one(): pass")
+    (pytester.path / "tests" / "file_costs.json").write_text(json.dumps({"seconds": {
+        "tests/checker/test_a.py": 300.0, "tests/checker/test_b.py": 250.0, "test_x.py": 5.0,
+        "test_y.py": 1.0}}))
+    result = pytester.runpytest_subprocess("-p", "tests.scheduling", "-v", "-p",
+                                           "no:cacheprovider", "-n", "2", "--dist", "loadfile",
+                                           "--no-loadscope-reorder")
+    result.assert_outcomes(passed=4)
+    worker = {m[1]: m[0] for line in result.stdout.lines
+              for m in re.findall(r"\[(gw\d)\].*PASSED (\S+)::", line)}
+    assert set(worker) == {"tests/checker/test_a.py", "tests/checker/test_b.py", "test_x.py",
+                           "test_y.py"}
+    assert worker["tests/checker/test_a.py"] == worker["tests/checker/test_b.py"]
