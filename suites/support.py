@@ -1,14 +1,17 @@
-"""Small helpers the suites share: unique names and waiting for a topic to be served."""
+"""Small helpers the suites share: unique names, waiting for a topic to be served, producing
+records that must all arrive."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka.admin import AdminClient
 
 from harness.plugin.options import kafka_options
 from harness.plugin.pytest_plugin import new_name
+from harness.waiting import wait_for
 
 TOPIC_READY_TIMEOUT_S = 30.0
 
@@ -19,7 +22,7 @@ def unique_name(request: pytest.FixtureRequest, kind: str = "") -> str:
     return new_name(request, kind.rstrip("-"))
 
 
-def _partitions_with_leaders(admin: Any, topic: str) -> int | None:
+def _partitions_with_leaders(admin: AdminClient, topic: str) -> int | None:
     metadata = admin.list_topics(topic=topic, timeout=5)
     described = metadata.topics.get(topic)
     if described is None or described.error is not None:
@@ -29,18 +32,17 @@ def _partitions_with_leaders(admin: Any, topic: str) -> int | None:
     return len(described.partitions)
 
 
-def wait_for_topic(admin: Any, topic: str, partitions: int | None,
+def wait_for_topic(admin: AdminClient, topic: str, partitions: int | None,
                    timeout: float = TOPIC_READY_TIMEOUT_S) -> int:
-    """Wait until Metadata shows `topic` with a leader for each partition; its partition count."""
-    deadline = time.monotonic() + timeout
-    seen: int | None = None
-    while time.monotonic() < deadline:
+    """Wait until Metadata shows `topic` with a leader for each partition (at least
+    `partitions` of them, if given); its partition count. A Metadata request that fails (a
+    broker restarting) counts as not yet."""
+    def ready() -> int | None:
         seen = _partitions_with_leaders(admin, topic)
-        if seen is not None and (partitions is None or seen >= partitions):
-            return seen
-        time.sleep(0.1)
-    raise AssertionError(f"topic {topic!r} not ready within {timeout:.0f} s "
-                         f"(partitions with leaders: {seen}, wanted {partitions})")
+        return seen if seen is not None and (partitions is None or seen >= partitions) else None
+
+    return wait_for(ready, timeout,
+                    f"topic {topic!r} with a leader for each of {partitions or 'its'} partitions")
 
 
 def own_cluster_options(cluster: Any, request: pytest.FixtureRequest) -> dict[str, Any]:
@@ -50,3 +52,18 @@ def own_cluster_options(cluster: Any, request: pytest.FixtureRequest) -> dict[st
     options = kafka_options(request.config)
     return {"target": cluster.kind, "network": options.network, "backend": options.backend,
             "recipe": str(options.recipe) if options.recipe else None}
+
+
+def produce_all(producer: Producer, topic: str, values: list[bytes], **options: Any) -> None:
+    """Produce `values` in order and fail on any delivery error: flush() returning 0 only
+    says nothing is queued, and a record can fail (an unknown partition) and leave the queue."""
+    failed: list[str] = []
+
+    def delivered(error: KafkaError | None, _message: Message) -> None:
+        if error is not None:
+            failed.append(str(error))
+
+    for value in values:
+        producer.produce(topic, value, on_delivery=delivered, **options)
+    assert producer.flush(30) == 0, f"records to {topic} still queued after 30 s"
+    assert failed == [], f"records to {topic} not delivered: {failed}"

@@ -25,7 +25,7 @@ from harness.waiting import wait_for
 from harness.wire.errors import ErrorCode
 from harness.wire.group_records import decode_assignment, encode_subscription
 
-from ..support import unique_name, wait_for_topic
+from ..support import produce_all, unique_name, wait_for_topic
 from ._consumer_protocol import (
     CLASSIC_MEMBER,
     CONSUMER_GROUP_DESCRIBE,
@@ -508,9 +508,9 @@ def test_two_consumer_protocol_clients_share_a_topic_and_read_every_record(
 
     producer = kafka_producer()
     sent = {f"record-{p}-{i}".encode() for p in range(4) for i in range(10)}
-    for value in sorted(sent):
-        producer.produce(topic, value=value, partition=int(value.split(b"-")[1]))
-    assert producer.flush(30) == 0
+    for partition in range(4):
+        produce_all(producer, topic, [f"record-{partition}-{i}".encode() for i in range(10)],
+                    partition=partition)
 
     def everything_read() -> bool:
         poll_all()

@@ -28,23 +28,10 @@ from confluent_kafka.admin import NewPartitions, NewTopic
 from harness.cluster.targets import Target
 from harness.waiting import wait_for
 
+from ..support import produce_all
+
 REFRESH_MS = 1000  # the member's full metadata refresh, where its pattern is evaluated again
 SETTLE_S = 30.0
-
-
-def _produce(producer: Any, topic: str, values: list[bytes], **options: Any) -> None:
-    """Produce `values` in order and fail on any delivery error: flush() returning 0 only
-    says nothing is queued, and a record can fail (an unknown partition) and leave the queue."""
-    failed: list[str] = []
-
-    def delivered(error: Any, _message: Any) -> None:
-        if error is not None:
-            failed.append(str(error))
-
-    for value in values:
-        producer.produce(topic, value, on_delivery=delivered, **options)
-    assert producer.flush(30) == 0
-    assert failed == [], f"records to {topic} not delivered: {failed}"
 
 
 def _value(consumer: Any) -> bytes | None:
@@ -89,7 +76,7 @@ def test_a_regex_subscribed_group_whose_topic_is_deleted_is_assigned_nothing(
     Kafka's ConsumerCoordinator and librdkafka re-match it on each metadata refresh; the
     broker's part is a Metadata of every topic that leaves the deleted one out]."""
     topic = make_topic(partitions=1)
-    _produce(kafka_producer(), topic, [b"one"])
+    produce_all(kafka_producer(), topic, [b"one"])
     consumer = kafka_consumer({"partition.assignment.strategy": "roundrobin",
                                "auto.offset.reset": "earliest",
                                "topic.metadata.refresh.interval.ms": REFRESH_MS})
@@ -114,7 +101,7 @@ def test_a_topic_deleted_and_re_created_under_a_group_has_no_committed_offset(
     at the new topic's third record."""
     topic = make_topic(partitions=1)
     group = kafka_names("group")
-    _produce(kafka_producer(), topic, [b"old-0", b"old-1"])
+    produce_all(kafka_producer(), topic, [b"old-0", b"old-1"])
     first = kafka_consumer({"group.id": group, "auto.offset.reset": "earliest",
                             "enable.auto.commit": False})
     first.subscribe([topic])
@@ -134,7 +121,7 @@ def test_a_topic_deleted_and_re_created_under_a_group_has_no_committed_offset(
     _re_create(kafka_admin, kafka_target, topic)
     # A new producer: one that knew the deleted topic may hold its metadata of no partitions
     # for a moment and fail the records as an unknown partition (seen under load).
-    _produce(kafka_producer(), topic, [b"new-0", b"new-1", b"new-2"])
+    produce_all(kafka_producer(), topic, [b"new-0", b"new-1", b"new-2"])
     second = kafka_consumer({"group.id": group, "auto.offset.reset": "earliest",
                              "enable.auto.commit": False})
 
@@ -166,7 +153,7 @@ def test_a_group_subscribed_by_name_to_a_deleted_topic_is_assigned_nothing(
     nothing of it [Kafka's ConsumerCoordinator and librdkafka drop a subscribed topic that
     metadata no longer has from the assignment; the broker's part is that answer]."""
     topic = make_topic(partitions=1)
-    _produce(kafka_producer(), topic, [b"one"])
+    produce_all(kafka_producer(), topic, [b"one"])
     consumer = kafka_consumer({"auto.offset.reset": "earliest",
                                "topic.metadata.refresh.interval.ms": REFRESH_MS})
     consumer.subscribe([topic])
@@ -197,7 +184,7 @@ def test_partitions_added_to_a_consumed_topic_are_assigned_and_read(
     kafka_admin.create_partitions([NewPartitions(topic, 2)], operation_timeout=30)[topic] \
         .result(60)
     wait_for(lambda: assigned() == [0, 1], SETTLE_S, f"the member to be assigned {topic}/1")
-    _produce(kafka_producer(), topic, [b"new"], partition=1)
+    produce_all(kafka_producer(), topic, [b"new"], partition=1)
 
     def read() -> tuple[int, bytes] | None:
         message = consumer.poll(0.2)
