@@ -147,8 +147,12 @@ def test_spawn_writes_a_pending_entry_then_its_pid_under_the_same_id():
         mine = [line for line in lines if line.get("id") == entry]
         assert [line["value"] for line in mine] == ["", str(process.pid)]
         assert mine[0]["token"] == mine[1]["token"]
-        environment = Path(f"/proc/{process.pid}/environ").read_bytes().split(b"\0")
-        assert f"{reaper.TOKEN_ENV}={mine[0]['token']}".encode() in environment
+        carried = f"{reaper.TOKEN_ENV}={mine[0]['token']}".encode()
+        # Popen returns once exec closed its close-on-exec pipe, and Linux closes those before
+        # it sets the new image's environment bounds: for a moment /proc/PID/environ reads
+        # empty (seen under load, 2026-11-28).
+        wait_for(lambda: carried in Path(f"/proc/{process.pid}/environ").read_bytes()
+                 .split(b"\0"), 10, "the spawned process's environment to show its token")
         (held,) = [e for e in reaper.read_unreleased(reaper.ledger().path) if e.id == entry]
         assert held.value == str(process.pid) and held.start_time is not None
     finally:
