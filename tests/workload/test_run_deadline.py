@@ -1,5 +1,5 @@
-"""A real run (reference brokers) whose schedule cannot finish in its planned duration: the
-workload must last until the last heal is done and go on for the planned tail after it.
+"""A real run (reference brokers) whose schedule ends later than planned: the workload must
+last until the last heal is done and go on for the planned tail after it.
 
 Two bounces planned half a second apart: a reference broker's restart (a Python process
 started and registered again) takes seconds, and the second kill waits for the first heal, so
