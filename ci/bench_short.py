@@ -45,45 +45,51 @@ def _job_seconds(session: Any, seen: set[int]) -> float:
     return total
 
 
+def _checks(console: Console, session: Any, directory: Path, expected: dict[str, int],
+            rows: int, timed: int) -> dict[str, Any]:
+    """One warm-up check of `directory`, then `timed` checks: each one's wall and job seconds."""
+    seen: set[int] = set()
+    checks = []
+    for i in range(timed + 1):
+        _job_seconds(session, seen)
+        begun = time.perf_counter()
+        result = spark.check(session, directory)
+        wall = time.perf_counter() - begun
+        jobs = _job_seconds(session, seen)
+        counts = {k: a.count for k, a in result.anomalies.items()}
+        if counts != expected:
+            raise SystemExit(f"{directory.name}: counts {counts} != planted {expected}")
+        console.print(f"{directory.name} check {i}{' (warm-up)' if i == 0 else ''}: {wall:.1f} s, "
+                      f"jobs {jobs:.1f} s, driver {wall - jobs:.1f} s")
+        if i:
+            checks.append({"wall_s": round(wall, 2), "jobs_s": round(jobs, 2)})
+    return {"rows": rows, "checks": checks,
+            "median_wall_s": statistics.median(c["wall_s"] for c in checks) if checks else None}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checks", type=int, default=4, help="timed checks per history")
     parser.add_argument("--out", type=Path, default=Path("bench-results/checker-short.json"))
     args = parser.parse_args()
     console = Console()
-    where = Path(tempfile.mkdtemp(prefix="kafka-harness-bench-short-"))
-    made = {
-        "plain": synth.generate(where / "plain", synth.Spec(
-            rows=ROWS, partitions=2, rates={n: 1e-3 for n in synth.PLANTED}, unseen=0.01)),
-        "transactional": synth_txn.generate(where / "txn", synth_txn.TxnSpec(
-            rows=ROWS, partitions=3, rates={n: 2e-3 for n in synth_txn.PLANTED})),
-    }
-    directories = {"plain": where / "plain", "transactional": where / "txn"}
-    started = time.perf_counter()
-    session = spark_session.start_session("local[2]", history_bytes=0)
-    console.print(f"session {time.perf_counter() - started:.1f} s")
-    seen: set[int] = set()
     results: dict[str, Any] = {}
-    try:
-        for name, history in made.items():
-            checks = []
-            for i in range(args.checks + 1):
-                _job_seconds(session, seen)
-                begun = time.perf_counter()
-                result = spark.check(session, directories[name])
-                wall = time.perf_counter() - begun
-                jobs = _job_seconds(session, seen)
-                counts = {k: a.count for k, a in result.anomalies.items()}
-                if counts != history.expected:
-                    raise SystemExit(f"{name}: counts {counts} != planted {history.expected}")
-                console.print(f"{name} check {i}{' (warm-up)' if i == 0 else ''}: {wall:.1f} s, "
-                              f"jobs {jobs:.1f} s, driver {wall - jobs:.1f} s")
-                if i:
-                    checks.append({"wall_s": round(wall, 2), "jobs_s": round(jobs, 2)})
-            results[name] = {"rows": history.rows, "checks": checks,
-                             "median_wall_s": statistics.median(c["wall_s"] for c in checks)}
-    finally:
-        session.stop()
+    with tempfile.TemporaryDirectory(prefix="kafka-harness-bench-short-") as where:
+        made = {
+            "plain": synth.generate(Path(where, "plain"), synth.Spec(
+                rows=ROWS, partitions=2, rates={n: 1e-3 for n in synth.PLANTED}, unseen=0.01)),
+            "transactional": synth_txn.generate(Path(where, "transactional"), synth_txn.TxnSpec(
+                rows=ROWS, partitions=3, rates={n: 2e-3 for n in synth_txn.PLANTED})),
+        }
+        started = time.perf_counter()
+        session = spark_session.start_session("local[2]", history_bytes=0)
+        console.print(f"session {time.perf_counter() - started:.1f} s")
+        try:
+            for name, history in made.items():
+                results[name] = _checks(console, session, Path(where, name), history.expected,
+                                        history.rows, args.checks)
+        finally:
+            session.stop()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"cores": os.cpu_count(), "load_average": os.getloadavg(),
                                     "results": results}, indent=1))
