@@ -9,13 +9,13 @@ listed by every other — which :func:`restore` waits for.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from functools import partial
 from pathlib import Path
 from typing import Protocol, TypeVar
 
 import pytest
 
 from harness.cluster.local import LocalCluster
+from harness.cluster.nodes import wait_until_whole
 from harness.cluster.spec import ClusterSpec
 
 RESTORE_TIMEOUT_S = 60.0
@@ -79,9 +79,4 @@ def restore(local: LocalCluster) -> None:
     for broker_id, broker in local.brokers.items():
         if not broker.is_running():
             local.start_broker(broker_id)
-    everyone = sorted(local.brokers)
-    local.wait_for(lambda: local.registered_broker_ids() == everyone, RESTORE_TIMEOUT_S,
-                   f"brokers {everyone} registered after the test")
-    for broker_id in everyone:
-        local.wait_for(partial(local.lists_brokers, broker_id, set(everyone)),
-                       RESTORE_TIMEOUT_S, f"broker {broker_id}'s Metadata to list {everyone}")
+    wait_until_whole(local, RESTORE_TIMEOUT_S, "after the test")

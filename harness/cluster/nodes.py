@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -70,6 +71,10 @@ class ClusterNodes(Protocol):
 
     def registered_broker_ids(self) -> list[int]: ...
 
+    def lists_brokers(self, broker_id: int, expected: set[int]) -> bool:
+        """Whether ``broker_id``'s own Metadata answer lists every broker in ``expected``."""
+        ...
+
     def running_broker_ids(self) -> list[int]: ...
 
     def controller_id(self) -> int | None: ...
@@ -84,3 +89,19 @@ class ClusterNodes(Protocol):
                  interval: float = ...) -> Any: ...
 
     def log_paths(self) -> list[Path]: ...
+
+
+def wait_until_whole(nodes: ClusterNodes, timeout: float, after: str) -> None:
+    """Wait until every broker is registered and every broker's own Metadata lists them all.
+
+    Registration alone is not enough: a broker learns of the others from its controller
+    (ZooKeeper mode's UpdateMetadata, KRaft's metadata log), a moment after they register, and
+    until then CreateTopics with a replication factor of every broker fails on it with
+    INVALID_REPLICATION_FACTOR ("larger than available brokers").
+    """
+    everyone = sorted(nodes.brokers)
+    nodes.wait_for(lambda: nodes.registered_broker_ids() == everyone, timeout,
+                   f"brokers {everyone} registered {after}")
+    for broker_id in everyone:
+        nodes.wait_for(partial(nodes.lists_brokers, broker_id, set(everyone)), timeout,
+                       f"broker {broker_id}'s Metadata to list brokers {everyone} {after}")

@@ -43,7 +43,7 @@ from pathlib import Path
 from harness.cluster.errors import TargetError
 from harness.cluster.factory import Faults, RunnableCluster, build
 from harness.cluster.kinds import Capability
-from harness.cluster.nodes import ClusterNodes
+from harness.cluster.nodes import ClusterNodes, wait_until_whole
 from harness.cluster.options import Backend, ClusterOptions, Network, TargetName, check_options
 from harness.cluster.peers import BrokerProcess, KfakeCluster, LibrdkafkaMockCluster, TansuBroker
 from harness.cluster.recipe import load_recipe
@@ -118,8 +118,8 @@ class Target:
     def reset(self) -> None:
         """Between tests: heal every partition, remove every toxic, resume a paused ZooKeeper
         or start a stopped one, resume paused brokers and start stopped ones, and wait until
-        every broker is registered again. A peer's process that died is started again, and the
-        test it died in gets an error saying so.
+        every broker is registered again and every broker's Metadata lists them all. A peer's
+        process that died is started again, and the test it died in gets an error saying so.
 
         A broker whose ZooKeeper session expired behind a cut registers again by itself once it
         can reach ZooKeeper — Apache Kafka does so a few seconds after the heal — and the next
@@ -142,10 +142,8 @@ class Target:
             for node_id, node in {**nodes.controllers, **nodes.brokers}.items():
                 if not node.is_running():
                     nodes.start_broker(node_id)
-            everyone = sorted(nodes.brokers)
-            nodes.wait_for(lambda: nodes.registered_broker_ids() == everyone,
-                           nodes.spec.zookeeper_session_timeout_ms / 1000 + 30,
-                           f"brokers {everyone} registered after the reset")
+            wait_until_whole(nodes, nodes.spec.zookeeper_session_timeout_ms / 1000 + 30,
+                             "after the reset")
 
     def _restart_crashed_peer(self, peer: BrokerProcess) -> None:
         """A peer's process that exited during a test (kfake panics on a request with an
