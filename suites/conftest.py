@@ -11,9 +11,10 @@ partition count the test needs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.kinds import Capability
 from harness.cluster.targets import Target
@@ -35,15 +36,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture
 def make_topic(request: pytest.FixtureRequest, kafka_target: Target,
-               kafka_admin: Any) -> Callable[..., str]:
+               kafka_admin: AdminClient) -> Callable[..., str]:
     """``make_topic(partitions=1, replication_factor=None, config=None, exact=True) -> name``.
 
     ``replication_factor`` None is the target's default (every broker, up to 3). With
     ``exact=False`` a target that can only auto-create topics may give a different partition
     count (read it from metadata); with ``exact=True`` (default) such a target skips the test.
     """
-    from confluent_kafka.admin import NewTopic
-
     def make(partitions: int = 1, replication_factor: int | None = None,
              config: dict[str, str] | None = None, exact: bool = True) -> str:
         topic = unique_name(request)
@@ -58,8 +57,6 @@ def make_topic(request: pytest.FixtureRequest, kafka_target: Target,
         if config:
             pytest.skip(f"needs topic configs {sorted(config)}: "
                         f"{kafka_target.missing(Capability.CREATE_TOPICS)}")
-        from confluent_kafka import Producer
-
         auto = Producer({"bootstrap.servers": kafka_target.bootstrap})
         try:
             auto.list_topics(topic=topic, timeout=10)

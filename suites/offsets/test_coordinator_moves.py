@@ -187,7 +187,8 @@ def test_a_restarted_coordinator_answers_load_in_progress_until_it_has_replayed(
     _stop_all(kafka_target, coordinator.node_id)
     with ThreadPoolExecutor(1) as pool:
         restarting = pool.submit(kafka_target.require_nodes().start_broker, coordinator.node_id)
-        restarted = _first_connection(kafka_raw_client, address, restarting)
+        restarted = _first_connection(kafka_raw_client, address, restarting,
+                                      kafka_target.require_nodes().spec.startup_timeout)
         seen = wait_coordinator_ready(restarted, group, interval=0)
         restarting.result()
     assert ErrorCode.coordinator_load_in_progress in seen, \
@@ -266,8 +267,8 @@ def _stop_all(cluster: Target, last: int) -> None:
     nodes.stop_broker(last)
 
 
-def _first_connection(raw_client: RawFactory, address: str, restarting: Future[None]
-                      ) -> RawClient:
+def _first_connection(raw_client: RawFactory, address: str, restarting: Future[None],
+                      startup_timeout: float) -> RawClient:
     """A connection the restarting broker answers on, as soon as there is one (the restart
     itself waits for ZooKeeper registration, by when a fast replay could be over). A proxy in
     front of the broker accepts at once and closes when the broker is not there yet; so a
@@ -286,8 +287,10 @@ def _first_connection(raw_client: RawFactory, address: str, restarting: Future[N
             return None
         return client
 
-    return wait_for(connect, WAIT_S, f"the broker at {address} to answer", interval=0.005,
-                    retry_on=())
+    # As long as the cluster itself gives a broker to start (a JVM, then its logs' recovery):
+    # on a loaded machine (a Spark benchmark beside the suites) 30 s were not enough.
+    return wait_for(connect, startup_timeout, f"the broker at {address} to answer",
+                    interval=0.005, retry_on=())
 
 
 def _runs(answers: list[ErrorCode]) -> str:
