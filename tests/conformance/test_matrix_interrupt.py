@@ -15,6 +15,8 @@ from pathlib import Path
 
 from harness.waiting import wait_for
 
+from ..processes import interruptible_python
+
 WAITING_SUITE = '''
 import json
 import os
@@ -69,7 +71,7 @@ def test_an_interrupted_matrix_closes_the_sessions_target(tmp_path: Path):
     errors = tmp_path / "matrix.err"
     with errors.open("w") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-c", MATRIX, str(where), str(tmp_path / "out")],
+            interruptible_python(MATRIX, str(where), str(tmp_path / "out")),
             env={**os.environ, "PIDS_FILE": str(pids_file)}, stdout=subprocess.DEVNULL,
             stderr=stderr)
     pids: list[int] = []
@@ -81,7 +83,7 @@ def test_an_interrupted_matrix_closes_the_sessions_target(tmp_path: Path):
         try:
             process.wait(timeout=120)
         except subprocess.TimeoutExpired:
-            # Seen once on a loaded machine (2026-11-28), cause not yet known: say where it hung.
+            # Say where it hung. It hung when it ignored SIGINT (tests/processes.py).
             raise AssertionError(
                 f"the interrupted matrix did not end within 120 s; its threads:\n"
                 f"{_stack(process.pid)}\nits stderr:\n{errors.read_text()[-3000:]}") from None

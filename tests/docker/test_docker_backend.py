@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 import uuid
@@ -22,6 +21,8 @@ from harness.cluster.local import metadata_broker_ids
 from harness.cluster.proxy_faults import NetworkFaults
 from harness.cluster.spec import ClusterSpec
 from harness.net.ports import LOOPBACK
+
+from ..processes import interruptible_python
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
 QUIET = {"log_level": 0}
@@ -176,7 +177,7 @@ def test_ctrl_c_leaves_nothing_behind(engine, project_image):
             print(cluster.run_id, flush=True)
             time.sleep(600)
     """)
-    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+    process = subprocess.Popen(interruptible_python(script), stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True)
     assert process.stdout is not None
     run_id = process.stdout.readline().strip()
