@@ -7,11 +7,14 @@ the schedule ends seconds after its plan and the end must move by as much. With 
 on the clients' command line (before harness/run/deadline.py) a 3 s run stopped its workload
 at 3 s, the nemesis was halted during the first heal and the second kill never came.
 
-The run is planned for 6 s, which leaves 4.5 s of workload after the last planned heal (the
-tail the end keeps after the real one). With 3 s the tail was 1.5 s, and a loaded machine's
-consumer, rejoining its group after its coordinator's broker restarted, read nothing in the
-second of it this test looks at (a fresh-clone CI run, 2026-11-28: sends only); how far the end
-moves does not depend on the duration (the tail grows with it), so the test still sees it move.
+The run is planned for 12 s, which leaves 10.5 s of workload after the last planned heal (the
+tail the end keeps after the real one). The consumer reads nothing for seconds after each kill
+(measured idle: 5-6 s, resuming about when the heal was done): a record is readable once every
+in-sync replica has it, the killed broker leaves the ISR only later, and a commit waits while the
+group's coordinator is down. With a 1.5 s tail (a 3 s run, fresh-clone CI 2026-11-28) and
+then a 4.5 s one (6 s, fresh-clone CI 2026-11-28 again) a loaded machine's consumer read nothing
+in the part of the tail this test looks at. How far the end moves does not depend on the
+duration (the tail grows with it), so the test still sees it move.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from harness.nemesis.schedule import Step
 from harness.run.deadline import EXTENDED
 from harness.run.runner import VALID, Run, RunOptions
 
-DURATION_S = 6.0
+DURATION_S = 12.0
 SCHEDULE = (Step(1.0, 1.0, "kill", "broker-1"), Step(1.5, 1.5, "kill", "broker-2"))
 TAIL_S = DURATION_S - 1.5  # the planned workload after the last planned heal
 

@@ -3,7 +3,9 @@ history, and a report.html naming the seed, the command that repeats the run, an
 nemesis injected with when it started, when it was healed and how it went.
 
 Seed 1 over 12 s schedules one fault, a SIGKILL of broker-2 from 3 s to about 6.7 s (asserted
-first, from the pure schedule) after the consumer group is Stable, so the run is short.
+first, from the pure schedule) after the consumer group is Stable, so the run is short; its heal
+(the broker's restart) ends when ZooKeeper has expired the killed session and the broker serves
+again, seconds later on a loaded machine.
 """
 
 from __future__ import annotations
@@ -76,7 +78,13 @@ def test_a_run_writes_its_manifest_and_a_report_with_seed_replay_and_nemesis_tab
     assert shift > 0 and result["schedule"][0]["at_s"] == round(steps[0].at_s + shift, 3)
     assert 2.9 < float(kill["started (s)"]) - shift < 4.0
     assert float(kill["started (s)"]) <= float(kill["applied (s)"]) < float(kill["healed (s)"])
-    assert 6.5 < float(kill["healed (s)"]) - shift < 20
+    # Healed no earlier than planned (6.7 s), and when the run says its schedule was done: a
+    # broker's restart under load has no fixed bound (22 s in a fresh-clone CI run, 2026-11-28,
+    # where a bound of 20 s failed), and the run's end waits for it (harness/run/deadline.py).
+    healed_s = float(kill["healed (s)"])
+    end = result["workload_end"]
+    assert healed_s - shift > 6.5 and abs(healed_s - end["schedule_done_s"]) < 0.1
+    assert end["schedule_done_s"] < end["end_s"] < end["cap_s"]
     assert kill["outcome"] == "ok; heal ok"
     assert kill["what the nemesis reported"] == "node=broker-2, exit_code=-9"
     legend = [e.attrs["data-kind"] for e in page.find("li", class_="fault-kind")]
