@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +184,29 @@ class Builder:
         if split:
             write_jsonl(directory / "b.jsonl", self.events[half:])
         return directory
+
+
+def side_by_side(builders: Sequence[Builder]) -> Builder:
+    """One history holding each of ``builders``' on names of its own: the k-th's processes,
+    ops (and so txns), topics, groups, members, keys and values renamed, its times kept. A
+    Spark check costs seconds whatever a small history's size, so the property tests judge a
+    few such histories, not one check per history; with every instance asked for as an example
+    (``max_examples``), the result still says what each engine found in each history."""
+    union = Builder()
+
+    def named(text: str | None, k: int) -> str | None:
+        return None if text is None else f"{text}~{k}"
+
+    for k, b in enumerate(builders):
+        shift = k * 1_000_000
+        union.events += [
+            replace(e, process=e.process + 100 * k, op=e.op + shift,
+                    txn=None if e.txn is None else e.txn + shift, topic=named(e.topic, k),
+                    group=named(e.group, k), member=named(e.member, k), key=named(e.key, k),
+                    value=named(e.value, k), derived_from=named(e.derived_from, k))
+            for e in b.events
+        ]
+    return union
 
 
 def zoo(transactional: bool = False) -> tuple[Builder, dict[str, int]]:
