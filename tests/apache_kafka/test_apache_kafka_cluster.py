@@ -10,6 +10,10 @@ the per-source listeners of :mod:`harness.cluster.apache_kafka`).
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -21,6 +25,7 @@ from harness.cluster.proxied import ProxiedCluster, broker_node
 from harness.cluster.proxy_faults import NetworkFaults
 from harness.cluster.spec import ClusterSpec
 from harness.nemesis import process as process_faults
+from harness.waiting import wait_for
 
 from .records import produce, read_all
 
@@ -169,6 +174,49 @@ def test_lose_unflushed_cuts_kafkas_logs_back_to_the_recovery_point(
                            f"broker {follower} back in {topic}'s ISR")
     assert len(read_all(kafka.bootstrap, topic, 200)) == 200
 
+
+
+def test_a_broker_whose_session_expires_during_its_startup_is_started_again(
+        kafka: ProxiedCluster, faults: NetworkFaults) -> None:
+    """Kafka exits when its own new ZooKeeper session expires before its startup is done, as
+    a CPU-starved JVM's does (a loaded machine, a broker recovering its logs after a SIGKILL:
+    a failover suite failed so on 2026-12-07). The harness starts it once more: here the
+    starvation is a SIGSTOP of the starting broker, from its session's connection until
+    ZooKeeper must have expired it."""
+    nodes = kafka.cluster
+    broker = nodes.broker(3)
+    nodes.stop_broker(3)
+    since = broker.log_path.stat().st_size
+    failed: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            nodes.start_broker(3)
+        except BaseException as exc:  # noqa: BLE001 - asserted below
+            failed.append(exc)
+
+    def log() -> str:
+        return broker.log_path.read_bytes()[since:].decode(errors="replace")
+
+    starting = threading.Thread(target=start)
+    starting.start()
+    try:
+        wait_for(lambda: "[ZooKeeperClient Kafka server] Connected." in log(), 60,
+                 "the starting broker's ZooKeeper session")
+        pid = broker.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            # The fault's length, not a wait for an event: silent past the session's timeout.
+            time.sleep(nodes.spec.zookeeper_session_timeout_ms / 1000 + 3)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+    finally:
+        starting.join(180)
+    assert not starting.is_alive() and not failed, failed
+    assert log().count("Exiting Kafka due to fatal exception during startup") == 1
+    assert broker.startup_session_expiries == 1 and broker.pid != pid
+    assert nodes.broker_metadata(3) == {1, 2, 3}
 
 def test_a_direct_cluster_without_proxies(tmp_path: pytest.TempPathFactory) -> None:
     """The same kind on the plain local backend: brokers dial each other directly."""
