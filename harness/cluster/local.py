@@ -23,7 +23,6 @@ import shutil
 import tempfile
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Self, TypeVar
@@ -37,6 +36,7 @@ from harness.cluster.kinds import (
     direct_wiring,
 )
 from harness.cluster.kraft_state import KraftState
+from harness.cluster.nodes import wait_until_whole
 from harness.cluster.reference_kind import REFERENCE
 from harness.cluster.spec import ClusterSpec
 from harness.cluster.state import AdminState, ClusterState, ZooKeeperState, ZooKeeperStateReads
@@ -149,11 +149,7 @@ class LocalCluster(ZooKeeperStateReads):
                                                 self.kind.wiring_properties(mine)))
             self._mount_disks()
             self._run_on_brokers(lambda broker: broker.start(), self.spec.node_ids)
-            everyone = set(self.spec.broker_ids)
-            for broker_id in self.spec.broker_ids:
-                self.wait_for(partial(self.lists_brokers, broker_id, everyone),
-                              self.spec.startup_timeout,
-                              f"broker {broker_id}'s Metadata to list brokers {sorted(everyone)}")
+            wait_until_whole(self, self.spec.startup_timeout, "after the start")
         except BaseException:
             self.stop()
             raise

@@ -85,6 +85,7 @@ from harness.cluster.kinds import (
 )
 from harness.cluster.kraft_state import Address, KraftState
 from harness.cluster.local import metadata_broker_ids
+from harness.cluster.nodes import wait_until_whole
 from harness.cluster.proxied import CLIENT, ZOOKEEPER, ProxiedCluster, broker_node, link_name
 from harness.cluster.reference_kind import REFERENCE
 from harness.cluster.spec import ClusterSpec
@@ -220,11 +221,7 @@ class DockerCluster(ProxiedCluster, ZooKeeperStateReads):
                 launch = self.kind.container_launch(self._broker_properties(node_id),
                                                     DATA_DIR)
                 self._run_configured(node, launch, volume=self._create_volume(node))
-            everyone = set(self.spec.broker_ids)
-            for broker_id in self.spec.broker_ids:
-                self.wait_for(partial(self.lists_brokers, broker_id, everyone),
-                              self.spec.startup_timeout,
-                              f"broker {broker_id}'s Metadata to list brokers {sorted(everyone)}")
+            wait_until_whole(self, self.spec.startup_timeout, "after the start")
         except docker.errors.DockerException as exc:
             self.stop()
             raise PeerStartError(f"the docker engine refused: {exc}") from exc
