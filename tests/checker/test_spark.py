@@ -151,7 +151,7 @@ def _agree(spark, directory, guarantee: str) -> None:
     assert got.to_json() == expected.to_json()
 
 
-@pytest.mark.slow  # a check of transactional histories costs about 25 s on Spark (docs/benchmarks.md)
+@pytest.mark.slow  # a transactional check costs about 25 s on Spark (docs/benchmarks.md)
 @pytest.mark.timeout(1800)
 @settings(
     max_examples=4,
