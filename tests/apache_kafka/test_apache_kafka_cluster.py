@@ -175,7 +175,6 @@ def test_lose_unflushed_cuts_kafkas_logs_back_to_the_recovery_point(
     assert len(read_all(kafka.bootstrap, topic, 200)) == 200
 
 
-
 def test_a_broker_whose_session_expires_during_its_startup_is_started_again(
         kafka: ProxiedCluster, faults: NetworkFaults) -> None:
     """Kafka exits when its own new ZooKeeper session expires before its startup is done, as
@@ -217,6 +216,7 @@ def test_a_broker_whose_session_expires_during_its_startup_is_started_again(
     assert log().count("Exiting Kafka due to fatal exception during startup") == 1
     assert broker.startup_session_expiries == 1 and broker.pid != pid
     assert nodes.broker_metadata(3) == {1, 2, 3}
+
 
 def test_a_direct_cluster_without_proxies(tmp_path: pytest.TempPathFactory) -> None:
     """The same kind on the plain local backend: brokers dial each other directly."""

@@ -27,12 +27,12 @@ def test_zoo_has_each_anomaly_once():
     assert counts(b) == expected
 
 
-
 def test_histories_side_by_side_are_judged_as_apart():
     """What the Spark property tests rely on: every anomaly of the zoo (transactions included)
     found once per copy, none made by one copy's rows meeting another's."""
     b, expected = zoo(transactional=True)
     assert counts(side_by_side([b, b, b])) == {name: 3 * n for name, n in expected.items()}
+
 
 def test_clean_history_is_valid_under_every_guarantee():
     for guarantee in GUARANTEES:
