@@ -16,6 +16,12 @@ JVM (which in local mode runs the executors too). The pure-Python reference chec
 size too, as the baseline. Every run must report exactly the counts the generator planted, or
 the benchmark fails.
 
+With --handoff the bound's three groupings are also handed to Python, as Arrow batches
+(mapInArrow), each partition's rows only counted there: what any rule written as a Python
+(pyarrow or numpy) kernel over a grouping pays before it computes anything. Its cost is
+measured as the bound's is, and also as the CPU time of the whole process tree (the JVM, the
+driver and the Python workers, whose CPU Spark's task metrics do not hold), for the bound too.
+
 With --transactional the histories are transactional (harness.checker.synth_txn), and for each
 the g1c rule is also timed alone: on the history's rows annotated with their transactions' fates
 and cached as the check caches them (not timed), its Spark job collecting the write-read edges
@@ -182,6 +188,55 @@ def _bound(session: Any, directory: str) -> dict[str, int]:
     return {row["by"]: row["rows"] for row in reduce(DataFrame.union, shipped).collect()}
 
 
+def _handoff(session: Any, directory: str) -> dict[str, int]:
+    """The bound's groupings each shuffled by its keys as the bound does, then handed to Python
+    workers as Arrow batches that are only counted there: the floor of a rule computed by a
+    Python kernel over a grouping. Rows handed over per grouping."""
+    from functools import reduce
+
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+
+    from harness.checker import spark
+
+    def count(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        yield pa.RecordBatch.from_pydict({"rows": [sum(b.num_rows for b in batches)]})
+
+    handed = [
+        rows.repartition(*keys).mapInArrow(count, "rows long")
+        .agg(F.sum("rows").alias("rows"))
+        .select(F.lit("+".join(keys)).alias("by"), "rows")
+        for keys, rows in spark.grouping_rows(session, directory).items()
+    ]
+    return {row["by"]: row["rows"] for row in reduce(DataFrame.union, handed).collect()}
+
+
+def _tree_cpu() -> float:
+    """CPU-seconds of this process and its descendants so far (the JVM and Python workers
+    included), reaped children counted through their parents."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo = 0.0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            todo += [int(c) for c in
+                     Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        except OSError:  # exited meanwhile
+            continue
+        total += sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
+    return total
+
+
+@contextmanager
+def _tree_timed(into: dict[str, Any], name: str) -> Iterator[None]:
+    started = _tree_cpu()
+    yield
+    into[f"{name}_tree_cpu_s"] = _tree_cpu() - started
+
+
 @contextmanager
 def _annotated(session: Any, directory: str) -> Iterator[tuple[Any, list[str]]]:
     """The history's rows annotated with their transactions' fates (spark_rules_txn.annotate)
@@ -246,8 +301,14 @@ def _child(mode: str, directory: str) -> None:
         # After the check, so that the floor runs on a JVM at least as warm as the check's.
         with _timed(session, answer, "floor"):
             answer["floor_rows"] = _floor(session, directory, size)
-        with _timed(session, answer, "bound"):
+        with _timed(session, answer, "bound"), _tree_timed(answer, "bound"):
             answer["bound_rows"] = _bound(session, directory)
+        if mode == "spark-handoff":
+            with _timed(session, answer, "handoff"), _tree_timed(answer, "handoff"):
+                answer["handoff_rows"] = _handoff(session, directory)
+            # The bound again, after the handoff: the JVM as warm for both.
+            with _timed(session, answer, "bound_again"), _tree_timed(answer, "bound_again"):
+                _bound(session, directory)
         with _timed(session, answer, "scan"):
             answer["scan_rows"] = _scan(session, directory)
         if result.stats.get("txns"):
@@ -280,6 +341,8 @@ def main() -> None:
     parser.add_argument("--transactional", action="store_true",
                         help="transactional histories (synth_txn): the transaction rules' cost, "
                         "g1c's share of the check")
+    parser.add_argument("--handoff", action="store_true",
+                        help="also time the bound's groupings handed to Python as Arrow batches")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -314,7 +377,8 @@ def main() -> None:
         engines = ["spark"] + ([] if args.no_reference or rows != sizes[0] else ["reference"])
         for engine in engines:
             with console.status(f"{engine} checker on {planted['rows']:,} rows"):
-                answer, peak = _measure(["--child", engine, str(directory)])
+                mode = "spark-handoff" if engine == "spark" and args.handoff else engine
+                answer, peak = _measure(["--child", mode, str(directory)])
             if answer["counts"] != planted["expected"]:
                 raise SystemExit(
                     f"{engine} on {rows:,} rows: counts {answer['counts']} "
@@ -344,6 +408,18 @@ def main() -> None:
                     answer["bound_cpu_s"] / answer["floor_cpu_s"], 2
                 )
                 result["cpu_vs_bound"] = round(answer["check_cpu_s"] / answer["bound_cpu_s"], 2)
+                if "handoff_rows" in answer:
+                    if answer["handoff_rows"] != answer["bound_rows"]:
+                        raise SystemExit(f"handoff saw {answer['handoff_rows']} rows")
+                    bound = min(answer["bound_tree_cpu_s"], answer["bound_again_tree_cpu_s"])
+                    result["handoff_tree_cpu_vs_bound"] = round(
+                        answer["handoff_tree_cpu_s"] / bound, 2)
+                    console.print(
+                        f"handoff to Python: {answer['handoff_tree_cpu_s']:.1f} CPU-s (tree), "
+                        f"{answer['handoff_cpu_s']:.1f} executor; bound "
+                        f"{answer['bound_tree_cpu_s']:.1f} then "
+                        f"{answer['bound_again_tree_cpu_s']:.1f} (tree): "
+                        f"{result['handoff_tree_cpu_vs_bound']}× the bound")
                 if "g1c_s" in answer:
                     if answer["g1c_count"] != planted["expected"]["g1c"]:
                         raise SystemExit(f"g1c alone found {answer['g1c_count']} components")
