@@ -1,18 +1,26 @@
 """Suite-wide: pytest's own `pytester`, for testing the kafka-harness pytest plugin, the files'
 order on pytest-xdist workers (`tests/scheduling.py`), each test's reports kept for its
-fixtures, and a broker standing for one a user runs."""
+fixtures, a broker standing for one a user runs, and Apache Kafka's JVMs set up for a short
+life."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator, Iterator
 
 import pytest
 
+from harness.cluster.apache_kafka import JVM_OPTS_ENV, SHORT_LIVED_JVM_OPTS
 from harness.cluster.targets import Target, start_target
 from harness.plugin.pytest_plugin import SUITE_BROKER_PROPERTIES
 from tests.shared_clusters import REPORTS
 
 pytest_plugins = ["pytester", "tests.scheduling"]
+
+# Every Apache Kafka broker and controller a test starts, in this process or in a command it
+# runs, lives for seconds: it starts on the JIT's first tier (harness.cluster.apache_kafka).
+# A value already set wins, as for any user of the harness.
+os.environ.setdefault(JVM_OPTS_ENV, SHORT_LIVED_JVM_OPTS)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -52,6 +52,13 @@ DEFAULT_HEAP_OPTS = "-Xms256m -Xmx512m"
 DEFAULT_JVM_OPTS = ("-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 "
                     "-XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent "
                     "-Djava.awt.headless=true")
+# For brokers that live for seconds, as a test's do: the JIT stops at its quick first tier and
+# one serial collector replaces G1's threads, so a broker reaches service on about half the
+# CPU (tests/apache_kafka in two workers: 188 CPU-s as user time with the defaults, 112 with
+# these; docs/setup.md). Peak throughput is lower, so benchmarks and soaks keep the defaults;
+# the test command opts in through $KAFKA_JVM_PERFORMANCE_OPTS (tests/conftest.py).
+SHORT_LIVED_JVM_OPTS = ("-server -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData "
+                        "-Djava.awt.headless=true")
 CLIENT_LISTENER = "CLIENT"
 CONTAINER_LIBS = "/opt/kafka/libs"  # where a container finds the jars, in the project image
 _CORE_JAR = re.compile(r"^kafka_2\.1[23]-(\d+)\.(\d+)\.(\d+)\.jar$")
