@@ -81,6 +81,20 @@ def test_modelled_versions_match_kio():
     assert protocol.modelled_versions(1)[0] == 4
 
 
+@pytest.mark.parametrize("api_key", sorted(protocol._API_NAMES))
+def test_modelled_versions_read_from_the_index_are_the_versions_that_import(api_key):
+    """modelled_versions reads kio's index instead of importing every version's types: it
+    must name exactly the versions whose request and response both load, over a range wider
+    than any API's."""
+    importable = tuple(
+        v for v in range(0, 64)
+        if protocol.request_class(api_key, v) is not None
+        and protocol.response_class(api_key, v) is not None
+    )
+    assert importable, protocol.api_name(api_key)
+    assert protocol.modelled_versions(api_key) == importable
+
+
 def test_frame_decoder_splits_and_limits():
     decoder = FrameDecoder(max_size=10)
     assert decoder.feed(b"\x00\x00\x00\x02ab\x00\x00") == [b"ab"]
