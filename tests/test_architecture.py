@@ -47,7 +47,7 @@ LAZY_IMPORTS = {
     ("harness.plugin.pytest_plugin", "harness.plugin.cleanup"):
         "confluent-kafka's admin client only when a session has something to delete",
     ("reference_broker.__main__", "reference_broker.server.kafka_server"):
-        "every request handler and kio's schemas (0.8 s): not for `reference-broker --help` "
+        "every request handler and kio (0.3 s): not for `reference-broker --help` "
         "or a configuration refused with exit 2",
 }
 """Imports of harness or broker modules inside a function: each for a heavy dependency that most
