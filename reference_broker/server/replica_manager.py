@@ -159,6 +159,15 @@ class ReplicaManager:
                          current, state.leader_epoch, current.leader_epoch)
                 change.errors[key] = ErrorCode.stale_controller_epoch
                 continue
+            if current is not None and state.zk_version < current.zk_version:
+                # Kafka's partition epoch: a state older than the one this replica holds, as
+                # when the controller retries a LeaderAndIsr cut off by a fault after the leader
+                # has written a new ISR. Applied, it would put back the old ISR and version; the
+                # leader's next ISR write would then lose to its own and never be made.
+                log.info("Ignoring LeaderAndIsr for %s: partition state version %d is older "
+                         "than %d", current, state.zk_version, current.zk_version)
+                change.errors[key] = ErrorCode.none
+                continue
             partition = self._get_or_create(state.topic, state.partition,
                                             log_config_of(state.topic))
             change.errors[key] = ErrorCode.none
