@@ -18,6 +18,10 @@ unset PYTHONDONTWRITEBYTECODE
 # report), so a failure stays near the end of a long log; the JUnit file names them again in
 # the last line.
 junit="$(mktemp --suffix=.xml)"
+# The tests' temporary directories (run directories, cluster logs) in a directory of this run's
+# own: pytest keeps only its last three numbered ones, and the tests start pytest sessions of
+# their own, so by the end a failed test's logs were gone. Removed if the tests pass.
+basetemp="$(mktemp -d /tmp/kh-tests-XXXXXX)"
 set +e
 # Two pytest-xdist workers: most of a test's time is spent waiting on brokers, clients and
 # timeouts, not on the CPU (measured: pytest took 38 min in one process, 28 to 31 in two, on
@@ -27,8 +31,13 @@ set +e
 # tests/scheduling.py gives them, not sorted by how many tests they hold.
 workers="${KAFKA_HARNESS_TEST_WORKERS:-2}"
 .venv/bin/pytest -m "not slow and not docker" -rfE -n "$workers" --dist loadfile \
-  --no-loadscope-reorder --junitxml="$junit" tests suites "$@"
+  --no-loadscope-reorder --junitxml="$junit" --basetemp="$basetemp" tests suites "$@"
 status=$?
+if [ "$status" -eq 0 ]; then
+  rm -rf "$basetemp"
+else
+  echo "the tests' run directories and logs are kept in $basetemp"
+fi
 set -e
 failed_tests="$(.venv/bin/python ci/junit_failures.py "$junit")"
 echo "== where pytest's time went"
