@@ -97,7 +97,7 @@ def modelled_versions(api_key: int) -> tuple[int, ...]:
     Read from kio's index of its schema modules, not by importing them: a broker asks this of
     every API it serves as it starts, and importing every version's types (some 630 modules, a
     dataclass each) cost each broker process 0.7 s of CPU at every start, for the handful of
-    versions its clients use. tests/wire/test_protocol_codec.py holds the index to the
+    versions its clients use. tests/wire/test_protocol.py holds the index to the
     imports."""
     if api_key in zk_era.API_NAMES:
         return tuple(sorted(v for key, v in zk_era.ENTITIES if key == api_key))
