@@ -62,9 +62,9 @@ def _size(text: str) -> int:
     return int(float(text[:-1]) * scale[text[-1]]) if text[-1] in scale else int(text)
 
 
-def _tree_rss(pid: int) -> tuple[int, int]:
-    """Resident bytes of a process alone and with all its descendants (the driver JVM, which
-    in local mode also runs the executors, is a child of the Python driver)."""
+def _tree(pid: int) -> list[int]:
+    """A process and all its descendants, found by every process's parent: whichever of a
+    parent's threads started a child (the JVM starts Python workers from task threads)."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -73,10 +73,19 @@ def _tree_rss(pid: int) -> tuple[int, int]:
             except (OSError, IndexError, ValueError):
                 continue
             children.setdefault(parent, []).append(int(entry.name))
-    own, total, todo = 0, 0, [pid]
+    found, todo = [], [pid]
     while todo:
         current = todo.pop()
+        found.append(current)
         todo += children.get(current, [])
+    return found
+
+
+def _tree_rss(pid: int) -> tuple[int, int]:
+    """Resident bytes of a process alone and with all its descendants (the driver JVM, which
+    in local mode also runs the executors, is a child of the Python driver)."""
+    own, total = 0, 0
+    for current in _tree(pid):
         try:
             for line in Path(f"/proc/{current}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
@@ -217,13 +226,10 @@ def _tree_cpu() -> float:
     """CPU-seconds of this process and its descendants so far (the JVM and Python workers
     included), reaped children counted through their parents."""
     tick = os.sysconf("SC_CLK_TCK")
-    total, todo = 0.0, [os.getpid()]
-    while todo:
-        pid = todo.pop()
+    total = 0.0
+    for pid in _tree(os.getpid()):
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            todo += [int(c) for c in
-                     Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
         except OSError:  # exited meanwhile
             continue
         total += sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
