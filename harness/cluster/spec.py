@@ -37,6 +37,12 @@ class ClusterSpec:
     # How long a silent broker stays registered: ZooKeeper's session timeout, and on a KRaft
     # cluster the controllers' broker.session.timeout.ms (the name is from ZooKeeper mode).
     zookeeper_session_timeout_ms: int = 6000
+    unclean_election_interval_ms: int = 1000
+    """How often a KRaft controller elects an out-of-sync replica for the leaderless partitions
+    of topics with unclean election on (``unclean.leader.election.interval.ms``; Kafka's own
+    default is 5 minutes). That check is the only way a KRaft controller acts on the setting
+    turned on at runtime, where ZooKeeper's controller elects on the config change itself: a
+    test cluster that waited minutes for it could not test the change."""
     default_replication_factor: int | None = None
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
@@ -97,7 +103,8 @@ class ClusterSpec:
             "zookeeper.connect": zookeeper_connect,
             "zookeeper.session.timeout.ms": self.zookeeper_session_timeout_ms,
         } if zookeeper_connect else {
-            "broker.session.timeout.ms": self.zookeeper_session_timeout_ms}
+            "broker.session.timeout.ms": self.zookeeper_session_timeout_ms,
+            "unclean.leader.election.interval.ms": self.unclean_election_interval_ms}
         merged: dict[str, str | int] = {
             **TEST_FRIENDLY_DEFAULTS,
             "broker.id": broker_id,

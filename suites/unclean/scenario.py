@@ -20,8 +20,9 @@ moments — what the issue means by "both settings on the same scenario":
 6. ``in_sync`` stops: the only in-sync replica is dead, the out-of-sync one alive;
 7. *on* elects ``out_of_sync``, and so does *elr* from its ELR; *off* and *flip* stay offline
    and refuse a send;
-8. *flip* gets the config set to true (IncrementalAlterConfigs) and elects ``out_of_sync`` —
-   unless ELR keeps the stopped ``in_sync`` as the one to wait for (measured on Kafka 4.4);
+8. *flip* gets the config set to true (IncrementalAlterConfigs) and elects ``out_of_sync``:
+   ZooKeeper's controller on the change itself, a KRaft controller at its next check of
+   leaderless partitions (``unclean.leader.election.interval.ms``, waited for);
 9. *after* — records written to *on* and *flip*; they take the offsets of the lost ones;
 10. the cut heals and ``in_sync`` starts again: *off* (and *flip* if still offline) is led by
     it, with everything it acknowledged;
@@ -69,6 +70,7 @@ from harness.workload.recorder import Recorder
 from ..failover.placement import WAIT_S, create_placed_topic, roles, state_of
 
 UNCLEAN = "unclean.leader.election.enable"
+UNCLEAN_INTERVAL = "unclean.leader.election.interval.ms"
 OFF, ON, FLIP, ELR = "off", "on", "flip", "elr"
 INITIAL = {OFF: "false", ON: "true", FLIP: "false", ELR: "false"}
 # min.insync.replicas per topic: the elr topic's ISR falls below it when out_of_sync stops, which
@@ -139,10 +141,11 @@ def _led_by(leader: int, state: State) -> bool:
     return bool(state["leader"] == leader)
 
 
-def _settle(cluster: Target, topic: str, accept: Callable[[State], bool]) -> State:
-    """The partition's state once ``accept`` holds, or the last one seen after WAIT_S: the
+def _settle(cluster: Target, topic: str, accept: Callable[[State], bool],
+            wait_s: float = WAIT_S) -> State:
+    """The partition's state once ``accept`` holds, or the last one seen after ``wait_s``: the
     tests judge it."""
-    deadline = time.monotonic() + WAIT_S
+    deadline = time.monotonic() + wait_s
     while True:
         state = state_of(cluster, topic)
         if accept(state) or time.monotonic() >= deadline:
@@ -269,9 +272,10 @@ def run(request: pytest.FixtureRequest, cluster: Target, admin: Any, root: Path)
                         lambda: admin.incremental_alter_configs([resource])[resource]
                         .result(WAIT_S))
         elected = [stories[ON], stories[FLIP], *([stories[ELR]] if has_elr else [])]
+        check_s = _unclean_check_s(admin, out_of_sync)
         for story in elected:
-            story.elected = _settle(cluster, story.topic,
-                                    lambda s: s["leader"] == out_of_sync)
+            story.elected = _settle(cluster, story.topic, lambda s: s["leader"] == out_of_sync,
+                                    WAIT_S + check_s)
         for story, events in zip(elected, recording.send([s.topic for s in elected],
                                                          AFTER, delivery_timeout_ms=5000
                                                          ).values(), strict=True):
@@ -295,6 +299,17 @@ def run(request: pytest.FixtureRequest, cluster: Target, admin: Any, root: Path)
     result, _ = judge(recording.history_dir, DEFAULT_GUARANTEE, Engine.AUTO, report=False,
                       max_examples=MAX_EXAMPLES)
     return Outcome(replicas, recording.history_dir, stories, result)
+
+
+def _unclean_check_s(admin: Any, broker: int) -> float:
+    """How long a KRaft controller may take to act on unclean election turned on at runtime:
+    its unclean.leader.election.interval.ms, as ``broker`` describes it (a combined node's own
+    setting; the harness's KRaft clusters set 1 s, Kafka's default is 5 minutes). 0 where the
+    broker has no such key: ZooKeeper's controller elects on the change itself."""
+    described = admin.describe_configs([ConfigResource(ResourceType.BROKER, str(broker))])
+    [entries] = [future.result(WAIT_S) for future in described.values()]
+    entry = entries.get(UNCLEAN_INTERVAL)
+    return 0.0 if entry is None or entry.value is None else int(entry.value) / 1000
 
 
 def _config(admin: Any, topic: str) -> str | None:

@@ -106,27 +106,20 @@ def test_enabled_elects_the_out_of_sync_replica_and_loses_exactly_what_it_never_
 
 def test_enabling_it_at_runtime_elects_the_out_of_sync_replica(
         kafka_target: Target, unclean_outcome: Outcome) -> None:
-    """Enabling unclean election at runtime elects the out-of-sync replica [KIP-339; KIP-966].
+    """Enabling unclean election at runtime elects the out-of-sync replica [KIP-339].
 
     Setting unclean.leader.election.enable=true on the topic with IncrementalAlterConfigs while
     its partition is offline makes the controller elect the out-of-sync replica, losing exactly
-    the acknowledged records that replica never had — unless the metadata keeps the stopped
-    in-sync replica as an eligible leader replica (KIP-966: unclean election only when the ISR
-    and the ELR are both empty). Then the partition waits for it, and loses nothing: measured
-    on Kafka 4.4 (KRaft), where a topic that had the setting from the start was elected
-    unclean at the moment its last ISR member stopped, before that member entered the ELR."""
+    the acknowledged records that replica never had. ZooKeeper's controller elects on the
+    config change; a KRaft controller at its next check of leaderless partitions
+    (unclean.leader.election.interval.ms, which the scenario waits for) — and then even when
+    the stopped in-sync replica is an eligible leader replica (KIP-966): an ELR member that is
+    down does not hold the election back. Measured on Kafka 4.4: the partition stayed offline
+    for the 30 s after the change in most runs and was led by the out-of-sync replica in some,
+    as the controller's 5-minute check happened to fall inside them."""
     story = unclean_outcome.stories[FLIP]
     _assert_offline_and_refusing(unclean_outcome, story)
     assert story.config == "true"
-    assert story.alone is not None and story.elected is not None
-    if story.alone.get("elr"):
-        assert story.elected["leader"] == -1, \
-            f"{story.topic}-0 was elected past its ELR {story.alone['elr']}: {story.elected}"
-        assert story.returned is not None and \
-            story.returned["leader"] == unclean_outcome.in_sync, story.returned
-        found = unclean_outcome.anomalies_of(story.topic)
-        assert not found, f"checker on {unclean_outcome.history_dir}: {found}"
-        return
     _assert_exactly_the_unreplicated_lost(unclean_outcome, story)
 
 
