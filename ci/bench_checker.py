@@ -22,6 +22,12 @@ With --handoff the bound's three groupings are also handed to Python, as Arrow b
 measured as the bound's is, and also as the CPU time of the whole process tree (the JVM, the
 driver and the Python workers, whose CPU Spark's task metrics do not hold), for the bound too.
 
+With --jvm-walk the same groupings are exchanged by their keys, sorted by them and by the
+order a rule's pass would read them in (WALK_ORDER), and walked once by compiled JVM code
+(ci/jvm_walk/Walk.java, compiled here with javac against pyspark's own jars and put on the
+driver's class path) that reads every field of every row: what a rule written as one JVM pass
+per grouping pays before it computes anything. Measured as the handoff is.
+
 With --transactional the histories are transactional (harness.checker.synth_txn), and for each
 the g1c rule is also timed alone: on the history's rows annotated with their transactions' fates
 and cached as the check caches them (not timed), its Spark job collecting the write-read edges
@@ -49,11 +55,19 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.checker import synth, synth_txn
+from harness.checker.spark_rules import BY_PROCESS, BY_TP, BY_VALUE
 
 RATES = {name: 2e-5 for name in synth.PLANTED}
 UNSEEN = 0.0005
 # Per transaction, each transaction anomaly: about 8 of each at 1M rows, 80 at 10M.
 TXN_RATES = {name: 2e-4 for name in synth_txn.PLANTED}
+# The order each grouping's rows would be read in by one pass of JVM rules, after its keys: a
+# process's rows by seq (operations, send order, seq reuse), a topic-partition's by offset
+# (offset ranks; the read pairs' per-process order is rebuilt in memory per t/p), a value's in
+# any order.
+WALK_ORDER = {BY_PROCESS: ("seq",), BY_TP: ("offset", "process", "seq"), BY_VALUE: ()}
+WALK_SOURCE = Path(__file__).parent / "jvm_walk" / "Walk.java"
+YARDSTICKS = ("handoff", "walk")
 
 
 def _size(text: str) -> int:
@@ -222,6 +236,39 @@ def _handoff(session: Any, directory: str) -> dict[str, int]:
     return {row["by"]: row["rows"] for row in reduce(DataFrame.union, handed).collect()}
 
 
+def _walk(session: Any, directory: str) -> dict[str, int]:
+    """The bound's groupings each exchanged by its keys as the bound does, sorted by them and
+    WALK_ORDER, and walked once by compiled JVM code reading every field (ci/jvm_walk): the
+    floor of a rule computed in one JVM pass over a grouping. Rows walked per grouping."""
+    from harness.checker import spark
+
+    walked = {}
+    walk = session.sparkContext._jvm.harness.bench.Walk
+    for keys, rows in spark.grouping_rows(session, directory).items():
+        ordered = rows.select(*keys, *[c for c in rows.columns if c not in keys])
+        sorted_rows = ordered.repartition(*keys).sortWithinPartitions(*keys, *WALK_ORDER[keys])
+        walked["+".join(keys)] = int(walk.walk(sorted_rows._jdf, len(keys))[0])
+    return walked
+
+
+def _compile_walk(into: Path) -> Path:
+    """ci/jvm_walk compiled against the Spark jars pyspark ships, as a jar in `into`."""
+    import shutil
+
+    from pyspark.find_spark_home import _find_spark_home
+
+    javac, jar = shutil.which("javac"), shutil.which("jar")
+    if not (javac and jar):
+        raise SystemExit("--jvm-walk needs a JDK's javac and jar on PATH (a JRE has neither)")
+    classes = into / "classes"
+    jars = Path(_find_spark_home()) / "jars"
+    subprocess.run([javac, "--release", "17", "-d", str(classes), "-cp", f"{jars}/*",
+                    str(WALK_SOURCE)], check=True)
+    built = into / "walk.jar"
+    subprocess.run([jar, "cf", str(built), "-C", str(classes), "."], check=True)
+    return built
+
+
 def _tree_cpu() -> float:
     """CPU-seconds of this process and its descendants so far (the JVM and Python workers
     included), reaped children counted through their parents."""
@@ -293,6 +340,7 @@ def _child(mode: str, directory: str) -> None:
     else:
         from harness.checker import spark, spark_session
 
+        yardsticks = mode.split("+")[1:]
         size = sum(p.stat().st_size for p in Path(directory).iterdir())
         started = time.perf_counter()
         session = spark_session.start_session(history_bytes=size)
@@ -309,10 +357,12 @@ def _child(mode: str, directory: str) -> None:
             answer["floor_rows"] = _floor(session, directory, size)
         with _timed(session, answer, "bound"), _tree_timed(answer, "bound"):
             answer["bound_rows"] = _bound(session, directory)
-        if mode == "spark-handoff":
-            with _timed(session, answer, "handoff"), _tree_timed(answer, "handoff"):
-                answer["handoff_rows"] = _handoff(session, directory)
-            # The bound again, after the handoff: the JVM as warm for both.
+        for name in yardsticks:
+            measure = {"handoff": _handoff, "walk": _walk}[name]
+            with _timed(session, answer, name), _tree_timed(answer, name):
+                answer[f"{name}_rows"] = measure(session, directory)
+        if yardsticks:
+            # The bound again, after the yardsticks: the JVM as warm for all.
             with _timed(session, answer, "bound_again"), _tree_timed(answer, "bound_again"):
                 _bound(session, directory)
         with _timed(session, answer, "scan"):
@@ -349,6 +399,8 @@ def main() -> None:
                         "g1c's share of the check")
     parser.add_argument("--handoff", action="store_true",
                         help="also time the bound's groupings handed to Python as Arrow batches")
+    parser.add_argument("--jvm-walk", action="store_true",
+                        help="also time the bound's groupings sorted and walked by JVM code")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -356,6 +408,13 @@ def main() -> None:
         return
 
     console = Console()
+    yardsticks = [name for name, on in zip(YARDSTICKS, (args.handoff, args.jvm_walk),
+                                           strict=True) if on]
+    if args.jvm_walk:
+        built = _compile_walk(Path(tempfile.mkdtemp(prefix="kh-walk-")))
+        # The children's JVM finds the class on the driver's class path (local mode: the
+        # executors are that JVM).
+        os.environ["PYSPARK_SUBMIT_ARGS"] = f"--driver-class-path {built} pyspark-shell"
     results = []
     startups = []
     for _ in range(args.startups):
@@ -383,7 +442,7 @@ def main() -> None:
         engines = ["spark"] + ([] if args.no_reference or rows != sizes[0] else ["reference"])
         for engine in engines:
             with console.status(f"{engine} checker on {planted['rows']:,} rows"):
-                mode = "spark-handoff" if engine == "spark" and args.handoff else engine
+                mode = "+".join([engine, *yardsticks]) if engine == "spark" else engine
                 answer, peak = _measure(["--child", mode, str(directory)])
             if answer["counts"] != planted["expected"]:
                 raise SystemExit(
@@ -414,18 +473,22 @@ def main() -> None:
                     answer["bound_cpu_s"] / answer["floor_cpu_s"], 2
                 )
                 result["cpu_vs_bound"] = round(answer["check_cpu_s"] / answer["bound_cpu_s"], 2)
-                if "handoff_rows" in answer:
-                    if answer["handoff_rows"] != answer["bound_rows"]:
-                        raise SystemExit(f"handoff saw {answer['handoff_rows']} rows")
-                    bound = min(answer["bound_tree_cpu_s"], answer["bound_again_tree_cpu_s"])
-                    result["handoff_tree_cpu_vs_bound"] = round(
-                        answer["handoff_tree_cpu_s"] / bound, 2)
+                for name in yardsticks:
+                    if answer[f"{name}_rows"] != answer["bound_rows"]:
+                        raise SystemExit(f"{name} saw {answer[f'{name}_rows']} rows")
+                    tree = min(answer["bound_tree_cpu_s"], answer["bound_again_tree_cpu_s"])
+                    executor = min(answer["bound_cpu_s"], answer["bound_again_cpu_s"])
+                    result[f"{name}_tree_cpu_vs_bound"] = round(
+                        answer[f"{name}_tree_cpu_s"] / tree, 2)
+                    result[f"{name}_cpu_vs_bound"] = round(answer[f"{name}_cpu_s"] / executor, 2)
                     console.print(
-                        f"handoff to Python: {answer['handoff_tree_cpu_s']:.1f} CPU-s (tree), "
-                        f"{answer['handoff_cpu_s']:.1f} executor; bound "
+                        f"{name}: {answer[f'{name}_tree_cpu_s']:.1f} CPU-s (tree), "
+                        f"{answer[f'{name}_cpu_s']:.1f} executor; bound "
                         f"{answer['bound_tree_cpu_s']:.1f} then "
-                        f"{answer['bound_again_tree_cpu_s']:.1f} (tree): "
-                        f"{result['handoff_tree_cpu_vs_bound']}× the bound")
+                        f"{answer['bound_again_tree_cpu_s']:.1f} (tree), "
+                        f"{answer['bound_cpu_s']:.1f} then {answer['bound_again_cpu_s']:.1f} "
+                        f"(executor): {result[f'{name}_tree_cpu_vs_bound']}× the bound (tree), "
+                        f"{result[f'{name}_cpu_vs_bound']}× (executor)")
                 if "g1c_s" in answer:
                     if answer["g1c_count"] != planted["expected"]["g1c"]:
                         raise SystemExit(f"g1c alone found {answer['g1c_count']} components")
