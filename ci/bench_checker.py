@@ -46,7 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -67,7 +67,6 @@ TXN_RATES = {name: 2e-4 for name in synth_txn.PLANTED}
 # any order.
 WALK_ORDER = {BY_PROCESS: ("seq",), BY_TP: ("offset", "process", "seq"), BY_VALUE: ()}
 WALK_SOURCE = Path(__file__).parent / "jvm_walk" / "Walk.java"
-YARDSTICKS = ("handoff", "walk")
 
 
 def _size(text: str) -> int:
@@ -269,6 +268,10 @@ def _compile_walk(into: Path) -> Path:
     return built
 
 
+# The yardsticks measured beside the bound, by name (--handoff, --jvm-walk).
+YARDSTICKS: dict[str, Callable[[Any, str], dict[str, int]]] = {"handoff": _handoff, "walk": _walk}
+
+
 def _tree_cpu() -> float:
     """CPU-seconds of this process and its descendants so far (the JVM and Python workers
     included), reaped children counted through their parents."""
@@ -358,9 +361,8 @@ def _child(mode: str, directory: str) -> None:
         with _timed(session, answer, "bound"), _tree_timed(answer, "bound"):
             answer["bound_rows"] = _bound(session, directory)
         for name in yardsticks:
-            measure = {"handoff": _handoff, "walk": _walk}[name]
             with _timed(session, answer, name), _tree_timed(answer, name):
-                answer[f"{name}_rows"] = measure(session, directory)
+                answer[f"{name}_rows"] = YARDSTICKS[name](session, directory)
         if yardsticks:
             # The bound again, after the yardsticks: the JVM as warm for all.
             with _timed(session, answer, "bound_again"), _tree_timed(answer, "bound_again"):
@@ -408,8 +410,8 @@ def main() -> None:
         return
 
     console = Console()
-    yardsticks = [name for name, on in zip(YARDSTICKS, (args.handoff, args.jvm_walk),
-                                           strict=True) if on]
+    yardsticks = [name for name, on in (("handoff", args.handoff), ("walk", args.jvm_walk))
+                  if on]
     if args.jvm_walk:
         built = _compile_walk(Path(tempfile.mkdtemp(prefix="kh-walk-")))
         # The children's JVM finds the class on the driver's class path (local mode: the
