@@ -28,6 +28,10 @@ order a rule's pass would read them in (WALK_ORDER), and walked once by compiled
 driver's class path) that reads every field of every row: what a rule written as one JVM pass
 per grouping pays before it computes anything. Measured as the handoff is.
 
+The check runs the by-topic-partition rules as the compiled passes (harness/checker/jvm), as
+any classic session does; with --sql-rules the same process then checks again with them as SQL
+(what a Spark Connect session runs), and both must report the planted counts.
+
 With --transactional the histories are transactional (harness.checker.synth_txn), and for each
 the g1c rule is also timed alone: on the history's rows annotated with their transactions' fates
 and cached as the check caches them (not timed), its Spark job collecting the write-read edges
@@ -341,7 +345,7 @@ def _child(mode: str, directory: str) -> None:
         print(json.dumps(answer))
         return
     else:
-        from harness.checker import spark, spark_session
+        from harness.checker import spark, spark_jvm, spark_session
 
         yardsticks = mode.split("+")[1:]
         size = sum(p.stat().st_size for p in Path(directory).iterdir())
@@ -353,8 +357,17 @@ def _child(mode: str, directory: str) -> None:
         answer = {
             "session_s": up - started, "first_job_s": ready - up, "startup_s": ready - started
         }
+        if not spark_jvm.available(session):
+            raise SystemExit(f"no compiled passes: {spark_session.passes_missing}")
         with _timed(session, answer, "check"):
             result = spark.check(session, directory)
+        if "sql" in yardsticks:
+            yardsticks.remove("sql")
+            with _timed(session, answer, "check_sql"):
+                answer["counts_sql"] = {
+                    k: v.count
+                    for k, v in spark.check(session, directory, passes=False).anomalies.items()
+                }
         # After the check, so that the floor runs on a JVM at least as warm as the check's.
         with _timed(session, answer, "floor"):
             answer["floor_rows"] = _floor(session, directory, size)
@@ -403,6 +416,8 @@ def main() -> None:
                         help="also time the bound's groupings handed to Python as Arrow batches")
     parser.add_argument("--jvm-walk", action="store_true",
                         help="also time the bound's groupings sorted and walked by JVM code")
+    parser.add_argument("--sql-rules", action="store_true",
+                        help="also check with the by-t/p rules as SQL, as Spark Connect does")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -413,10 +428,16 @@ def main() -> None:
     yardsticks = [name for name, on in (("handoff", args.handoff), ("walk", args.jvm_walk))
                   if on]
     if args.jvm_walk:
+        from pyspark.find_spark_home import _find_spark_home
+
+        from harness.checker import jvm_passes
+
         built = _compile_walk(Path(tempfile.mkdtemp(prefix="kh-walk-")))
         # The children's JVM finds the class on the driver's class path (local mode: the
-        # executors are that JVM).
-        os.environ["PYSPARK_SUBMIT_ARGS"] = f"--driver-class-path {built} pyspark-shell"
+        # executors are that JVM). Given so, the class path replaces the one the session
+        # asks for, so the checker's passes go on it too.
+        passes = jvm_passes.jar(_find_spark_home())
+        os.environ["PYSPARK_SUBMIT_ARGS"] = f"--driver-class-path {built}:{passes} pyspark-shell"
     results = []
     startups = []
     for _ in range(args.startups):
@@ -444,13 +465,16 @@ def main() -> None:
         engines = ["spark"] + ([] if args.no_reference or rows != sizes[0] else ["reference"])
         for engine in engines:
             with console.status(f"{engine} checker on {planted['rows']:,} rows"):
-                mode = "+".join([engine, *yardsticks]) if engine == "spark" else engine
+                extra = [*yardsticks, *(["sql"] if args.sql_rules else [])]
+                mode = "+".join([engine, *extra]) if engine == "spark" else engine
                 answer, peak = _measure(["--child", mode, str(directory)])
             if answer["counts"] != planted["expected"]:
                 raise SystemExit(
                     f"{engine} on {rows:,} rows: counts {answer['counts']} "
                     f"!= planted {planted['expected']}"
                 )
+            if answer.get("counts_sql", planted["expected"]) != planted["expected"]:
+                raise SystemExit(f"the SQL rules on {rows:,} rows: counts {answer['counts_sql']}")
             if engine == "spark":
                 # The floor, the scan and the bound's by-process grouping each see every row.
                 seen = {"floor": answer["floor_rows"], "scan": answer["scan_rows"],
@@ -466,7 +490,7 @@ def main() -> None:
                 "peak_python_rss_mb": round(peak[0] / 2**20),
                 "rows_per_s": round(planted["rows"] / answer["check_s"]),
                 **{k: round(v, 2) if isinstance(v, float) else v for k, v in answer.items()
-                   if k != "counts"},
+                   if k not in ("counts", "counts_sql")},
             }
             if engine == "spark":
                 result["time_vs_floor"] = round(answer["check_s"] / answer["floor_s"], 2)
@@ -475,6 +499,13 @@ def main() -> None:
                     answer["bound_cpu_s"] / answer["floor_cpu_s"], 2
                 )
                 result["cpu_vs_bound"] = round(answer["check_cpu_s"] / answer["bound_cpu_s"], 2)
+                if "check_sql_cpu_s" in answer:
+                    result["sql_cpu_vs_bound"] = round(
+                        answer["check_sql_cpu_s"] / answer["bound_cpu_s"], 2)
+                    console.print(
+                        f"check: {answer['check_cpu_s']:.1f} executor CPU-s with the passes, "
+                        f"{answer['check_sql_cpu_s']:.1f} with the SQL rules; the bound "
+                        f"{answer['bound_cpu_s']:.1f}")
                 for name in yardsticks:
                     if answer[f"{name}_rows"] != answer["bound_rows"]:
                         raise SystemExit(f"{name} saw {answer[f'{name}_rows']} rows")

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the project needs on a fresh Debian 12 machine (run as root): Java, ZooKeeper,
+# Installs what the project needs on a fresh Debian 12 machine (run as root): Java (the JDK: the
+# checker builds its compiled passes with javac, harness/checker/jvm_passes.py), ZooKeeper,
 # Chromium (report screenshots), kcat (a native Kafka client for benchmarks), a virtualenv at
 # .venv with the project and its dev extras, then Apache Kafka's jars, the real Toxiproxy server
 # and the kfake peer (ci/fetch_vendor.sh, into .harness/vendor/). Idempotent: a second run only
@@ -7,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(openjdk-17-jre-headless zookeeper chromium iproute2 iptables kcat libfuse2 fuse3)
+APT_PACKAGES=(openjdk-17-jdk-headless zookeeper chromium iproute2 iptables kcat libfuse2 fuse3)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

@@ -27,7 +27,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from harness import history
-from harness.checker import plots, sql
+from harness.checker import plots, spark_jvm, sql
 from harness.checker import result as R
 from harness.checker import spark_rules_txn as txn_rules
 from harness.checker.rules_txn import Cycle
@@ -38,6 +38,8 @@ from harness.checker.spark_rules import (
     BY_VALUE,
     ON_DRIVER,
     all_instances,
+    by_process_rules,
+    by_topic_partition,
     groupings,
     intern_topics,
     rule_frames,
@@ -60,12 +62,19 @@ def check(
     guarantee: str = R.DEFAULT_GUARANTEE,
     *,
     max_examples: int = R.MAX_EXAMPLES,
+    passes: bool | None = None,
 ) -> R.CheckResult:
-    """Validate and judge the history in `directory`; raises history.HistoryError if malformed."""
+    """Validate and judge the history in `directory`; raises history.HistoryError if malformed.
+
+    passes: whether the by-topic-partition and by-process rules run as the compiled passes
+    (spark_jvm) or as SQL; by default the passes wherever the session can run them
+    (spark_jvm.available)."""
     if guarantee not in R.GUARANTEES:
         raise ValueError(f"unknown guarantee {guarantee!r}")
+    if passes is None:
+        passes = spark_jvm.available(spark)
     with open_history(spark, directory) as (files, h, small):
-        return _judge(spark, files, h, small, guarantee, max_examples)
+        return _judge(spark, files, h, small, guarantee, max_examples, passes)
 
 
 def grouping_rows(
@@ -85,6 +94,7 @@ def _judge(
     small: bool,
     guarantee: str,
     max_examples: int,
+    passes: bool,
 ) -> R.CheckResult:
     # Whatever several rules read is cached on local disk: Spark would otherwise recompute it,
     # shuffles included, once per reader. On disk, not in memory: one process's or partition's
@@ -122,12 +132,34 @@ def _judge(
         if on:
             annotated = replace(annotated, rows=hold(annotated.rows), txns=hold(annotated.txns))
         rows = groupings(annotated.rows, txn_rules.run_ends(annotated))
-        # Only hash aggregations read it, and each needs the rows of a process together: one
-        # exchange and no sort (seq reuse is a count per (process, seq), not a window).
-        by_process = rows[BY_PROCESS]
-        by_process = by_process if small else by_process.repartition(*BY_PROCESS)
-        observed = shuffled(rows[BY_TP], *BY_TP, order=["offset"])
-        frames = rule_frames(interned, by_process, observed, rows[BY_VALUE], keep, annotated)
+        if passes:
+            # The passes read each grouping once, streamed: nothing to cache. Each t/p and
+            # each process must be in one partition, a small history's too.
+            rules = {
+                **spark_jvm.by_topic_partition(
+                    rows[BY_TP].repartition(*BY_TP).sortWithinPartitions(*BY_TP, "offset"),
+                    hold,
+                ),
+                **spark_jvm.by_process(
+                    rows[BY_PROCESS].repartition(*BY_PROCESS)
+                    .sortWithinPartitions(*BY_PROCESS, "op", "seq"),
+                    hold,
+                ),
+            }
+        else:
+            rules = {
+                **by_topic_partition(
+                    shuffled(rows[BY_TP], *BY_TP, order=["offset"]), keep, annotated.on
+                ),
+                # Only hash aggregations read it, and each needs the rows of a process
+                # together: one exchange and no sort (seq reuse is a count per (process,
+                # seq), not a window).
+                **by_process_rules(
+                    rows[BY_PROCESS] if small else rows[BY_PROCESS].repartition(*BY_PROCESS),
+                    keep,
+                ),
+            }
+        frames = rule_frames(interned, rows[BY_PROCESS], rules, rows[BY_VALUE], keep, annotated)
         return _collect(
             spark, files, h, topics, frames, hold(all_instances(frames)), guarantee, max_examples,
             lambda: txn_rules.g1c(annotated, topics),

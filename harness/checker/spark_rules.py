@@ -304,20 +304,22 @@ def _stats(h: DataFrame) -> DataFrame:
 # Every rule at once, in the shape the check collects
 
 
-def rule_frames(
-    h: DataFrame,
-    by_process: DataFrame,
-    observed: DataFrame,
-    value_rows: DataFrame,
-    keep: Callable[[DataFrame], DataFrame],
-    annotated: txn_rules.Annotated,
+# What the by-t/p rules yield, by name: each anomaly's instances, and "highest" (per t/p with
+# an observed offset, the highest a counting poll read: max_read_offset), which lost_write and
+# unseen judge against. Computed by these SQL rules or by the compiled passes (spark_jvm).
+HIGHEST = "highest"
+BY_TP_RULES = (
+    HIGHEST, "inconsistent_offset", "nonmonotonic_poll", "poll_skip", "group_exclusivity",
+    "redelivery",
+)
+
+
+def by_topic_partition(
+    observed: DataFrame, keep: Callable[[DataFrame], DataFrame], transactional: bool
 ) -> dict[str, DataFrame]:
-    """Every rule's instances (g1c's edges are collected apart: spark_rules_txn.g1c), plus the
-    validation problems ("1-op" and so on) and stats, from the history, its groupings
-    (value_rows: the by-value one, as shipped) and its transactions."""
-    values = _values(value_rows)
+    """The by-t/p rules (BY_TP_RULES) as SQL, over the grouping's rows (observed: each t/p in
+    one partition, sorted by offset)."""
     reads = observed.where("read")
-    ops = keep(_ops(by_process))
     # Whether an observed offset holds two or more values, from the range of two hashes of
     # them: one hash aggregation over numbers, no strings shuffled or grouped.
     tpo = keep(
@@ -325,22 +327,60 @@ def rule_frames(
         .groupBy(*TPO)
         .agg(*map(F.expr, sql.TPO_AGGREGATES))
     )
-    highest = keep(
-        tpo.groupBy(*TP).agg(
-            F.max(F.when(F.col("counted"), F.col("offset"))).alias("max_read_offset")
-        )
+    highest = tpo.groupBy(*TP).agg(
+        F.max(F.when(F.col("counted"), F.col("offset"))).alias("max_read_offset")
     )
     cranks = None
-    if annotated.on:
+    if transactional:
         cranks = tpo.selectExpr(*TPO, "committed_here", sql.COMMITTED_RANK)
-    # Of the millions of read pairs and values, the rules want a few: each set is picked out
-    # in one pass and kept, so that the rules read only those.
+    # Of the millions of read pairs, the rules want a few: they are picked out in one pass and
+    # kept, so that the rules read only those.
     back = F.col("offset") <= F.col("previous_offset")
     skip = (F.col("offset") > F.col("previous_offset")) & (F.col("observed_between") > 0)
     pairs = keep(_read_pairs(observed, keep, cranks).where(back | skip))
-    backwards, skips = pairs.where(back), pairs.where(skip)
-    values = keep(values)
+    return {
+        HIGHEST: keep(highest),
+        "inconsistent_offset": tpo.where("several").withColumn("sel_tpo", F.struct(*TPO)),
+        "nonmonotonic_poll": pairs.where(back),
+        "poll_skip": pairs.where(skip),
+        "group_exclusivity": _group_exclusivity(observed, reads),
+        "redelivery": _redeliveries(reads),
+    }
+
+
+def by_process_rules(by_process: DataFrame, keep: Callable[[DataFrame], DataFrame]
+                     ) -> dict[str, DataFrame]:
+    """The by-process rules as SQL, over every row by process: nonmonotonic_send, the
+    operations' problems ("1-op"), seq reuse ("2-seq") and the process count; the same frames
+    spark_jvm computes with compiled passes. Commit regressions are not among them: commits
+    are few, and grouped by (group, t/p), not by process."""
+    ops = keep(_ops(by_process))
     reused_seqs = by_process.groupBy("process", "seq").count().where(F.col("count") > 1)
+    return {
+        "nonmonotonic_send": _nonmonotonic_sends(ops),
+        "1-op": ops.where(F.col("problem").isNotNull()).select(
+            "process", "op", "problem", "at_completion"
+        ),
+        "2-seq": reused_seqs.select("process", "seq"),
+        "processes": ops.select("process").distinct().agg(F.count(F.lit(1)).alias("processes")),
+    }
+
+
+def rule_frames(
+    h: DataFrame,
+    by_process: DataFrame,
+    rules: dict[str, DataFrame],
+    value_rows: DataFrame,
+    keep: Callable[[DataFrame], DataFrame],
+    annotated: txn_rules.Annotated,
+) -> dict[str, DataFrame]:
+    """Every rule's instances (g1c's edges are collected apart: spark_rules_txn.g1c), plus the
+    validation problems ("1-op" and so on) and stats, from the history, its groupings
+    (value_rows: the by-value one, as shipped), the by-t/p and by-process rules' frames
+    (by_topic_partition's and by_process_rules', or spark_jvm's) and its transactions."""
+    highest = rules[HIGHEST]
+    # Of the millions of values, the rules want a few: picked out in one pass and kept.
+    values = keep(_values(value_rows))
     value_problem = F.expr(
         sql.message(history.VALUE_REUSED, value=sql.Sql("value"), sends=sql.Sql("invokes"))
     )
@@ -349,26 +389,16 @@ def rule_frames(
         "lost_write": _unread(values, highest, lost=True),
         "unseen": _unread(values, highest, lost=False),
         "duplicate": _by_value(values, (F.col("invokes") > 0) & (F.col("places") > 1)),
-        "inconsistent_offset": tpo.where("several").withColumn("sel_tpo", F.struct(*TPO)),
         "aborted_read": _by_value(values, F.col("read") & (F.col("failed") | F.col("g1a"))),
         "phantom_read": _by_value(values, F.col("read") & (F.col("invokes") == 0)),
-        "nonmonotonic_send": _nonmonotonic_sends(ops),
-        "nonmonotonic_poll": backwards,
-        "poll_skip": skips,
         "commit_regression": _commit_regressions(by_process),
-        "group_exclusivity": _group_exclusivity(observed, reads),
-        "redelivery": _redeliveries(reads),
+        **{name: frame for name, frame in rules.items() if name != HIGHEST},
         **txn_rules.rule_frames(annotated),
         "0-row": stats.select("bad_rows").where("bad_rows > 0"),
-        "1-op": ops.where(F.col("problem").isNotNull()).select(
-            "process", "op", "problem", "at_completion"
-        ),
-        "2-seq": reused_seqs.select("process", "seq"),
         "3-value": values.where(F.col("invokes") > 1).select(
             "value", value_problem.alias("problem")
         ),
         "stats": stats.drop("bad_rows"),
-        "processes": ops.select("process").distinct().agg(F.count(F.lit(1)).alias("processes")),
         "topic_partitions": highest.agg(F.count(F.lit(1)).alias("topic_partitions")),
         "txn_stats": txn_rules.stats(annotated),
     }

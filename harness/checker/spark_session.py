@@ -18,7 +18,7 @@ from pyspark.errors import PySparkException
 from pyspark.find_spark_home import _find_spark_home
 from pyspark.sql import SparkSession
 
-from harness.checker import cluster
+from harness.checker import cluster, jvm_passes
 from harness.checker.cluster import SparkError
 
 
@@ -41,6 +41,8 @@ def start_session(master: str | None = None, history_bytes: int | None = None) -
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         # Unset, spark-submit starts a Python interpreter to find it before starting Java.
         os.environ.setdefault("SPARK_HOME", _find_spark_home())
+        for key, value in _passes_settings(target).items():
+            builder = builder.config(key, value)
     try:
         spark = builder.getOrCreate()
     except Exception as exc:  # a missing or broken Java, or Connect's gRPC, raise many types
@@ -48,6 +50,29 @@ def start_session(master: str | None = None, history_bytes: int | None = None) -
     if not target.connect:
         spark.sparkContext.setLogLevel("OFF")
     return spark
+
+
+# Why the last classic session started without the checker's compiled passes (None: built and
+# put on its class path): a check on a session without them judges with the SQL rules, the same
+# verdicts at about three times the CPU (docs/benchmarks.md).
+passes_missing: str | None = None
+
+
+def _passes_settings(target: cluster.Target) -> dict[str, str]:
+    """The checker passes' jar (jvm_passes) on the driver's class path, and shipped to the
+    executors of a cluster (a local master's run in the driver). Empty, with passes_missing
+    set, when it cannot be built."""
+    global passes_missing
+    try:
+        built = str(jvm_passes.jar(os.environ["SPARK_HOME"]))
+    except jvm_passes.BuildError as exc:
+        passes_missing = str(exc)
+        return {}
+    passes_missing = None
+    settings = {"spark.driver.extraClassPath": built}
+    if not target.local:
+        settings["spark.jars"] = built
+    return settings
 
 
 _shared: dict[str, SparkSession] = {}

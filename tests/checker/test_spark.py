@@ -13,7 +13,7 @@ from pyspark import SparkContext
 from pyspark.sql.types import StringType, StructField, StructType
 
 from harness import history
-from harness.checker import rules, spark_session, sql, synth
+from harness.checker import rules, spark_jvm, spark_session, sql, synth
 from harness.checker import spark as engine
 from harness.checker.result import GUARANTEES
 from harness.history import Event, HistoryError, read_history, write_jsonl, write_parquet
@@ -146,9 +146,12 @@ EVERY = 1_000_000  # max_examples: every instance of every anomaly is reported a
 
 
 def _agree(spark, directory, guarantee: str) -> None:
+    """Both ways the Spark engine judges the by-topic-partition rules (the compiled passes, as
+    a classic session does, and the SQL rules, as Spark Connect does) agree with the reference."""
     expected = rules.check_events(read_history(directory), guarantee, max_examples=EVERY)
-    got = engine.check(spark, directory, guarantee, max_examples=EVERY)
-    assert got.to_json() == expected.to_json()
+    for passes in (True, False):
+        got = engine.check(spark, directory, guarantee, max_examples=EVERY, passes=passes)
+        assert got.to_json() == expected.to_json(), f"passes={passes}"
 
 
 @pytest.mark.slow  # a transactional check costs about 25 s on Spark (docs/benchmarks.md)
@@ -182,12 +185,20 @@ def test_spark_agrees_with_the_reference(spark, tmp_path_factory, bs, split, gua
     _agree(spark, directory, guarantee)
 
 
-def test_zoo_examples_and_context_agree(spark, tmp_path):
+@pytest.mark.parametrize("passes", [True, False], ids=["jvm-passes", "sql-rules"])
+def test_zoo_examples_and_context_agree(spark, tmp_path, passes):
     b, expected = zoo()
     b.write(tmp_path, split=True)
-    result = engine.check(spark, tmp_path).to_json()
+    result = engine.check(spark, tmp_path, passes=passes).to_json()
     assert {k: a["count"] for k, a in result["anomalies"].items()} == expected
     assert result == rules.check_events(b.events).to_json()
+
+
+def test_a_classic_session_judges_with_the_compiled_passes(spark):
+    """The session the checker starts has the passes' jar (built from harness/checker/jvm),
+    so a check on it does not fall back to the SQL rules."""
+    assert spark_session.passes_missing is None
+    assert spark_jvm.available(spark)
 
 
 def test_synthetic_history_counts(spark, tmp_path):
@@ -233,17 +244,64 @@ def _bad_rows(tmp_path, kind: str) -> None:
         "wrong type deep in split jsonl",
     ],
 )
-def test_malformed_history_named_as_the_reference_names_it(spark, tmp_path, kind):
+@pytest.mark.parametrize("passes", [True, False], ids=["jvm-passes", "sql-rules"])
+def test_malformed_history_named_as_the_reference_names_it(spark, tmp_path, kind, passes):
     _bad_rows(tmp_path, kind)
     with pytest.raises(HistoryError) as reference:
         read_history(tmp_path)
     spark.conf.set("spark.sql.files.maxPartitionBytes", "16384")
     try:
         with pytest.raises(HistoryError) as found:
-            engine.check(spark, tmp_path)
+            engine.check(spark, tmp_path, passes=passes)
     finally:
         spark.conf.unset("spark.sql.files.maxPartitionBytes")
     assert str(found.value) == str(reference.value)
+
+
+@st.composite
+def operations(draw: st.DrawFn) -> list[Event]:
+    """Rows of a few operations, each of one f but now and then a row of another, of any
+    type, so that every way an operation can be malformed (history.op_problem) and a
+    process's seq reused come up; every row has a topic, partition, offset and value, so no
+    row alone is malformed."""
+    fs = draw(st.lists(st.sampled_from(history.FUNCTIONS), min_size=4, max_size=4))
+    rows = []
+    seqs = {1: 0, 2: 0}
+    for _ in range(draw(st.integers(1, 12))):
+        process, op = draw(st.sampled_from([1, 2])), draw(st.integers(0, 3))
+        seq = seqs[process] if draw(st.integers(0, 5)) else max(0, seqs[process] - 1)
+        seqs[process] = seq + 1
+        f = fs[op] if draw(st.integers(0, 9)) else draw(st.sampled_from(history.FUNCTIONS))
+        rows.append(Event(
+            "r", process, seq, op, len(rows), draw(st.sampled_from(history.TYPES)), f, "t", 0,
+            len(rows), value=draw(st.sampled_from(["a", "b", "c"])),
+        ))
+    return rows
+
+
+@settings(
+    max_examples=5,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(rows=operations())
+def test_malformed_operations_named_as_the_reader_names_them(spark, tmp_path_factory, rows):
+    """The operations' and seqs' problems, which the compiled passes find on a classic session
+    and the SQL rules on Spark Connect, named in the reader's words at its row (or none)."""
+    directory = tmp_path_factory.mktemp("history")
+    write_parquet(directory / "a.parquet", rows)
+    try:
+        read_history(directory)
+        expected = None
+    except HistoryError as exc:
+        expected = str(exc)
+    for passes in (True, False):
+        try:
+            engine.check(spark, directory, passes=passes)
+            found = None
+        except HistoryError as exc:
+            found = str(exc)
+        assert found == expected, f"passes={passes}"
 
 
 def test_one_session_serves_every_check_in_the_process(spark, check_here, tmp_path):

@@ -69,6 +69,11 @@ def test_the_wheel_holds_the_suites_the_plugin_and_the_runtime(installed: Path,
         assert Path(path).is_relative_to(installed), f"{path} is not from the wheel"
     plugins = _run([python, "-m", "pytest", "--help"], cwd=tmp_path)
     assert "--kafka-bootstrap-server" in plugins
+    # The checker's passes ship as the Java they are built from, where jvm_passes looks.
+    sources = _run([python, "-c", "from harness.checker import jvm_passes; "
+                    "print(*sorted(p.name for p in jvm_passes.SOURCES.glob('*.java')))"],
+                   cwd=tmp_path).split()
+    assert sources == sorted(p.name for p in (ROOT / "harness/checker/jvm").glob("*.java"))
 
 
 def test_the_protocol_suite_runs_from_the_wheel_against_a_broker(

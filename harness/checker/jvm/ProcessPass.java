@@ -1,0 +1,280 @@
+package harness.checker.jvm;
+
+import java.util.Iterator;
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.api.java.function.FlatMapFunction;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.util.GenericArrayData;
+import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
+import org.roaringbitmap.longlong.Roaring64Bitmap;
+
+/**
+ * The rules of the by-process grouping as two compiled passes, called by
+ * harness.checker.spark_jvm: what spark_rules computes from every row by process with a
+ * per-operation aggregation, a count per (process, seq) and a window over the sends.
+ *
+ * <p>The first pass walks each process's rows sorted by op and seq: per operation the
+ * aggregates sql.op_aggregates names, emitted for the operations that may be malformed (the
+ * Python side words the problem with sql.op_problem, so the messages live in one place) and,
+ * for a known send, its invoke's seq and position for the second pass; per process, the
+ * lowest seq two of its rows share (seqs kept in a compressed bitmap, so any numbering
+ * fits), and one row to count the processes by. The second pass walks the known sends by
+ * process, t/p and seq: an offset below the one before is a nonmonotonic_send.
+ *
+ * <p>Why: these rules as SQL cost 3.3 times a sorted walk of the grouping
+ * (docs/benchmarks.md).
+ */
+public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>, InternalRow> {
+    private static final long serialVersionUID = 1L;
+    static final String OP = "op", SEQ_REUSED = "seq_reused", PROCESS = "process", SEND = "send",
+            NONMONOTONIC_SEND = "nonmonotonic_send";
+    static final StructType SCHEMA = new StructType()
+            .add("rule", DataTypes.StringType).add("process", DataTypes.LongType)
+            .add("op", DataTypes.LongType).add("seq", DataTypes.LongType)
+            .add("topic", DataTypes.LongType).add("partition", DataTypes.IntegerType)
+            .add("offset", DataTypes.LongType).add("previous_offset", DataTypes.LongType)
+            .add("previous_op", DataTypes.LongType).add("bits", DataTypes.LongType)
+            .add("invokes", DataTypes.LongType).add("completions", DataTypes.LongType)
+            .add("value_min0", DataTypes.LongType).add("value_max0", DataTypes.LongType)
+            .add("value_min1", DataTypes.LongType).add("value_max1", DataTypes.LongType)
+            .add("sel_ops", DataTypes.createArrayType(DataTypes.LongType));
+    private static final int R_RULE = 0, R_PROCESS = 1, R_OP = 2, R_SEQ = 3, R_TOPIC = 4,
+            R_PARTITION = 5, R_OFFSET = 6, R_PREVIOUS_OFFSET = 7, R_PREVIOUS_OP = 8, R_BITS = 9,
+            R_INVOKES = 10, R_COMPLETIONS = 11, R_VALUE = 12, R_SEL_OPS = 16;
+    static final String[] COLUMNS = {
+        "process", "seq", "op", "code", "invoke", "h0", "h1", "topic", "partition", "offset",
+        "known",
+    };
+    private static final int PROCESS_ = 0, SEQ_ = 1, OP_ = 2, CODE = 3, INVOKE = 4, H0 = 5,
+            H1 = 6, TOPIC = 7, PARTITION = 8, OFFSET = 9, KNOWN = 10;
+
+    private final int[] at;
+    private final long send, invoked, oneCompletion;
+
+    /** `send`: sql.F_CODES' bit of a send; `invoked`, `oneCompletion`: the bits of the fs
+     * history.INVOKED and history.ONE_COMPLETION name. */
+    ProcessPass(StructType schema, long send, long invoked, long oneCompletion) {
+        this.at = Results.indices(schema, COLUMNS);
+        this.send = send;
+        this.invoked = invoked;
+        this.oneCompletion = oneCompletion;
+    }
+
+    /** Every result row (SCHEMA; rule names what it is) from `byProcess`: the grouping's rows,
+     * each process in one partition, sorted by process, op and seq. */
+    public static Dataset<Row> results(Dataset<Row> byProcess, long send, long invoked,
+                                       long oneCompletion) {
+        org.apache.spark.sql.classic.Dataset<Row> rows = (org.apache.spark.sql.classic.Dataset<Row>) byProcess;
+        SparkSession session = rows.sparkSession();
+        JavaRDD<InternalRow> first = rows.queryExecution().toRdd().toJavaRDD().mapPartitions(
+                new ProcessPass(rows.schema(), send, invoked, oneCompletion), true);
+        org.apache.spark.sql.classic.Dataset<Row> sends = session
+                .internalCreateDataFrame(first.rdd(), SCHEMA, false)
+                .sortWithinPartitions("rule", "process", "topic", "partition", "seq");
+        JavaRDD<InternalRow> second = sends.queryExecution().toRdd().toJavaRDD()
+                .mapPartitions(SendOrder::new, true);
+        return session.internalCreateDataFrame(second.rdd(), SCHEMA, false);
+    }
+
+    @Override
+    public Iterator<InternalRow> call(Iterator<InternalRow> rows) {
+        return new Pass(rows);
+    }
+
+    private static GenericInternalRow row(String rule, Long process) {
+        GenericInternalRow out = new GenericInternalRow(SCHEMA.size());
+        out.update(R_RULE, UTF8String.fromString(rule));
+        out.update(R_PROCESS, process);
+        return out;
+    }
+
+    private final class Pass extends Walker {
+        private boolean started, processNull, inOp;
+        private long process, op;
+        private final Roaring64Bitmap seqs = new Roaring64Bitmap();
+        private boolean reused;
+        private long lowestReused;
+        // The operation being walked.
+        private long bits, invokes, completions, sendSeq, topic, offset;
+        private int partition;
+        private boolean sendSeqSeen, known;
+        private final long[] values = new long[4];  // min h0, max h0, min h1, max h1
+        private boolean valued;
+
+        Pass(Iterator<InternalRow> input) {
+            super(input);
+        }
+
+        @Override
+        void accept(InternalRow row) {
+            boolean pNull = row.isNullAt(at[PROCESS_]);
+            long p = pNull ? 0 : row.getLong(at[PROCESS_]);
+            if (!started || pNull != processNull || p != process) {
+                if (started) {
+                    endProcess();
+                }
+                started = true;
+                processNull = pNull;
+                process = p;
+            }
+            long o = row.isNullAt(at[OP_]) ? Long.MIN_VALUE : row.getLong(at[OP_]);
+            if (!inOp || o != op) {
+                endOp();
+                inOp = true;
+                op = o;
+            }
+            if (!row.isNullAt(at[SEQ_])) {
+                long seq = row.getLong(at[SEQ_]);
+                if (seqs.contains(seq)) {
+                    lowestReused = reused ? Math.min(lowestReused, seq) : seq;
+                    reused = true;
+                } else {
+                    seqs.addLong(seq);
+                }
+            }
+            long code = row.isNullAt(at[CODE]) ? 0 : row.getInt(at[CODE]);
+            bits |= code;
+            boolean invoke = !row.isNullAt(at[INVOKE]) && row.getBoolean(at[INVOKE]);
+            if (row.isNullAt(at[INVOKE])) {
+                // Neither an invoke nor a completion, as SQL counts a null comparison.
+            } else if (invoke) {
+                invokes++;
+                if (code == send && !row.isNullAt(at[SEQ_])) {
+                    long seq = row.getLong(at[SEQ_]);
+                    sendSeq = sendSeqSeen ? Math.min(sendSeq, seq) : seq;
+                    sendSeqSeen = true;
+                }
+            } else {
+                completions++;
+            }
+            if (!row.isNullAt(at[H0])) {
+                long h0 = row.getLong(at[H0]);
+                long h1 = row.isNullAt(at[H1]) ? 0 : row.getInt(at[H1]);
+                if (!valued) {
+                    values[0] = values[1] = h0;
+                    values[2] = values[3] = h1;
+                    valued = true;
+                } else {
+                    values[0] = Math.min(values[0], h0);
+                    values[1] = Math.max(values[1], h0);
+                    values[2] = Math.min(values[2], h1);
+                    values[3] = Math.max(values[3], h1);
+                }
+            }
+            if (!row.isNullAt(at[KNOWN]) && row.getBoolean(at[KNOWN])) {
+                long t = row.getLong(at[TOPIC]), off = row.getLong(at[OFFSET]);
+                int part = row.getInt(at[PARTITION]);
+                topic = known ? Math.max(topic, t) : t;
+                partition = known ? Math.max(partition, part) : part;
+                offset = known ? Math.max(offset, off) : off;
+                known = true;
+            }
+        }
+
+        private void endOp() {
+            if (!inOp) {
+                return;
+            }
+            inOp = false;
+            long low = Long.lowestOneBit(bits);
+            boolean mixed = bits != low;
+            boolean differ = valued && (values[0] != values[1] || values[2] != values[3]);
+            boolean problem = mixed || invokes > 1
+                    || ((low & invoked) != 0 && invokes == 0 && completions > 0)
+                    || ((low & oneCompletion) != 0 && completions > 1)
+                    || (low == send && differ);
+            Long theProcess = processNull ? null : process;
+            Long theOp = op == Long.MIN_VALUE ? null : op;
+            if (problem) {
+                GenericInternalRow out = row(OP, theProcess);
+                out.update(R_OP, theOp);
+                out.update(R_BITS, bits == 0 ? null : bits);
+                out.update(R_INVOKES, invokes);
+                out.update(R_COMPLETIONS, completions);
+                for (int i = 0; i < 4; i++) {
+                    out.update(R_VALUE + i, valued ? values[i] : null);
+                }
+                emit(out);
+            }
+            if (known && low == send && sendSeqSeen) {
+                GenericInternalRow out = row(SEND, theProcess);
+                out.update(R_OP, theOp);
+                out.update(R_SEQ, sendSeq);
+                out.update(R_TOPIC, topic);
+                out.update(R_PARTITION, partition);
+                out.update(R_OFFSET, offset);
+                emit(out);
+            }
+            bits = invokes = completions = 0;
+            sendSeqSeen = known = valued = false;
+        }
+
+        private void endProcess() {
+            endOp();
+            emit(row(PROCESS, processNull ? null : process));
+            if (reused) {
+                GenericInternalRow out = row(SEQ_REUSED, processNull ? null : process);
+                out.update(R_SEQ, lowestReused);
+                emit(out);
+            }
+            seqs.clear();
+            reused = false;
+        }
+
+        @Override
+        void end() {
+            if (started) {
+                endProcess();
+            }
+        }
+    }
+
+    /** The second pass: the known sends by process, t/p and seq (the rest passes through). */
+    private static final class SendOrder extends Walker {
+        private boolean any;
+        private long process, topic, offset, op;
+        private int partition;
+
+        SendOrder(Iterator<InternalRow> input) {
+            super(input);
+        }
+
+        @Override
+        void accept(InternalRow row) {
+            if (!row.getUTF8String(R_RULE).toString().equals(SEND)) {
+                emit(row.copy());
+                return;
+            }
+            long p = row.getLong(R_PROCESS), t = row.getLong(R_TOPIC);
+            int part = row.getInt(R_PARTITION);
+            long off = row.getLong(R_OFFSET), o = row.getLong(R_OP);
+            if (any && p == process && t == topic && part == partition && off < offset) {
+                GenericInternalRow out = row(NONMONOTONIC_SEND, p);
+                out.update(R_TOPIC, t);
+                out.update(R_PARTITION, part);
+                out.update(R_SEQ, row.getLong(R_SEQ));
+                out.update(R_OFFSET, off);
+                out.update(R_OP, o);
+                out.update(R_PREVIOUS_OFFSET, offset);
+                out.update(R_PREVIOUS_OP, op);
+                out.update(R_SEL_OPS, new GenericArrayData(new long[] {op, o}));
+                emit(out);
+            }
+            any = true;
+            process = p;
+            topic = t;
+            partition = part;
+            offset = off;
+            op = o;
+        }
+
+        @Override
+        void end() {}
+    }
+}
