@@ -311,7 +311,7 @@ def _annotated(session: Any, directory: str) -> Iterator[tuple[Any, list[str]]]:
     from harness.checker.spark_rules import intern_topics
 
     with open_history(session, directory) as (_, h, _small):
-        interned, topics, on = intern_topics(h)
+        interned, topics, on, _ = intern_topics(h)
         annotated = spark_rules_txn.annotate(interned, on)
         rows = annotated.rows.persist(StorageLevel.DISK_ONLY)
         txns = annotated.txns.persist(StorageLevel.DISK_ONLY)

@@ -82,7 +82,7 @@ def grouping_rows(
 ) -> dict[tuple[str, ...], DataFrame]:
     """What each of the rules' groupings ships for the history in `directory`, its topics
     interned as the check interns them: the benchmark's bound moves exactly these."""
-    interned, _, on = intern_topics(load(spark, history.history_files(directory)))
+    interned, _, on, _ = intern_topics(load(spark, history.history_files(directory)))
     annotated = txn_rules.annotate(interned, on)
     return groupings(annotated.rows, txn_rules.run_ends(annotated))
 
@@ -126,7 +126,7 @@ def _judge(
         cached.append(frame.persist(StorageLevel.DISK_ONLY))
         return cached[-1]
 
-    interned, topics, on = intern_topics(h)
+    interned, topics, on, stats = intern_topics(h)
     try:
         annotated = txn_rules.annotate(interned, on)
         if on:
@@ -159,7 +159,7 @@ def _judge(
                     keep,
                 ),
             }
-        frames = rule_frames(interned, rows[BY_PROCESS], rules, rows[BY_VALUE], keep, annotated)
+        frames = rule_frames(stats, rows[BY_PROCESS], rules, rows[BY_VALUE], keep, annotated)
         return _collect(
             spark, files, h, topics, frames, hold(all_instances(frames)), guarantee, max_examples,
             lambda: txn_rules.g1c(annotated, topics),

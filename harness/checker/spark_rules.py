@@ -44,16 +44,27 @@ def _is_known() -> Column:
 # The groupings: the three shuffles every rule runs inside
 
 
-def intern_topics(h: DataFrame) -> tuple[DataFrame, list[str], bool]:
+def intern_topics(h: DataFrame) -> tuple[DataFrame, list[str], bool, DataFrame]:
     """The history with each topic replaced by its rank among the topic names: numbers shuffle,
     hash and aggregate far cheaper than strings, and rank order is name order. The same small
     job tells whether the history is transactional (spark_rules_txn.has_transactions), which
-    decides whether the rules pay for transactions at all."""
-    found = h.groupBy("topic").agg(F.max(txn_rules.has_transactions()).alias("txn")).collect()
+    decides whether the rules pay for transactions at all, and takes the history's stats and
+    bad rows (sql.stats) per topic, combined from those few rows (sql.STATS_COMBINED): one scan
+    of every row fewer than a job of their own."""
+    found = h.groupBy("topic").agg(
+        F.max(txn_rules.has_transactions()).alias("txn"), *map(F.expr, sql.stats())
+    ).collect()
     topics = sorted(r["topic"] for r in found if r["topic"] is not None)
     ids = F.create_map(*[F.lit(x) for i, t in enumerate(topics) for x in (t, i)])
     interned = F.try_element_at(ids, F.col("topic")) if topics else F.lit(None)
-    return h.withColumn("topic", interned.cast("long")), topics, any(r["txn"] for r in found)
+    per_topic = h.sparkSession.createDataFrame(
+        [[r[name] for name in sql.STATS_NAMES] for r in found],
+        ", ".join(f"{name} bigint" for name in sql.STATS_NAMES),
+    )
+    stats = per_topic.agg(*map(F.expr, sql.STATS_COMBINED)).selectExpr(*sql.STATS_DERIVED)
+    return (
+        h.withColumn("topic", interned.cast("long")), topics, any(r["txn"] for r in found), stats
+    )
 
 
 BY_PROCESS, BY_TP, BY_VALUE = ("process",), ("topic", "partition"), ("value",)
@@ -296,10 +307,6 @@ def _redeliveries(reads: DataFrame) -> DataFrame:
     )
 
 
-def _stats(h: DataFrame) -> DataFrame:
-    return h.agg(*map(F.expr, sql.stats())).selectExpr(*sql.STATS_DERIVED)
-
-
 # ---------------------------------------------------------------------------------------------
 # Every rule at once, in the shape the check collects
 
@@ -367,7 +374,7 @@ def by_process_rules(by_process: DataFrame, keep: Callable[[DataFrame], DataFram
 
 
 def rule_frames(
-    h: DataFrame,
+    stats: DataFrame,
     by_process: DataFrame,
     rules: dict[str, DataFrame],
     value_rows: DataFrame,
@@ -375,7 +382,8 @@ def rule_frames(
     annotated: txn_rules.Annotated,
 ) -> dict[str, DataFrame]:
     """Every rule's instances (g1c's edges are collected apart: spark_rules_txn.g1c), plus the
-    validation problems ("1-op" and so on) and stats, from the history, its groupings
+    validation problems ("1-op" and so on) and stats, from the history's stats (intern_topics'),
+    its groupings
     (value_rows: the by-value one, as shipped), the by-t/p and by-process rules' frames
     (by_topic_partition's and by_process_rules', or spark_jvm's) and its transactions."""
     highest = rules[HIGHEST]
@@ -384,7 +392,6 @@ def rule_frames(
     value_problem = F.expr(
         sql.message(history.VALUE_REUSED, value=sql.Sql("value"), sends=sql.Sql("invokes"))
     )
-    stats = keep(_stats(h))
     return {
         "lost_write": _unread(values, highest, lost=True),
         "unseen": _unread(values, highest, lost=False),

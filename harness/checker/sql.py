@@ -465,6 +465,16 @@ def stats() -> list[str]:
     ]
 
 
+# The names sql.stats() gives, and how per-topic stats combine into the history's: a count of
+# no topics is 0, as count(1) over no rows is; a sum or extreme over none stays null.
+STATS_NAMES = [expression.rsplit(" AS ", 1)[1] for expression in stats()]
+STATS_COMBINED = [
+    "min(first_time_ns) AS first_time_ns" if name == "first_time_ns"
+    else "max(last_time_ns) AS last_time_ns" if name == "last_time_ns"
+    else f"coalesce(sum({name}), 0) AS {name}" if name == "rows"
+    else f"sum({name}) AS {name}"
+    for name in STATS_NAMES
+]
 STATS_DERIVED = [
     "*",
     "sends - sends_ok - sends_fail - sends_info AS sends_pending",
