@@ -159,7 +159,7 @@ def _judge(
                     keep,
                 ),
             }
-        frames = rule_frames(stats, rows[BY_PROCESS], rules, rows[BY_VALUE], keep, annotated)
+        frames = rule_frames(stats, rules, rows[BY_VALUE], keep, annotated)
         return _collect(
             spark, files, h, topics, frames, hold(all_instances(frames)), guarantee, max_examples,
             lambda: txn_rules.g1c(annotated, topics),

@@ -1,12 +1,14 @@
-"""The by-topic-partition rules as compiled passes (harness/checker/jvm), on a classic session.
+"""The by-topic-partition and by-process rules as compiled passes (harness/checker/jvm), on a
+classic session.
 
-The same rules as spark_rules.by_topic_partition, in the frames it yields (BY_TP_RULES, the
-shapes sql.instance takes), computed by two Java passes over the grouping's rows instead of
-SQL windows, joins and aggregations: about five times cheaper at 10M rows
-(docs/benchmarks.md). Only a classic session can run them (a Spark Connect client cannot call
-JVM code), and only one whose JVM started with the passes' jar (jvm_passes, put on its class
-path by spark_session); any other session judges with the SQL rules, held equal to these by
-the property test. One of the Spark engine's modules, so it may import pyspark.
+The same rules as spark_rules.by_topic_partition and spark_rules.by_process_rules, in the
+frames they yield (the shapes sql.instance takes), each computed by two Java passes over its
+grouping's rows instead of SQL windows, joins and aggregations: with them a 10M-row check
+costs about half the executor CPU (docs/benchmarks.md). Only a classic session can run them
+(a Spark Connect client cannot call JVM code), and only one whose JVM started with the
+passes' jar (jvm_passes, put on its class path by spark_session); any other session judges
+with the SQL rules, held equal to these by the property tests. One of the Spark engine's
+modules, so it may import pyspark.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pyspark.sql import functions as F
 from harness import history
 from harness.checker import jvm_passes, sql
 from harness.checker import result as R
-from harness.checker.spark_rules import HIGHEST, TP, TPO
+from harness.checker.spark_rules import COMMIT, COMMITS, HIGHEST, TP, TPO
 from harness.checker.spark_session import is_connect
 
 # What each rule's frame keeps of the passes' result rows (the Java Results' columns).
@@ -103,9 +105,10 @@ def by_process(by_process: DataFrame, hold: Callable[[DataFrame], DataFrame]
         .where(F.col("problem").isNotNull()),
         "2-seq": rule("seq_reused").select("process", "seq"),
         "processes": rule("process").agg(F.count(F.lit(1)).alias("processes")),
+        COMMITS: rule("commit").select(*COMMIT, "offset"),
     }
 
 
-def _bits(fs: tuple[str, ...] | frozenset[str]) -> int:
+def _bits(fs: tuple[str, ...]) -> int:
     """The fs as one mask of sql.F_CODES' bits."""
     return sum(sql.F_CODES[f] for f in set(fs))

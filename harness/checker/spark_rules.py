@@ -209,8 +209,12 @@ def _read_pairs(
     )
 
 
-def _commit_regressions(by_process: DataFrame) -> DataFrame:
-    commits = by_process.where(F.col("group").isNotNull()).select(*COMMIT, "offset")
+def commits(by_process: DataFrame) -> DataFrame:
+    """The ok commits of groups that count (COMMIT and offset), from every row by process."""
+    return by_process.where(F.col("group").isNotNull()).select(*COMMIT, "offset")
+
+
+def _commit_regressions(commits: DataFrame) -> DataFrame:
     return (
         commits.selectExpr(*sql.lags(sql.COMMIT_ORDER, "process", "seq", "offset"))
         .where(F.col("offset") < F.col("previous_offset"))
@@ -315,6 +319,8 @@ def _redeliveries(reads: DataFrame) -> DataFrame:
 # an observed offset, the highest a counting poll read: max_read_offset), which lost_write and
 # unseen judge against. Computed by these SQL rules or by the compiled passes (spark_jvm).
 HIGHEST = "highest"
+# What the by-process rules also yield: the commits (sql.by_process's rows with a group).
+COMMITS = "commits"
 BY_TP_RULES = (
     HIGHEST, "inconsistent_offset", "nonmonotonic_poll", "poll_skip", "group_exclusivity",
     "redelivery",
@@ -358,9 +364,9 @@ def by_topic_partition(
 def by_process_rules(by_process: DataFrame, keep: Callable[[DataFrame], DataFrame]
                      ) -> dict[str, DataFrame]:
     """The by-process rules as SQL, over every row by process: nonmonotonic_send, the
-    operations' problems ("1-op"), seq reuse ("2-seq") and the process count; the same frames
-    spark_jvm computes with compiled passes. Commit regressions are not among them: commits
-    are few, and grouped by (group, t/p), not by process."""
+    operations' problems ("1-op"), seq reuse ("2-seq"), the process count, and the commits
+    (commit regressions judge them by (group, t/p): they are few); the same frames spark_jvm
+    computes with compiled passes."""
     ops = keep(_ops(by_process))
     reused_seqs = by_process.groupBy("process", "seq").count().where(F.col("count") > 1)
     return {
@@ -370,12 +376,12 @@ def by_process_rules(by_process: DataFrame, keep: Callable[[DataFrame], DataFram
         ),
         "2-seq": reused_seqs.select("process", "seq"),
         "processes": ops.select("process").distinct().agg(F.count(F.lit(1)).alias("processes")),
+        COMMITS: commits(by_process),
     }
 
 
 def rule_frames(
     stats: DataFrame,
-    by_process: DataFrame,
     rules: dict[str, DataFrame],
     value_rows: DataFrame,
     keep: Callable[[DataFrame], DataFrame],
@@ -398,8 +404,8 @@ def rule_frames(
         "duplicate": _by_value(values, (F.col("invokes") > 0) & (F.col("places") > 1)),
         "aborted_read": _by_value(values, F.col("read") & (F.col("failed") | F.col("g1a"))),
         "phantom_read": _by_value(values, F.col("read") & (F.col("invokes") == 0)),
-        "commit_regression": _commit_regressions(by_process),
-        **{name: frame for name, frame in rules.items() if name != HIGHEST},
+        "commit_regression": _commit_regressions(rules[COMMITS]),
+        **{name: frame for name, frame in rules.items() if name not in (HIGHEST, COMMITS)},
         **txn_rules.rule_frames(annotated),
         "0-row": stats.select("bad_rows").where("bad_rows > 0"),
         "3-value": values.where(F.col("invokes") > 1).select(

@@ -54,7 +54,7 @@ def start_session(master: str | None = None, history_bytes: int | None = None) -
 
 # Why the last classic session started without the checker's compiled passes (None: built and
 # put on its class path): a check on a session without them judges with the SQL rules, the same
-# verdicts at about three times the CPU (docs/benchmarks.md).
+# verdicts at about twice the CPU (docs/benchmarks.md).
 passes_missing: str | None = None
 
 

@@ -24,8 +24,9 @@ import org.roaringbitmap.longlong.Roaring64Bitmap;
  * Python side words the problem with sql.op_problem, so the messages live in one place) and,
  * for a known send, its invoke's seq and position for the second pass; per process, the
  * lowest seq two of its rows share (seqs kept in a compressed bitmap, so any numbering
- * fits), and one row to count the processes by. The second pass walks the known sends by
- * process, t/p and seq: an offset below the one before is a nonmonotonic_send.
+ * fits), and one row to count the processes by; and every commit that counts, passed on for
+ * commit_regression (by group and t/p, in SQL: commits are few). The second pass walks the
+ * known sends by process, t/p and seq: an offset below the one before is a nonmonotonic_send.
  *
  * <p>Why: these rules as SQL cost 3.3 times a sorted walk of the grouping
  * (docs/benchmarks.md).
@@ -33,7 +34,7 @@ import org.roaringbitmap.longlong.Roaring64Bitmap;
 public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>, InternalRow> {
     private static final long serialVersionUID = 1L;
     static final String OP = "op", SEQ_REUSED = "seq_reused", PROCESS = "process", SEND = "send",
-            NONMONOTONIC_SEND = "nonmonotonic_send";
+            NONMONOTONIC_SEND = "nonmonotonic_send", COMMIT = "commit";
     static final StructType SCHEMA = new StructType()
             .add("rule", DataTypes.StringType).add("process", DataTypes.LongType)
             .add("op", DataTypes.LongType).add("seq", DataTypes.LongType)
@@ -43,16 +44,18 @@ public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>,
             .add("invokes", DataTypes.LongType).add("completions", DataTypes.LongType)
             .add("value_min0", DataTypes.LongType).add("value_max0", DataTypes.LongType)
             .add("value_min1", DataTypes.LongType).add("value_max1", DataTypes.LongType)
-            .add("sel_ops", DataTypes.createArrayType(DataTypes.LongType));
+            .add("sel_ops", DataTypes.createArrayType(DataTypes.LongType))
+            .add("group", DataTypes.StringType).add("time_ns", DataTypes.LongType);
     private static final int R_RULE = 0, R_PROCESS = 1, R_OP = 2, R_SEQ = 3, R_TOPIC = 4,
             R_PARTITION = 5, R_OFFSET = 6, R_PREVIOUS_OFFSET = 7, R_PREVIOUS_OP = 8, R_BITS = 9,
-            R_INVOKES = 10, R_COMPLETIONS = 11, R_VALUE = 12, R_SEL_OPS = 16;
+            R_INVOKES = 10, R_COMPLETIONS = 11, R_VALUE = 12, R_SEL_OPS = 16, R_GROUP = 17,
+            R_TIME_NS = 18;
     static final String[] COLUMNS = {
         "process", "seq", "op", "code", "invoke", "h0", "h1", "topic", "partition", "offset",
-        "known",
+        "known", "group", "time_ns",
     };
     private static final int PROCESS_ = 0, SEQ_ = 1, OP_ = 2, CODE = 3, INVOKE = 4, H0 = 5,
-            H1 = 6, TOPIC = 7, PARTITION = 8, OFFSET = 9, KNOWN = 10;
+            H1 = 6, TOPIC = 7, PARTITION = 8, OFFSET = 9, KNOWN = 10, GROUP = 11, TIME_NS = 12;
 
     private final int[] at;
     private final long send, invoked, oneCompletion;
@@ -167,6 +170,9 @@ public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>,
                     values[3] = Math.max(values[3], h1);
                 }
             }
+            if (!row.isNullAt(at[GROUP])) {
+                commit(row);
+            }
             if (!row.isNullAt(at[KNOWN]) && row.getBoolean(at[KNOWN])) {
                 long t = row.getLong(at[TOPIC]), off = row.getLong(at[OFFSET]);
                 int part = row.getInt(at[PARTITION]);
@@ -175,6 +181,19 @@ public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>,
                 offset = known ? Math.max(offset, off) : off;
                 known = true;
             }
+        }
+
+        /** A commit that counts (sql.by_process gives only those a group), passed on as it is:
+         * commit_regression judges them by group and t/p, in SQL. */
+        private void commit(InternalRow row) {
+            GenericInternalRow out = row(COMMIT, processNull ? null : process);
+            out.update(R_GROUP, row.getUTF8String(at[GROUP]).copy());
+            out.update(R_TOPIC, row.isNullAt(at[TOPIC]) ? null : row.getLong(at[TOPIC]));
+            out.update(R_PARTITION, row.isNullAt(at[PARTITION]) ? null : row.getInt(at[PARTITION]));
+            out.update(R_OFFSET, row.isNullAt(at[OFFSET]) ? null : row.getLong(at[OFFSET]));
+            out.update(R_TIME_NS, row.isNullAt(at[TIME_NS]) ? null : row.getLong(at[TIME_NS]));
+            out.update(R_SEQ, row.isNullAt(at[SEQ_]) ? null : row.getLong(at[SEQ_]));
+            emit(out);
         }
 
         private void endOp() {
