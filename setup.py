@@ -10,6 +10,9 @@ setup(
     packages=[
         *find_packages(include=["harness", "harness.*", "reference_broker",
                                 "reference_broker.*"]),
+        # Java sources only (the checker's compiled passes, built at a Spark session's start):
+        # a directory without __init__.py, which find_packages passes over.
+        "harness.checker.jvm",
         SUITES,
         *(f"{SUITES}.{name}" for name in find_packages("suites")),
     ],

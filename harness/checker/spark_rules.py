@@ -321,17 +321,14 @@ def _redeliveries(reads: DataFrame) -> DataFrame:
 HIGHEST = "highest"
 # What the by-process rules also yield: the commits (sql.by_process's rows with a group).
 COMMITS = "commits"
-BY_TP_RULES = (
-    HIGHEST, "inconsistent_offset", "nonmonotonic_poll", "poll_skip", "group_exclusivity",
-    "redelivery",
-)
 
 
 def by_topic_partition(
     observed: DataFrame, keep: Callable[[DataFrame], DataFrame], transactional: bool
 ) -> dict[str, DataFrame]:
-    """The by-t/p rules (BY_TP_RULES) as SQL, over the grouping's rows (observed: each t/p in
-    one partition, sorted by offset)."""
+    """The by-t/p rules as SQL (HIGHEST, and inconsistent_offset, the read pairs' two rules,
+    group_exclusivity and redelivery), over the grouping's rows (observed: each t/p in one
+    partition, sorted by offset); the same frames spark_jvm computes with compiled passes."""
     reads = observed.where("read")
     # Whether an observed offset holds two or more values, from the range of two hashes of
     # them: one hash aggregation over numbers, no strings shuffled or grouped.
@@ -389,8 +386,7 @@ def rule_frames(
 ) -> dict[str, DataFrame]:
     """Every rule's instances (g1c's edges are collected apart: spark_rules_txn.g1c), plus the
     validation problems ("1-op" and so on) and stats, from the history's stats (intern_topics'),
-    its groupings
-    (value_rows: the by-value one, as shipped), the by-t/p and by-process rules' frames
+    its by-value grouping (value_rows, as shipped), the by-t/p and by-process rules' frames
     (by_topic_partition's and by_process_rules', or spark_jvm's) and its transactions."""
     highest = rules[HIGHEST]
     # Of the millions of values, the rules want a few: picked out in one pass and kept.

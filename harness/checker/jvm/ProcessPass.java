@@ -29,7 +29,7 @@ import org.roaringbitmap.longlong.Roaring64Bitmap;
  * known sends by process, t/p and seq: an offset below the one before is a nonmonotonic_send.
  *
  * <p>Why: these rules as SQL cost 3.3 times a sorted walk of the grouping
- * (docs/benchmarks.md).
+ * (docs/benchmarks.md, "The compiled passes").
  */
 public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>, InternalRow> {
     private static final long serialVersionUID = 1L;

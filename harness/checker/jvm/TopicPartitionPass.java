@@ -13,7 +13,7 @@ import org.apache.spark.sql.classic.SparkSession;
  * order, with each t/p's state in memory and the rows streamed.
  *
  * <p>Why: those SQL rules cost five times a sorted walk of the same rows (docs/benchmarks.md,
- * "The checker's JVM passes"). Spark still does the exchange and both sorts, which spill; the
+ * "The compiled passes"). Spark still does the exchange and both sorts, which spill; the
  * passes only read rows in the order given.
  */
 public final class TopicPartitionPass {
