@@ -149,8 +149,12 @@ final class OffsetPass implements FlatMapFunction<Iterator<InternalRow>, Interna
             if (generation >= 0 && !flag(row, CONSUMER_PROTOCOL)) {
                 long process = row.getLong(at[PROCESS]), seq = row.getLong(at[SEQ]);
                 long time = row.getLong(at[TIME_NS]);
-                Map<Long, Span> byProcess = spans.computeIfAbsent(
-                        List.of(group.copy(), generation), k -> new HashMap<>());
+                // Looked up by the row's own bytes; a key is copied only when it is new.
+                Map<Long, Span> byProcess = spans.get(List.of(group, generation));
+                if (byProcess == null) {
+                    byProcess = new HashMap<>();
+                    spans.put(List.of(group.copy(), generation), byProcess);
+                }
                 Span span = byProcess.get(process);
                 if (span == null) {
                     byProcess.put(process, new Span(process, seq, time));

@@ -256,6 +256,7 @@ public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>,
 
     /** The second pass: the known sends by process, t/p and seq (the rest passes through). */
     private static final class SendOrder extends Walker {
+        private static final UTF8String SEND_RULE = UTF8String.fromString(SEND);
         private boolean any;
         private long process, topic, offset, op;
         private int partition;
@@ -266,7 +267,7 @@ public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>,
 
         @Override
         void accept(InternalRow row) {
-            if (!row.getUTF8String(R_RULE).toString().equals(SEND)) {
+            if (!row.getUTF8String(R_RULE).equals(SEND_RULE)) {
                 emit(row.copy());
                 return;
             }

@@ -85,10 +85,10 @@ final class RunPass implements FlatMapFunction<Iterator<InternalRow>, InternalRo
             } else if (read && (flags & Results.CONSUMER_PROTOCOL) != 0
                     && !row.isNullAt(Results.GROUP)) {
                 long time = row.getLong(Results.TIME_NS);
-                UTF8String group = row.getUTF8String(Results.GROUP).copy();
+                UTF8String group = row.getUTF8String(Results.GROUP);
                 Span span = owning.get(List.of(group, owned));
                 if (span == null) {
-                    owning.put(List.of(group, owned), new Span(proc, seq, time));
+                    owning.put(List.of(group.copy(), owned), new Span(proc, seq, time));
                 } else {
                     span.widen(seq, time);
                 }
