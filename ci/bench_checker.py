@@ -28,9 +28,10 @@ order a rule's pass would read them in (WALK_ORDER), and walked once by compiled
 driver's class path) that reads every field of every row: what a rule written as one JVM pass
 per grouping pays before it computes anything. Measured as the handoff is.
 
-The check runs the by-topic-partition rules as the compiled passes (harness/checker/jvm), as
-any classic session does; with --sql-rules the same process then checks again with them as SQL
-(what a Spark Connect session runs), and both must report the planted counts.
+The check runs the by-topic-partition and by-process rules as the compiled passes
+(harness/checker/jvm), as any classic session does; with --sql-rules the same process then
+checks again with them as SQL (what a Spark Connect session runs), and both must report the
+planted counts.
 
 With --transactional the histories are transactional (harness.checker.synth_txn), and for each
 the g1c rule is also timed alone: on the history's rows annotated with their transactions' fates
@@ -417,7 +418,7 @@ def main() -> None:
     parser.add_argument("--jvm-walk", action="store_true",
                         help="also time the bound's groupings sorted and walked by JVM code")
     parser.add_argument("--sql-rules", action="store_true",
-                        help="also check with the by-t/p rules as SQL, as Spark Connect does")
+                        help="also check with the rules as SQL, as Spark Connect does")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
