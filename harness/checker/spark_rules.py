@@ -154,8 +154,11 @@ def _values(value_rows: DataFrame) -> DataFrame:
     """Per value of note (sql.VALUE_OF_NOTE): was it sent, did its send fail, was it read, at
     how many places was it observed (two or more iff some position component varies), where
     was it acked."""
+    # Exchanged as they are, and aggregated after: aggregated before the exchange too, the
+    # rows shrank 2.5 times (a value is a send and its reads) for more hashing than the bytes
+    # saved (1.2 executor CPU-s of 9.7 at 10M rows, docs/benchmarks.md).
     return (
-        value_rows.groupBy("value")
+        value_rows.repartition("value").groupBy("value")
         .agg(*map(F.expr, sql.value_aggregates()))
         .selectExpr("*", sql.PLACES)
         .where(sql.VALUE_OF_NOTE)
@@ -424,6 +427,10 @@ ON_DRIVER = ("g1c",)
 
 
 def all_instances(frames: dict[str, DataFrame]) -> DataFrame:
-    """Every anomaly's instances (rule_frames' rows of R.ANOMALIES) as one frame."""
+    """Every anomaly's instances (rule_frames' rows of R.ANOMALIES) as one frame, in as many
+    partitions as an exchange makes: a union has all its parts' partitions (13 rules' 8 each
+    at 10M rows), and each task of every stage that reads it costs more than its few rows."""
     names = [n for n in R.ANOMALIES if n not in ON_DRIVER]
-    return reduce(DataFrame.union, [_instances(n, frames[n]) for n in names])
+    union = reduce(DataFrame.union, [_instances(n, frames[n]) for n in names])
+    partitions = union.sparkSession.conf.get("spark.sql.shuffle.partitions")
+    return union.coalesce(int(partitions)) if partitions else union

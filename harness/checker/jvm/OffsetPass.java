@@ -164,25 +164,29 @@ final class OffsetPass implements FlatMapFunction<Iterator<InternalRow>, Interna
             }
         }
 
-        /** A row for the second pass: where it is, who read what, and its flags. */
+        /** A row for the second pass (Results.WALKED): where it is, who read what, and its
+         * flags; its group only where the second pass reads it (a consumer-protocol read). */
         private GenericInternalRow walked(InternalRow row, boolean read, Long o, long r, long c,
                                           boolean committedHere) {
-            GenericInternalRow out = new GenericInternalRow(Results.WIDTH);
-            out.update(Results.TOPIC, tp.topic());
-            out.update(Results.PARTITION, tp.partition());
-            out.update(Results.OFFSET, o);
-            out.update(Results.PROCESS, longOf(row, PROCESS));
-            out.update(Results.SEQ, longOf(row, SEQ));
-            out.update(Results.GROUP, row.isNullAt(at[GROUP]) ? null : row.getUTF8String(at[GROUP]).copy());
-            out.update(Results.TIME_NS, longOf(row, TIME_NS));
-            out.update(Results.RANK, r);
-            out.update(Results.CRANK, c);
+            GenericInternalRow out = new GenericInternalRow(Results.W_WIDTH);
+            out.update(Results.W_TOPIC, tp.topic());
+            out.update(Results.W_PARTITION, tp.partition());
+            out.update(Results.W_OFFSET, o);
+            out.update(Results.W_PROCESS, longOf(row, PROCESS));
+            out.update(Results.W_SEQ, longOf(row, SEQ));
+            boolean consumerProtocol = flag(row, CONSUMER_PROTOCOL);
+            if (read && consumerProtocol && !row.isNullAt(at[GROUP])) {
+                out.update(Results.W_GROUP, row.getUTF8String(at[GROUP]).copy());
+            }
+            out.update(Results.W_TIME_NS, longOf(row, TIME_NS));
+            out.update(Results.W_RANK, r);
+            out.update(Results.W_CRANK, c);
             int flags = (read ? Results.READ : 0) | (flag(row, RC) ? Results.RC : 0)
                     | (committedHere ? Results.COMMITTED_HERE : 0)
                     | (flag(row, ASSIGNED) ? Results.ASSIGNED : 0)
                     | (flag(row, LOST) ? Results.LOST : 0)
-                    | (flag(row, CONSUMER_PROTOCOL) ? Results.CONSUMER_PROTOCOL : 0);
-            out.update(Results.FLAGS, flags);
+                    | (consumerProtocol ? Results.CONSUMER_PROTOCOL : 0);
+            out.update(Results.W_FLAGS, flags);
             return out;
         }
 
@@ -202,7 +206,7 @@ final class OffsetPass implements FlatMapFunction<Iterator<InternalRow>, Interna
                 if (several) {
                     GenericInternalRow out = result(Results.INCONSISTENT);
                     out.update(Results.OFFSET, offset);
-                    emit(out);
+                    emitResult(out);
                 }
                 for (Map.Entry<UTF8String, Reads> e : reads.entrySet()) {
                     Reads r = e.getValue();
@@ -211,21 +215,26 @@ final class OffsetPass implements FlatMapFunction<Iterator<InternalRow>, Interna
                         out.update(Results.OFFSET, offset);
                         out.update(Results.GROUP, e.getKey());
                         out.update(Results.READS, r.count);
-                        emit(out);
+                        emitResult(out);
                     }
                 }
             }
             for (GenericInternalRow row : waiting) {
-                row.update(Results.RANK, rank);
-                row.update(Results.CRANK, crank);
+                row.update(Results.W_RANK, rank);
+                row.update(Results.W_CRANK, crank);
                 if (seen && committed) {
-                    row.update(Results.FLAGS, row.getInt(Results.FLAGS) | Results.COMMITTED_HERE);
+                    row.update(Results.W_FLAGS, row.getInt(Results.W_FLAGS) | Results.COMMITTED_HERE);
                 }
                 emit(row);
             }
             waiting.clear();
             reads.clear();
             seen = several = counted = committed = false;
+        }
+
+        /** A result, carried past the second pass's sort (Carried). */
+        private void emitResult(GenericInternalRow result) {
+            emit(Carried.result(result, Results.W_WIDTH));
         }
 
         private GenericInternalRow result(String rule) {
@@ -237,7 +246,7 @@ final class OffsetPass implements FlatMapFunction<Iterator<InternalRow>, Interna
             if (observed) {
                 GenericInternalRow out = result(Results.HIGHEST);
                 out.update(Results.MAX_READ_OFFSET, anyCounted ? highest : null);
-                emit(out);
+                emitResult(out);
             }
             for (Map.Entry<List<Object>, Map<Long, Span>> e : spans.entrySet()) {
                 List<Span> byFirst = new ArrayList<>(e.getValue().values());
@@ -252,7 +261,7 @@ final class OffsetPass implements FlatMapFunction<Iterator<InternalRow>, Interna
                     firsts.add(new long[] {span.process, span.seq});
                 }
                 Results.processes(out, firsts, examples);
-                emit(out);
+                emitResult(out);
             }
             spans.clear();
             observed = anyCounted = false;

@@ -12,6 +12,7 @@ import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
+import org.roaringbitmap.RoaringBitmap;
 import org.roaringbitmap.longlong.Roaring64Bitmap;
 
 /**
@@ -33,8 +34,11 @@ import org.roaringbitmap.longlong.Roaring64Bitmap;
  */
 public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>, InternalRow> {
     private static final long serialVersionUID = 1L;
-    static final String OP = "op", SEQ_REUSED = "seq_reused", PROCESS = "process", SEND = "send",
-            NONMONOTONIC_SEND = "nonmonotonic_send", COMMIT = "commit";
+    // The rule names (a result's rule column, which the Python side selects by), made once:
+    // an immutable UTF8String may be shared by every row that names it.
+    private static final UTF8String OP = rule("op"), SEQ_REUSED = rule("seq_reused"),
+            PROCESS = rule("process"), NONMONOTONIC_SEND = rule("nonmonotonic_send"),
+            COMMIT = rule("commit");
     static final StructType SCHEMA = new StructType()
             .add("rule", DataTypes.StringType).add("process", DataTypes.LongType)
             .add("op", DataTypes.LongType).add("seq", DataTypes.LongType)
@@ -46,6 +50,15 @@ public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>,
             .add("value_min1", DataTypes.LongType).add("value_max1", DataTypes.LongType)
             .add("sel_ops", DataTypes.createArrayType(DataTypes.LongType))
             .add("group", DataTypes.StringType).add("time_ns", DataTypes.LongType);
+    /** The first pass's output: a known send, which the second pass walks sorted by process,
+     * t/p and seq, or a result, Carried past that sort. */
+    static final StructType SENDS = Carried.schema(SCHEMA, new Object[][] {
+        {"process", DataTypes.LongType}, {"topic", DataTypes.LongType},
+        {"partition", DataTypes.IntegerType}, {"seq", DataTypes.LongType},
+        {"offset", DataTypes.LongType}, {"op", DataTypes.LongType},
+    });
+    private static final int S_PROCESS = 1, S_TOPIC = 2, S_PARTITION = 3, S_SEQ = 4,
+            S_OFFSET = 5, S_OP = 6, S_WIDTH = 7;
     private static final int R_RULE = 0, R_PROCESS = 1, R_OP = 2, R_SEQ = 3, R_TOPIC = 4,
             R_PARTITION = 5, R_OFFSET = 6, R_PREVIOUS_OFFSET = 7, R_PREVIOUS_OP = 8, R_BITS = 9,
             R_INVOKES = 10, R_COMPLETIONS = 11, R_VALUE = 12, R_SEL_OPS = 16, R_GROUP = 17,
@@ -78,11 +91,15 @@ public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>,
         JavaRDD<InternalRow> first = rows.queryExecution().toRdd().toJavaRDD().mapPartitions(
                 new ProcessPass(rows.schema(), send, invoked, oneCompletion), true);
         org.apache.spark.sql.classic.Dataset<Row> sends = session
-                .internalCreateDataFrame(first.rdd(), SCHEMA, false)
-                .sortWithinPartitions("rule", "process", "topic", "partition", "seq");
+                .internalCreateDataFrame(first.rdd(), SENDS, false)
+                .sortWithinPartitions("process", "topic", "partition", "seq");
         JavaRDD<InternalRow> second = sends.queryExecution().toRdd().toJavaRDD()
                 .mapPartitions(SendOrder::new, true);
         return session.internalCreateDataFrame(second.rdd(), SCHEMA, false);
+    }
+
+    private static UTF8String rule(String name) {
+        return UTF8String.fromString(name);
     }
 
     @Override
@@ -90,9 +107,9 @@ public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>,
         return new Pass(rows);
     }
 
-    private static GenericInternalRow row(String rule, Long process) {
+    private static GenericInternalRow row(UTF8String rule, Long process) {
         GenericInternalRow out = new GenericInternalRow(SCHEMA.size());
-        out.update(R_RULE, UTF8String.fromString(rule));
+        out.update(R_RULE, rule);
         out.update(R_PROCESS, process);
         return out;
     }
@@ -100,7 +117,10 @@ public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>,
     private final class Pass extends Walker {
         private boolean started, processNull, inOp;
         private long process, op;
-        private final Roaring64Bitmap seqs = new Roaring64Bitmap();
+        // The process's seqs so far: those in [0, 2^32) (a recorder's, counted from 0) in the
+        // 32-bit bitmap, which tests and adds in one lookup; any other in the 64-bit one.
+        private final RoaringBitmap seqs = new RoaringBitmap();
+        private final Roaring64Bitmap otherSeqs = new Roaring64Bitmap();
         private boolean reused;
         private long lowestReused;
         // The operation being walked.
@@ -134,11 +154,9 @@ public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>,
             }
             if (!row.isNullAt(at[SEQ_])) {
                 long seq = row.getLong(at[SEQ_]);
-                if (seqs.contains(seq)) {
+                if (!firstSight(seq)) {
                     lowestReused = reused ? Math.min(lowestReused, seq) : seq;
                     reused = true;
-                } else {
-                    seqs.addLong(seq);
                 }
             }
             long code = row.isNullAt(at[CODE]) ? 0 : row.getInt(at[CODE]);
@@ -183,6 +201,18 @@ public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>,
             }
         }
 
+        /** Whether the process has not had `seq` before; remembered from now on. */
+        private boolean firstSight(long seq) {
+            if ((seq >>> 32) == 0) {
+                return seqs.checkedAdd((int) seq);
+            }
+            if (otherSeqs.contains(seq)) {
+                return false;
+            }
+            otherSeqs.addLong(seq);
+            return true;
+        }
+
         /** A commit that counts (sql.by_process gives only those a group), passed on as it is:
          * commit_regression judges them by group and t/p, in SQL. */
         private void commit(InternalRow row) {
@@ -193,7 +223,7 @@ public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>,
             out.update(R_OFFSET, row.isNullAt(at[OFFSET]) ? null : row.getLong(at[OFFSET]));
             out.update(R_TIME_NS, row.isNullAt(at[TIME_NS]) ? null : row.getLong(at[TIME_NS]));
             out.update(R_SEQ, row.isNullAt(at[SEQ_]) ? null : row.getLong(at[SEQ_]));
-            emit(out);
+            emitResult(out);
         }
 
         private void endOp() {
@@ -219,15 +249,16 @@ public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>,
                 for (int i = 0; i < 4; i++) {
                     out.update(R_VALUE + i, valued ? values[i] : null);
                 }
-                emit(out);
+                emitResult(out);
             }
             if (known && low == send && sendSeqSeen) {
-                GenericInternalRow out = row(SEND, theProcess);
-                out.update(R_OP, theOp);
-                out.update(R_SEQ, sendSeq);
-                out.update(R_TOPIC, topic);
-                out.update(R_PARTITION, partition);
-                out.update(R_OFFSET, offset);
+                GenericInternalRow out = new GenericInternalRow(S_WIDTH);
+                out.update(S_PROCESS, theProcess);
+                out.update(S_OP, theOp);
+                out.update(S_SEQ, sendSeq);
+                out.update(S_TOPIC, topic);
+                out.update(S_PARTITION, partition);
+                out.update(S_OFFSET, offset);
                 emit(out);
             }
             bits = invokes = completions = 0;
@@ -236,14 +267,20 @@ public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>,
 
         private void endProcess() {
             endOp();
-            emit(row(PROCESS, processNull ? null : process));
+            emitResult(row(PROCESS, processNull ? null : process));
             if (reused) {
                 GenericInternalRow out = row(SEQ_REUSED, processNull ? null : process);
                 out.update(R_SEQ, lowestReused);
-                emit(out);
+                emitResult(out);
             }
             seqs.clear();
+            otherSeqs.clear();
             reused = false;
+        }
+
+        /** A result, carried past the second pass's sort (Carried). */
+        private void emitResult(GenericInternalRow result) {
+            emit(Carried.result(result, S_WIDTH));
         }
 
         @Override
@@ -254,9 +291,8 @@ public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>,
         }
     }
 
-    /** The second pass: the known sends by process, t/p and seq (the rest passes through). */
+    /** The second pass: the known sends by process, t/p and seq (the results pass through). */
     private static final class SendOrder extends Walker {
-        private static final UTF8String SEND_RULE = UTF8String.fromString(SEND);
         private boolean any;
         private long process, topic, offset, op;
         private int partition;
@@ -267,18 +303,18 @@ public final class ProcessPass implements FlatMapFunction<Iterator<InternalRow>,
 
         @Override
         void accept(InternalRow row) {
-            if (!row.getUTF8String(R_RULE).equals(SEND_RULE)) {
-                emit(row.copy());
+            if (Carried.isResult(row)) {
+                emit(Carried.result(row, SCHEMA));
                 return;
             }
-            long p = row.getLong(R_PROCESS), t = row.getLong(R_TOPIC);
-            int part = row.getInt(R_PARTITION);
-            long off = row.getLong(R_OFFSET), o = row.getLong(R_OP);
+            long p = row.getLong(S_PROCESS), t = row.getLong(S_TOPIC);
+            int part = row.getInt(S_PARTITION);
+            long off = row.getLong(S_OFFSET), o = row.getLong(S_OP);
             if (any && p == process && t == topic && part == partition && off < offset) {
                 GenericInternalRow out = row(NONMONOTONIC_SEND, p);
                 out.update(R_TOPIC, t);
                 out.update(R_PARTITION, part);
-                out.update(R_SEQ, row.getLong(R_SEQ));
+                out.update(R_SEQ, row.getLong(S_SEQ));
                 out.update(R_OFFSET, off);
                 out.update(R_OP, o);
                 out.update(R_PREVIOUS_OFFSET, offset);

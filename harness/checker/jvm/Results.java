@@ -10,14 +10,14 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * The one row shape both passes of TopicPartitionPass emit, and the helpers that fill it.
+ * The one row shape both passes of TopicPartitionPass emit results in, the helpers that fill
+ * it, and the shape of the rows the second pass walks.
  *
  * <p>A result row names its rule (an anomaly of result.ANOMALIES, or HIGHEST: a t/p's highest
  * offset a counting poll read) and fills the columns that rule reports; the Python side
  * (harness.checker.spark_jvm) selects each rule's columns from it. The first pass also emits
- * the rows the second one walks (rule null: they sort first), which carry a read's rank among
- * its t/p's observed offsets and the flags the second pass needs (the last four columns,
- * null on result rows).
+ * the rows the second one walks (WALKED, its results Carried past the second sort), which
+ * carry a read's rank among its t/p's observed offsets and the flags the second pass needs.
  */
 final class Results {
     static final String HIGHEST = "highest";
@@ -31,9 +31,12 @@ final class Results {
             PREVIOUS_SEQ = 6, PREVIOUS_OFFSET = 7, OBSERVED_BETWEEN = 8, GROUP = 9,
             GENERATION = 10, PROCESS_COUNT = 11, READS = 12, MAX_READ_OFFSET = 13, SEL_ROWS = 14,
             PROCESSES = 15;
-    /** Only on the rows the second pass walks. */
-    static final int TIME_NS = 16, RANK = 17, CRANK = 18, FLAGS = 19;
-    static final int WIDTH = 20;
+    static final int WIDTH = 16;
+
+    /** A walked row's columns, after Carried.RESULT. */
+    static final int W_TOPIC = 1, W_PARTITION = 2, W_OFFSET = 3, W_PROCESS = 4, W_SEQ = 5,
+            W_GROUP = 6, W_TIME_NS = 7, W_RANK = 8, W_CRANK = 9, W_FLAGS = 10;
+    static final int W_WIDTH = 11;
 
     /** The flags of a walked row. */
     static final int READ = 1, RC = 2, COMMITTED_HERE = 4, ASSIGNED = 8, LOST = 16,
@@ -42,24 +45,30 @@ final class Results {
     static final StructType ROW_REF = new StructType()
             .add("process", DataTypes.LongType)
             .add("seq", DataTypes.LongType);
-    static final StructType SCHEMA = schema();
+    static final StructType SCHEMA = struct(new Object[][] {
+        {"rule", DataTypes.StringType}, {"topic", DataTypes.LongType},
+        {"partition", DataTypes.IntegerType}, {"offset", DataTypes.LongType},
+        {"process", DataTypes.LongType}, {"seq", DataTypes.LongType},
+        {"previous_seq", DataTypes.LongType}, {"previous_offset", DataTypes.LongType},
+        {"observed_between", DataTypes.LongType}, {"group", DataTypes.StringType},
+        {"generation", DataTypes.IntegerType}, {"process_count", DataTypes.LongType},
+        {"reads", DataTypes.LongType}, {"max_read_offset", DataTypes.LongType},
+        {"sel_rows", DataTypes.createArrayType(ROW_REF)},
+        {"processes", DataTypes.createArrayType(DataTypes.LongType)},
+    });
+    /** The rows the second pass walks, sorted by t/p, process and seq (the results first). */
+    static final StructType WALKED = Carried.schema(SCHEMA, new Object[][] {
+        {"topic", DataTypes.LongType}, {"partition", DataTypes.IntegerType},
+        {"offset", DataTypes.LongType}, {"process", DataTypes.LongType},
+        {"seq", DataTypes.LongType}, {"group", DataTypes.StringType},
+        {"time_ns", DataTypes.LongType}, {"rank", DataTypes.LongType},
+        {"crank", DataTypes.LongType}, {"flags", DataTypes.IntegerType},
+    });
 
     private Results() {}
 
-    private static StructType schema() {
-        Object[][] columns = {
-            {"rule", DataTypes.StringType}, {"topic", DataTypes.LongType},
-            {"partition", DataTypes.IntegerType}, {"offset", DataTypes.LongType},
-            {"process", DataTypes.LongType}, {"seq", DataTypes.LongType},
-            {"previous_seq", DataTypes.LongType}, {"previous_offset", DataTypes.LongType},
-            {"observed_between", DataTypes.LongType}, {"group", DataTypes.StringType},
-            {"generation", DataTypes.IntegerType}, {"process_count", DataTypes.LongType},
-            {"reads", DataTypes.LongType}, {"max_read_offset", DataTypes.LongType},
-            {"sel_rows", DataTypes.createArrayType(ROW_REF)},
-            {"processes", DataTypes.createArrayType(DataTypes.LongType)},
-            {"time_ns", DataTypes.LongType}, {"rank", DataTypes.LongType},
-            {"crank", DataTypes.LongType}, {"flags", DataTypes.IntegerType},
-        };
+    /** A schema of (name, type) pairs, every column nullable. */
+    static StructType struct(Object[][] columns) {
         StructField[] fields = new StructField[columns.length];
         for (int i = 0; i < columns.length; i++) {
             fields[i] = DataTypes.createStructField((String) columns[i][0], (DataType) columns[i][1], true);

@@ -13,8 +13,8 @@ import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * The second pass: OffsetPass's walked rows, each partition sorted by topic, partition,
- * process and seq (its result rows sort apart and pass through). The rules that read a
+ * The second pass: OffsetPass's walked rows (Results.WALKED), each partition sorted by topic,
+ * partition, process and seq (its results, Carried, sort first and pass through). The rules that read a
  * process's rows of a t/p in the order it saw them.
  *
  * <p>Consecutive reads in one run (an assign, a revoke or a failed transaction's completion
@@ -55,26 +55,26 @@ final class RunPass implements FlatMapFunction<Iterator<InternalRow>, InternalRo
 
         @Override
         void accept(InternalRow row) {
-            if (!row.isNullAt(Results.RULE)) {
-                emit(row.copy());
+            if (Carried.isResult(row)) {
+                emit(Carried.result(row, Results.SCHEMA));
                 return;
             }
-            long proc = row.getLong(Results.PROCESS);
-            boolean newPartition = tp.differs(row, Results.TOPIC, Results.PARTITION);
+            long proc = row.getLong(Results.W_PROCESS);
+            boolean newPartition = tp.differs(row, Results.W_TOPIC, Results.W_PARTITION);
             if (tp.started() && (newPartition || proc != process)) {
                 endRun();
                 if (newPartition) {
                     endPartition();
                 }
             }
-            tp.moveTo(row, Results.TOPIC, Results.PARTITION);
+            tp.moveTo(row, Results.W_TOPIC, Results.W_PARTITION);
             process = proc;
-            int flags = row.getInt(Results.FLAGS);
+            int flags = row.getInt(Results.W_FLAGS);
             boolean read = (flags & Results.READ) != 0, rc = (flags & Results.RC) != 0;
-            long seq = row.getLong(Results.SEQ);
-            boolean offsetNull = row.isNullAt(Results.OFFSET);
-            long offset = offsetNull ? 0 : row.getLong(Results.OFFSET);
-            long rank = row.getLong(Results.RANK), crank = row.getLong(Results.CRANK);
+            long seq = row.getLong(Results.W_SEQ);
+            boolean offsetNull = row.isNullAt(Results.W_OFFSET);
+            long offset = offsetNull ? 0 : row.getLong(Results.W_OFFSET);
+            long rank = row.getLong(Results.W_RANK), crank = row.getLong(Results.W_CRANK);
             if (read && previousRead && !offsetNull && !previousOffsetNull) {
                 pair(seq, offset, rank, crank, rc, (flags & Results.COMMITTED_HERE) != 0);
             }
@@ -83,9 +83,9 @@ final class RunPass implements FlatMapFunction<Iterator<InternalRow>, InternalRo
             } else if ((flags & Results.LOST) != 0) {
                 lost.add(owned);
             } else if (read && (flags & Results.CONSUMER_PROTOCOL) != 0
-                    && !row.isNullAt(Results.GROUP)) {
-                long time = row.getLong(Results.TIME_NS);
-                UTF8String group = row.getUTF8String(Results.GROUP);
+                    && !row.isNullAt(Results.W_GROUP)) {
+                long time = row.getLong(Results.W_TIME_NS);
+                UTF8String group = row.getUTF8String(Results.W_GROUP);
                 Span span = owning.get(List.of(group, owned));
                 if (span == null) {
                     owning.put(List.of(group.copy(), owned), new Span(proc, seq, time));

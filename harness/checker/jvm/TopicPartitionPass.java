@@ -30,8 +30,8 @@ public final class TopicPartitionPass {
         JavaRDD<InternalRow> first = rows.queryExecution().toRdd().toJavaRDD()
                 .mapPartitions(new OffsetPass(rows.schema(), examples), true);
         org.apache.spark.sql.classic.Dataset<Row> walked = session
-                .internalCreateDataFrame(first.rdd(), Results.SCHEMA, false)
-                .sortWithinPartitions("rule", "topic", "partition", "process", "seq");
+                .internalCreateDataFrame(first.rdd(), Results.WALKED, false)
+                .sortWithinPartitions("topic", "partition", "process", "seq");
         JavaRDD<InternalRow> second = walked.queryExecution().toRdd().toJavaRDD()
                 .mapPartitions(new RunPass(examples), true);
         return session.internalCreateDataFrame(second.rdd(), Results.SCHEMA, false);
