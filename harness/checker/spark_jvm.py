@@ -23,7 +23,7 @@ from harness import history
 from harness.checker import jvm_passes, sql
 from harness.checker import result as R
 from harness.checker.spark_rules import COMMIT, COMMITS, HIGHEST, TP, TPO
-from harness.checker.spark_session import is_connect
+from harness.checker.spark_session import is_connect, jvm_class
 
 # What each rule's frame keeps of the passes' result rows (the Java Results' columns).
 _PAIR = ["process", *TP, "seq", "offset", "previous_seq", "previous_offset", "sel_rows"]
@@ -38,23 +38,15 @@ _COLUMNS = {
 
 
 def _entry(spark: SparkSession, name: str) -> JavaClass:
-    found = spark.sparkContext._jvm
-    for part in name.split("."):
-        found = getattr(found, part)
-    if not isinstance(found, JavaClass):
+    found = jvm_class(spark, name)
+    if found is None:
         raise RuntimeError("this Spark session's JVM has no checker passes on its class path")
     return found
 
 
 def available(spark: SparkSession) -> bool:
     """Whether this session can run the passes: classic, its JVM started with their jar."""
-    if is_connect(spark):
-        return False
-    try:
-        _entry(spark, jvm_passes.ENTRY)
-    except RuntimeError:
-        return False
-    return True
+    return not is_connect(spark) and jvm_class(spark, jvm_passes.ENTRY) is not None
 
 
 def _results(frame: DataFrame, hold: Callable[[DataFrame], DataFrame], name: str,

@@ -12,6 +12,7 @@ import sys
 import threading
 from contextlib import suppress
 
+from py4j.java_gateway import JavaClass
 from py4j.protocol import Py4JError
 from pyspark import SparkContext
 from pyspark.errors import PySparkException
@@ -49,6 +50,7 @@ def start_session(master: str | None = None, history_bytes: int | None = None) -
         raise SparkError(f"cannot start Spark ({target.url}): {exc}") from exc
     if not target.connect:
         spark.sparkContext.setLogLevel("OFF")
+        _found_passes(spark)
     return spark
 
 
@@ -73,6 +75,28 @@ def _passes_settings(target: cluster.Target) -> dict[str, str]:
     if not target.local:
         settings["spark.jars"] = built
     return settings
+
+
+def jvm_class(spark: SparkSession, name: str) -> JavaClass | None:
+    """The class `name` in a classic session's JVM, or None if its class path has no such
+    class (py4j answers an unknown name with a package, not an error)."""
+    found = spark.sparkContext._jvm
+    for part in name.split("."):
+        found = getattr(found, part)
+    return found if isinstance(found, JavaClass) else None
+
+
+def _found_passes(spark: SparkSession) -> None:
+    """Set passes_missing if the JVM lacks the passes although their jar was built: a class
+    path is fixed when the JVM starts, and a --driver-class-path in PYSPARK_SUBMIT_ARGS, or a
+    session this process started before, replaces the one asked for here."""
+    global passes_missing
+    if passes_missing is None and jvm_class(spark, jvm_passes.ENTRY) is None:
+        passes_missing = (
+            "the Spark JVM started without the checker passes' jar on its class path (a "
+            "--driver-class-path in PYSPARK_SUBMIT_ARGS, or a session started earlier in this "
+            "process, sets a class path of its own); the check uses the SQL rules"
+        )
 
 
 _shared: dict[str, SparkSession] = {}

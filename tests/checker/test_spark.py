@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -199,6 +201,36 @@ def test_a_classic_session_judges_with_the_compiled_passes(spark):
     so a check on it does not fall back to the SQL rules."""
     assert spark_session.passes_missing is None
     assert spark_jvm.available(spark)
+
+
+# A fresh process: a JVM's class path is fixed when it starts, and this one's must not be.
+_SQL_FALLBACK = """
+import json, sys
+from harness.checker import spark, spark_jvm, spark_session
+session = spark_session.start_session(history_bytes=0)
+try:
+    result = spark.check(session, sys.argv[1]).to_json()
+    print(json.dumps({"missing": spark_session.passes_missing,
+                      "available": spark_jvm.available(session), "result": result}))
+finally:
+    session.stop()
+"""
+
+
+def test_a_session_without_the_passes_says_why_and_judges_with_the_sql_rules(tmp_path):
+    """A --driver-class-path in PYSPARK_SUBMIT_ARGS replaces the class path the checker asks
+    for: the session has no passes, says so in passes_missing, and judges as the pure rules."""
+    b, _ = zoo()
+    b.write(tmp_path / "history")
+    env = {**os.environ,
+           "PYSPARK_SUBMIT_ARGS": f"--driver-class-path {tmp_path / 'elsewhere'} pyspark-shell"}
+    done = subprocess.run([sys.executable, "-c", _SQL_FALLBACK, str(tmp_path / "history")],
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not found["available"]
+    assert "class path" in found["missing"]
+    assert found["result"] == rules.check_events(b.events).to_json()
 
 
 def test_synthetic_history_counts(spark, tmp_path):
