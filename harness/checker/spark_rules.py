@@ -212,7 +212,7 @@ def _read_pairs(
     )
 
 
-def commits(by_process: DataFrame) -> DataFrame:
+def _commits(by_process: DataFrame) -> DataFrame:
     """The ok commits of groups that count (COMMIT and offset), from every row by process."""
     return by_process.where(F.col("group").isNotNull()).select(*COMMIT, "offset")
 
@@ -376,7 +376,7 @@ def by_process_rules(by_process: DataFrame, keep: Callable[[DataFrame], DataFram
         ),
         "2-seq": reused_seqs.select("process", "seq"),
         "processes": ops.select("process").distinct().agg(F.count(F.lit(1)).alias("processes")),
-        COMMITS: commits(by_process),
+        COMMITS: _commits(by_process),
     }
 
 

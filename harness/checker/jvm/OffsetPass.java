@@ -223,7 +223,8 @@ final class OffsetPass implements FlatMapFunction<Iterator<InternalRow>, Interna
                 row.update(Results.W_RANK, rank);
                 row.update(Results.W_CRANK, crank);
                 if (seen && committed) {
-                    row.update(Results.W_FLAGS, row.getInt(Results.W_FLAGS) | Results.COMMITTED_HERE);
+                    int flags = row.getInt(Results.W_FLAGS) | Results.COMMITTED_HERE;
+                    row.update(Results.W_FLAGS, flags);
                 }
                 emit(row);
             }

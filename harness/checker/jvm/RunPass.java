@@ -14,8 +14,8 @@ import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * The second pass: OffsetPass's walked rows (Results.WALKED), each partition sorted by topic,
- * partition, process and seq (its results, Carried, sort first and pass through). The rules that read a
- * process's rows of a t/p in the order it saw them.
+ * partition, process and seq (its results, Carried, sort first and pass through). The rules
+ * that read a process's rows of a t/p in the order it saw them.
  *
  * <p>Consecutive reads in one run (an assign, a revoke or a failed transaction's completion
  * row ends it): one at or below the offset before it (nonmonotonic_poll), or above it with
